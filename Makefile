@@ -1,0 +1,38 @@
+# The two commands a newcomer needs: `make demo` runs the main job, `make test`
+# runs every check that CI runs (.ci/run calls `make test` on a clean clone).
+GO        ?= go
+FUZZTIME  ?= 60s
+SOAKTIME  ?= 10m
+STATICCHECK_VERSION ?= v0.8.2
+FUZZ_TARGETS = \
+	./normalize:FuzzString \
+	./syncfilter:FuzzKeyedSumMatchesReference
+
+.PHONY: test vet race fuzz-short fuzz bench lint
+
+test: vet race fuzz-short
+
+vet:
+	$(GO) vet ./...
+
+race:
+	$(GO) test -race -count=1 ./...
+
+# A few seconds of each fuzz target inside `make test`; `make fuzz` runs longer.
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
