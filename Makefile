@@ -14,6 +14,7 @@ test: vet race fuzz-short
 
 vet:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 race:
 	$(GO) test -race -count=1 ./...
@@ -29,8 +30,10 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	done
 
+# Comparisons with other libraries live in the bench/ module (own go.mod).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+	cd bench && $(GO) test -run='^$$' -bench=. -benchmem .
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
