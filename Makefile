@@ -6,11 +6,12 @@ SOAKTIME  ?= 10m
 STATICCHECK_VERSION ?= v0.8.2
 FUZZ_TARGETS = \
 	./normalize:FuzzString \
-	./syncfilter:FuzzKeyedSumMatchesReference
+	./syncfilter:FuzzKeyedSumMatchesReference \
+	./snapshot:FuzzDecode
 
-.PHONY: test vet race fuzz-short fuzz bench lint
+.PHONY: test vet race fixtures fixtures-check fuzz-short fuzz bench lint
 
-test: vet race fuzz-short
+test: vet fixtures-check race fuzz-short
 
 vet:
 	$(GO) vet ./...
@@ -18,6 +19,14 @@ vet:
 
 race:
 	$(GO) test -race -count=1 ./...
+
+# Regenerate the fixtures of the current format version (refuses to change
+# released files), or check byte for byte that this code still produces them.
+fixtures:
+	$(GO) run ./cmd/fixturegen -out fixtures
+
+fixtures-check:
+	$(GO) run ./cmd/fixturegen -out fixtures -check
 
 # A few seconds of each fuzz target inside `make test`; `make fuzz` runs longer.
 fuzz-short:

@@ -1,0 +1,35 @@
+package snapshot
+
+import (
+	"encoding/hex"
+	"fmt"
+
+	"github.com/syncfilter/syncfilter/normalize"
+)
+
+// CheckNormalization reports whether keys canonicalized by this program
+// land where they landed when the snapshot was built: the normalization
+// policy and the Unicode version of the tables must both match. NFC is
+// stable only for characters assigned in both Unicode versions, so a
+// snapshot from another version is refused (ErrIncompatible) rather than
+// trusted; rebuilding it costs one scan of the source.
+func (h *Header) CheckNormalization() error {
+	if h.Policy != normalize.Policy {
+		return fmt.Errorf("normalization policy %q, this program uses %q: %w", h.Policy, normalize.Policy, ErrIncompatible)
+	}
+	if v := normalize.UnicodeVersion(); h.UnicodeVersion != v {
+		return fmt.Errorf("unicode version %s, this program uses %s: %w", h.UnicodeVersion, v, ErrIncompatible)
+	}
+	return nil
+}
+
+// CheckDataset reports whether the snapshot was built from the dataset
+// with the given id (ErrIncompatible otherwise): a snapshot of another
+// database, or of a database that was deleted and created again, covers
+// other records.
+func (h *Header) CheckDataset(id [16]byte) error {
+	if h.DatasetID != id {
+		return fmt.Errorf("dataset %s, the database is %s: %w", hex.EncodeToString(h.DatasetID[:]), hex.EncodeToString(id[:]), ErrIncompatible)
+	}
+	return nil
+}

@@ -1,0 +1,32 @@
+// Package snapshot stores a filter on disk and reads it back only if it
+// checks out.
+//
+// # Basics
+//
+// A snapshot is a filter's parameters and bits with two BLAKE3 checksums,
+// the identity of the data it covers (dataset id and generation) and the
+// normalization it was built under. The byte layout is specified in
+// docs/FORMAT.md and summarized next to the code (format.go).
+//
+//	img, _ := f.Image(ctx)                                 // consistent copy
+//	err := snapshot.WriteFile(path, snapshot.Header{...}, img) // atomic replace
+//	s, err := snapshot.ReadFile(path)                      // verified or refused
+//	f, err := syncfilter.Thaw(s.Image)
+//
+// # Strictness
+//
+// Decode checks, in this order: magic, version, header checksum and fields,
+// length, payload checksum, trailing bytes; each failure has its own
+// sentinel (ErrNotSnapshot, ErrUnsupportedVersion, ErrCorruptHeader,
+// ErrTruncated, ErrChecksum, ErrTrailingData). It never panics and never
+// allocates much more than the input really holds. CheckNormalization and
+// CheckDataset then say whether an intact snapshot may be used here
+// (ErrIncompatible). A refused snapshot is rebuilt from the source of
+// truth; its parameters are never guessed.
+//
+// # Caveats
+//
+// WriteFile makes the replacement atomic, not the content fresh: a
+// snapshot covers the source as of its generation, and package rebuild
+// catches up on everything committed later.
+package snapshot

@@ -1,0 +1,37 @@
+package snapshot
+
+import "errors"
+
+// Errors returned when reading a snapshot, in the order the decoder checks
+// for them. Each is wrapped with context; test with errors.Is. A snapshot
+// refused with any of them must not be used: rebuild from the source of
+// truth instead (never guess the parameters of a damaged file).
+var (
+	// ErrNotSnapshot: the input does not start with the snapshot magic.
+	ErrNotSnapshot = errors.New("not a snapshot")
+
+	// ErrUnsupportedVersion: the format version is not one this program
+	// reads (see MinVersion and MaxVersion).
+	ErrUnsupportedVersion = errors.New("unsupported snapshot version")
+
+	// ErrTruncated: the input ends before the header, payload or checksum
+	// it announces.
+	ErrTruncated = errors.New("truncated snapshot")
+
+	// ErrCorruptHeader: the header fails its own checksum or holds values
+	// that no valid writer produces (unknown layout, m out of range, m and
+	// payload length disagreeing, non-zero reserved bytes).
+	ErrCorruptHeader = errors.New("corrupt snapshot header")
+
+	// ErrChecksum: the BLAKE3 checksum over header and payload does not
+	// match.
+	ErrChecksum = errors.New("snapshot checksum mismatch")
+
+	// ErrTrailingData: bytes follow the checksum.
+	ErrTrailingData = errors.New("trailing data after snapshot")
+
+	// ErrIncompatible: the snapshot is intact but must not be used here:
+	// it was built under another normalization policy or Unicode version,
+	// or from another dataset (see Header.Check).
+	ErrIncompatible = errors.New("incompatible snapshot")
+)

@@ -1,0 +1,142 @@
+package snapshot
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/syncfilter/syncfilter/syncfilter"
+)
+
+// FileMode is the permission of snapshot files: the hash key in the header
+// is a secret if adversaries choose record ids.
+const FileMode = 0o600
+
+// StaleTemp is how long a temporary file must have gone unmodified before
+// WriteFile treats it as left behind by a crashed writer and removes it.
+// A live writer touches its temporary file with every chunk it writes.
+const StaleTemp = 5 * time.Minute
+
+// tempInfix separates the snapshot's name from the random suffix of its
+// temporary files: "filter.sfb.tmp-1234567".
+const tempInfix = ".tmp-"
+
+// testHookChunkWritten, when set by tests, runs after each chunk written
+// to a temporary file, so a test can kill a writer in the middle.
+var testHookChunkWritten func()
+
+// WriteFile writes a snapshot to path atomically: it writes a temporary
+// file in the same directory, syncs it, renames it over path and syncs the
+// directory. A crash at any moment leaves either the previous file or the
+// new one at path, never a mix; the temporary file is removed on error,
+// and ones left by crashed writers are swept (see StaleTemp).
+func WriteFile(path string, h Header, img *syncfilter.Image) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	sweepTemp(dir, base, time.Now().Add(-StaleTemp))
+	tmp, err := os.CreateTemp(dir, base+tempInfix+"*")
+	if err != nil {
+		return fmt.Errorf("create temp file: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Chmod(FileMode); err != nil && runtime.GOOS != "windows" {
+		return fmt.Errorf("chmod temp file: %w", err)
+	}
+	var w io.Writer = tmp
+	if testHookChunkWritten != nil {
+		w = hookWriter{tmp}
+	}
+	if err := Encode(w, h, img); err != nil { // Encode buffers by chunkBytes
+		return fmt.Errorf("write temp file: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("sync temp file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close temp file: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename temp file: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	return nil
+}
+
+type hookWriter struct{ f *os.File }
+
+func (w hookWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	testHookChunkWritten()
+	return n, err
+}
+
+// ReadFile reads and verifies the snapshot at path. The file's size is
+// checked against its header before the payload is read.
+func ReadFile(path string) (*Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open snapshot: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat snapshot: %w", err)
+	}
+	s, err := decode(bufio.NewReaderSize(f, chunkBytes), st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// sweepTemp removes temporary files of base in dir last modified before
+// cutoff: leftovers of writers that crashed.
+func sweepTemp(dir, base string, cutoff time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), base+tempInfix) || !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// syncDir makes a rename in dir durable. Windows cannot sync a directory;
+// there the rename is as durable as NTFS makes it.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, os.ErrInvalid) { // some file systems refuse; the rename itself happened
+		return nil
+	}
+	return err
+}
