@@ -2,9 +2,10 @@ module github.com/syncfilter/syncfilter
 
 go 1.26.8
 
-require golang.org/x/text v0.44.0
-
 require (
-	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
-	github.com/zeebo/blake3 v0.2.4 // indirect
+	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/zeebo/blake3 v0.2.4
+	golang.org/x/text v0.44.0
 )
+
+require github.com/klauspost/cpuid/v2 v2.0.12 // indirect

@@ -1,0 +1,207 @@
+package rebuild
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/syncfilter/syncfilter/syncfilter"
+)
+
+// testHookScanRow, when set by tests, runs for every row a scan reads; an
+// error it returns fails the scan as a SQLite error would.
+var testHookScanRow func(n int64) error
+
+// Rebuild replaces the filter with one built from a full scan of the
+// source:
+//
+//	bypass (every query → SQLite) → scan in one read transaction, hashing on
+//	HashWorkers goroutines, bits set by the new filter's writer → catch up
+//	on the log since the scan and the keys covered meanwhile → publish (one
+//	atomic pointer store) → save the snapshot → compact the log.
+//
+// If the scan fails or ctx ends, the half-built filter is dropped, never
+// served, and the previous filter (or bypass) answers again. If only the
+// save fails, the new filter serves (it is complete) and the error is
+// returned. Rebuilds do not overlap: a second call waits for the first.
+func (ix *Index) Rebuild(ctx context.Context) error {
+	if err := ix.enter(); err != nil {
+		return err
+	}
+	defer ix.leave()
+	ix.rebuildMu.Lock()
+	defer ix.rebuildMu.Unlock()
+	start := time.Now()
+	ix.m.rebuilding.Store(true)
+	defer ix.m.rebuilding.Store(false)
+
+	prev := ix.unpublish()
+	s, err := ix.scan(ctx)
+	if err == nil {
+		if err = ix.publish(ctx, s); err != nil {
+			_ = s.f.Close()
+		}
+	}
+	if err != nil {
+		ix.restore(ctx, prev)
+		err = fmt.Errorf("rebuild: %w", err)
+		ix.m.rebuildDone(start, err)
+		return err
+	}
+	if prev != nil {
+		_ = prev.f.Close()
+	}
+	if err := ix.st.markScanned(ctx); err != nil {
+		ix.m.rebuildDone(start, err)
+		return fmt.Errorf("rebuild: %w", err)
+	}
+	if ix.cfg.Snapshot != "" {
+		if err := ix.save(ctx, s); err != nil {
+			err = fmt.Errorf("rebuild: %w", err)
+			ix.m.rebuildDone(start, err)
+			return err
+		}
+		if saved := ix.savedGen.Load(); saved > ix.cfg.LogRetain {
+			if err := ix.st.compactLog(ctx, saved-ix.cfg.LogRetain); err != nil {
+				ix.m.rebuildDone(start, err)
+				return fmt.Errorf("rebuild: %w", err)
+			}
+		}
+	}
+	ix.m.rebuildDone(start, nil)
+	return nil
+}
+
+// scan builds an unpublished filter from one consistent read of the
+// source. The read transaction fixes the snapshot of the database at its
+// first statement, which reads the generation: every row committed up to
+// it is scanned, everything later is in the log after it.
+func (ix *Index) scan(ctx context.Context) (_ *serving, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tx, err := ix.st.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scan source: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+
+	var head, floor, total int64
+	if err := tx.StmtContext(ctx, ix.st.headStmt).QueryRowContext(ctx).Scan(&head, &floor); err != nil {
+		return nil, fmt.Errorf("scan source: %w", err)
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+ix.st.qTable+` WHERE `+ix.st.qCol+` IS NOT NULL`).Scan(&total); err != nil {
+		return nil, fmt.Errorf("scan source: %w", err)
+	}
+	capacity := max(ix.cfg.Capacity, uint64(math.Ceil(float64(total)*ix.cfg.Headroom)), 1024)
+	params, err := syncfilter.NewParams(capacity, ix.cfg.FPR)
+	if err != nil {
+		return nil, fmt.Errorf("size filter for %d rows: %w", total, err)
+	}
+	f, err := syncfilter.New(params)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+		}
+	}()
+
+	// Hashing workers: keys arrive in batches from the scanning goroutine;
+	// each worker hashes on its own goroutine and hands the positions to
+	// the filter's single writer.
+	batches := make(chan []string, ix.cfg.HashWorkers)
+	var wg sync.WaitGroup
+	var workErr error
+	var errOnce sync.Once
+	for range ix.cfg.HashWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				if err := f.AddBatch(ctx, b); err != nil {
+					errOnce.Do(func() { workErr = err; cancel() })
+				}
+			}
+		}()
+	}
+	scanErr := ix.scanRows(ctx, tx, total, batches)
+	close(batches)
+	wg.Wait()
+	if scanErr != nil {
+		return nil, scanErr
+	}
+	if workErr != nil {
+		return nil, fmt.Errorf("scan source: %w", workErr)
+	}
+	s := &serving{f: f, capacity: capacity}
+	s.gen.Store(uint64(head))
+	return s, nil
+}
+
+// scanRows streams the key column into batches, noting aliases as it goes.
+func (ix *Index) scanRows(ctx context.Context, tx *sql.Tx, total int64, batches chan<- []string) error {
+	rows, err := tx.QueryContext(ctx, `SELECT `+ix.st.qCol+` FROM `+ix.st.qTable+` WHERE `+ix.st.qCol+` IS NOT NULL`)
+	if err != nil {
+		return fmt.Errorf("scan source: %w", err)
+	}
+	defer rows.Close()
+	var done int64
+	var aliases [][2]string
+	batch := make([]string, 0, batchKeys)
+	send := func() error {
+		select {
+		case batches <- batch:
+		case <-ctx.Done():
+			return fmt.Errorf("scan source: %w", context.Cause(ctx))
+		}
+		batch = make([]string, 0, batchKeys)
+		if len(aliases) >= batchKeys {
+			if err := ix.st.noteAliases(ctx, aliases); err != nil {
+				return err
+			}
+			aliases = aliases[:0]
+		}
+		return nil
+	}
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return fmt.Errorf("scan source: %w", err)
+		}
+		done++
+		if testHookScanRow != nil {
+			if err := testHookScanRow(done); err != nil {
+				return fmt.Errorf("scan source: %w", err)
+			}
+		}
+		if c, ok := ix.canonicalStored(key, &aliases); ok {
+			if batch = append(batch, c); len(batch) == batchKeys {
+				if err := send(); err != nil {
+					return err
+				}
+			}
+		}
+		if ix.cfg.Progress != nil && done%ix.cfg.ProgressEvery == 0 {
+			ix.cfg.Progress(done, total)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("scan source: %w", err)
+	}
+	if len(batch) > 0 {
+		if err := send(); err != nil {
+			return err
+		}
+	}
+	if err := ix.st.noteAliases(ctx, aliases); err != nil {
+		return err
+	}
+	if ix.cfg.Progress != nil {
+		ix.cfg.Progress(done, max(total, done))
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package rebuild
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"time"
+)
+
+// Config says where the source of truth is and how to size and keep the
+// filter. Zero values take the documented defaults.
+type Config struct {
+	// Path of the SQLite database file. Required.
+	Path string
+
+	// Table and Column name the source of truth: one row per fetched
+	// record, the record id in Column. Column must be indexed (see
+	// AllowUnindexed). Leave both empty to let the library own a table,
+	// syncfilter_fetched(key TEXT PRIMARY KEY), filled by MarkFetched.
+	Table, Column string
+
+	// Snapshot is the file the filter is saved to and loaded from. Empty:
+	// the filter lives in memory only and is rebuilt by every Open.
+	Snapshot string
+
+	// FPR is the target false-positive rate. Default 0.01.
+	FPR float64
+
+	// Capacity is the least number of keys a rebuilt filter is sized for.
+	// Default 0: rows × Headroom, at least 1024.
+	Capacity uint64
+
+	// Headroom multiplies the row count when sizing, leaving room for
+	// keys added until the next rebuild. Default 2; at least 1.
+	Headroom float64
+
+	// RebuildFactor: Stats.RebuildDue is set when the estimated
+	// false-positive rate exceeds FPR × RebuildFactor. Default 2.
+	RebuildFactor float64
+
+	// LogRetain is how many log entries a rebuild keeps behind the
+	// generation it saved, for other processes whose filters are older.
+	// Default 100,000.
+	LogRetain uint64
+
+	// AllowUnindexed accepts a key column without an index; every
+	// confirmation then scans the table.
+	AllowUnindexed bool
+
+	// NoBackgroundRebuild: when the snapshot is missing or refused, serve
+	// every query from SQLite until the caller runs Rebuild, instead of
+	// rebuilding in the background.
+	NoBackgroundRebuild bool
+
+	// Progress, if set, is called during scans with the rows done so far
+	// and the total (counted at the start of the scan), from the scanning
+	// goroutine, at most every ProgressEvery rows and once at the end.
+	Progress func(done, total int64)
+
+	// ProgressEvery: rows between Progress calls. Default 10,000.
+	ProgressEvery int64
+
+	// BusyTimeout is how long SQLite waits for a lock. Default 5s.
+	BusyTimeout time.Duration
+
+	// Readers is the size of the reading connection pool. Default
+	// GOMAXPROCS, at least 2.
+	Readers int
+
+	// HashWorkers is how many goroutines hash keys during a rebuild (bits
+	// are still set by the filter's single writer). Default GOMAXPROCS.
+	HashWorkers int
+}
+
+// withDefaults returns c with defaults filled in, or ErrBadConfig.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("check config: "+format+": %w", append(args, ErrBadConfig)...)
+	}
+	if c.Path == "" {
+		return bad("no database path")
+	}
+	if (c.Table == "") != (c.Column == "") {
+		return bad("table %q and column %q: give both or neither", c.Table, c.Column)
+	}
+	if c.Table != "" {
+		if err := checkName("table", c.Table); err != nil {
+			return Config{}, err
+		}
+		if err := checkName("column", c.Column); err != nil {
+			return Config{}, err
+		}
+	}
+	if c.FPR == 0 {
+		c.FPR = 0.01
+	}
+	if !(c.FPR > 0 && c.FPR < 1) {
+		return bad("false-positive rate %v not in (0, 1)", c.FPR)
+	}
+	if c.Headroom == 0 {
+		c.Headroom = 2
+	}
+	if !(c.Headroom >= 1) || math.IsInf(c.Headroom, 0) {
+		return bad("headroom %v below 1", c.Headroom)
+	}
+	if c.RebuildFactor == 0 {
+		c.RebuildFactor = 2
+	}
+	if !(c.RebuildFactor >= 1) || math.IsInf(c.RebuildFactor, 0) {
+		return bad("rebuild factor %v below 1", c.RebuildFactor)
+	}
+	if c.LogRetain == 0 {
+		c.LogRetain = 100_000
+	}
+	if c.ProgressEvery <= 0 {
+		c.ProgressEvery = 10_000
+	}
+	if c.BusyTimeout == 0 {
+		c.BusyTimeout = 5 * time.Second
+	}
+	if c.BusyTimeout < 0 {
+		return bad("busy timeout %v", c.BusyTimeout)
+	}
+	if c.Readers == 0 {
+		c.Readers = max(2, runtime.GOMAXPROCS(0))
+	}
+	if c.HashWorkers == 0 {
+		c.HashWorkers = runtime.GOMAXPROCS(0)
+	}
+	if c.Readers < 1 || c.HashWorkers < 1 {
+		return bad("readers %d, hash workers %d", c.Readers, c.HashWorkers)
+	}
+	return c, nil
+}

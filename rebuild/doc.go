@@ -1,0 +1,81 @@
+// Package rebuild keeps a syncfilter in front of a SQLite table and
+// answers, definitively, "did I already fetch this record?".
+//
+// # Basics
+//
+// Open an Index on the app's table (Config.Table, Config.Column: one row
+// per fetched record, keyed by the record id) or on a table the library
+// owns (leave both empty), then ask:
+//
+//	ix, err := rebuild.Open(ctx, rebuild.Config{Path: "app.db", Table: "records", Column: "id", Snapshot: "records.sfb"})
+//	missing, err := ix.Missing(ctx, page) // the ids of a server page still to fetch
+//	ok, err := ix.Fetched(ctx, id)
+//
+// The filter's "absent" is final: no SQLite lookup. Its "maybe" is always
+// confirmed in SQLite (in chunks of 256 keys per query for Missing) and
+// never counted as fetched on its own. Keys are compared in canonical
+// form (package normalize): a record stored under an NFD spelling by
+// another tool is found by an NFC query and the other way round, without
+// rewriting the table; the few stored spellings that are not NFC are noted
+// in a side table, syncfilter_alias_<n>, mapping canonical form to stored
+// form, and a confirmation looks in both.
+//
+// # Ordering: cover, then commit
+//
+// At every moment the filter covers every committed key. A key reaches the
+// filter (its bits set by the filter's writer goroutine, acknowledged)
+// before the transaction that stores it commits:
+//
+//   - MarkFetched (library's own table) covers, then inserts and commits;
+//   - Update runs the app's function in a transaction on the index's
+//     connection; keys passed to its mark function are covered before the
+//     commit (the function must not call other Index methods: it holds the
+//     only write connection);
+//   - Cover covers keys the app is about to commit on its own connection.
+//
+// A crash between cover and commit leaves a key in the filter that is not
+// in the table: it answers "maybe" and is confirmed absent. A crash after
+// the commit loses nothing either: the filter in memory is gone, and the
+// next Open loads the snapshot and catches up from the log (below).
+//
+// # Generation and catch-up
+//
+// Attaching a source installs two triggers that append every inserted or
+// re-keyed id to a log table, syncfilter_log_<n>, whose AUTOINCREMENT
+// sequence is the source's generation. The triggers fire for every
+// connection and process, the library or not. A snapshot records the
+// generation it covers and the dataset id of the source (a random id
+// stored in syncfilter_sources when the source is first attached), so a
+// snapshot of another database, another table, or a database deleted and
+// created again is refused.
+//
+// Every Fetched and Missing call first reads the generation (one small
+// query); if it moved, the filter catches up on the new log entries
+// before any of its negatives is trusted. Rows written by the cron job, a
+// second app process or a SQL shell are therefore seen by the next call.
+// A snapshot whose generation the log cannot reach (compacted past it, or
+// a database restored from an older backup) is refused and the filter is
+// rebuilt.
+//
+// # Rebuild
+//
+// Rebuild enters bypass (every query goes to SQLite), scans the source in
+// one read transaction (streaming; hashing on several goroutines, bits
+// set by the new filter's single writer), sizes the filter from the row
+// count × Config.Headroom, catches up on the log since the scan and on keys
+// covered meanwhile, publishes the filter with one atomic pointer store,
+// then saves the snapshot atomically. A failed or cancelled rebuild drops
+// the half-built filter and the previous one answers again. The first
+// Open of a source scans before returning; later Opens with an unusable
+// snapshot serve from SQLite and rebuild in the background.
+//
+// # Caveats
+//
+// A Bloom filter cannot forget: deleted records stay "maybe" and cost one
+// lookup each, and every filter fills up. Stats reports items against
+// capacity, the estimated false-positive rate and RebuildDue; rebuild then
+// (in process, or with the `syncfilter rebuild` cron job and Reload).
+// The key column should use the BINARY collation: under NOCASE, SQLite
+// would confirm a key the filter treats as different, and such keys are
+// reported missing (an extra fetch, never a lost record).
+package rebuild

@@ -1,0 +1,41 @@
+package rebuild
+
+import "errors"
+
+// Errors returned by this package. Each is wrapped with context ("verb
+// noun: %w"); test with errors.Is. SQLite errors are wrapped as they come
+// from github.com/mattn/go-sqlite3 (errors.As a sqlite3.Error).
+var (
+	// ErrBadConfig: a Config field is out of range (false-positive rate
+	// outside (0, 1), headroom below 1, no database path, ...).
+	ErrBadConfig = errors.New("invalid configuration")
+
+	// ErrBadName: a table or column name is empty, too long, not valid
+	// UTF-8, or holds characters other than letters, digits, '_' and '$'
+	// (or starts with a digit, or with the reserved "sqlite_" prefix).
+	ErrBadName = errors.New("invalid table or column name")
+
+	// ErrNoSource: the source table or its key column does not exist.
+	ErrNoSource = errors.New("source table or column not found")
+
+	// ErrNotIndexed: SQLite would scan the whole source table to look up
+	// one key. Index the key column, or set Config.AllowUnindexed.
+	ErrNotIndexed = errors.New("key column not indexed")
+
+	// ErrNotOwnTable: MarkFetched inserts rows only into the table the
+	// library owns (Config.Table empty). For an app's table, use Update or
+	// Cover inside the app's own transaction.
+	ErrNotOwnTable = errors.New("not the library's own table")
+
+	// ErrNotServing: the filter is being rebuilt (every query goes to
+	// SQLite), so there is nothing to save.
+	ErrNotServing = errors.New("filter not serving")
+
+	// ErrCannotCatchUp: a snapshot covers a generation the database's log
+	// no longer (or not yet) holds: the log was compacted past it, or the
+	// database was restored from an older backup. The filter is rebuilt.
+	ErrCannotCatchUp = errors.New("cannot catch up from snapshot generation")
+
+	// ErrClosed: the index was closed.
+	ErrClosed = errors.New("index closed")
+)

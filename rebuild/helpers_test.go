@@ -1,0 +1,135 @@
+package rebuild
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// appDB creates a SQLite file with an app table, records(id TEXT PRIMARY
+// KEY, body TEXT), holding the given ids, and returns its path.
+func appDB(t testing.TB, ids ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	db := rawDB(t, path)
+	defer db.Close()
+	mustExec(t, db, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+	insertIDs(t, db, ids...)
+	return path
+}
+
+// rawDB opens path with plain database/sql, as another part of the app (or
+// another tool) would.
+func rawDB(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(path, "_journal_mode=WAL&_busy_timeout=10000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func mustExec(t testing.TB, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+func insertIDs(t testing.TB, db *sql.DB, ids ...string) {
+	t.Helper()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := tx.Exec(`INSERT INTO records (id, body) VALUES (?, 'x')`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ids(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%07d", prefix, i)
+	}
+	return out
+}
+
+func open(t testing.TB, cfg Config) *Index {
+	t.Helper()
+	ix, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ix.Close(context.Background()) })
+	return ix
+}
+
+func appConfig(path string) Config {
+	return Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb"}
+}
+
+// waitServing waits for a background rebuild to publish a filter.
+func waitServing(t testing.TB, ix *Index) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for !ix.Stats().Serving {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no filter serving after 30s")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// expect checks Fetched and Missing against the reference set of fetched
+// ids.
+func expect(t testing.TB, ix *Index, fetched map[string]bool, probe []string) {
+	t.Helper()
+	ctx := context.Background()
+	missing, err := ix.Missing(ctx, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, k := range probe {
+		if !fetched[k] {
+			want = append(want, k)
+		}
+	}
+	if fmt.Sprint(missing) != fmt.Sprint(want) {
+		t.Fatalf("Missing = %d keys %.200v\nwant %d keys %.200v", len(missing), missing, len(want), want)
+	}
+	for _, k := range probe {
+		got, err := ix.Fetched(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != fetched[k] {
+			t.Fatalf("Fetched(%+q) = %v, want %v", k, got, fetched[k])
+		}
+	}
+}
+
+func set(keys ...[]string) map[string]bool {
+	m := map[string]bool{}
+	for _, ks := range keys {
+		for _, k := range ks {
+			m[k] = true
+		}
+	}
+	return m
+}

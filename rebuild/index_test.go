@@ -1,0 +1,338 @@
+package rebuild
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/syncfilter/syncfilter/normalize"
+	"github.com/syncfilter/syncfilter/snapshot"
+	"github.com/syncfilter/syncfilter/syncfilter"
+)
+
+func TestOwnTableMarkFetchedAndQueries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "own.db")
+	ix := open(t, Config{Path: path})
+	ctx := context.Background()
+	first, later, never := ids("a", 500), ids("b", 500), ids("c", 500)
+	if err := ix.MarkFetched(ctx, first...); err != nil {
+		t.Fatal(err)
+	}
+	probe := append(append(slices.Clone(first), later...), never...)
+	expect(t, ix, set(first), probe)
+	if err := ix.MarkFetched(ctx, later...); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, set(first, later), probe)
+
+	st := ix.Stats()
+	if !st.Serving || st.DefiniteNegatives == 0 || st.ConfirmedPositives == 0 {
+		t.Fatalf("stats: %+v", st)
+	}
+	if st.Queries != st.DefiniteNegatives+st.ConfirmedPositives+st.FalsePositives+st.BypassLookups {
+		t.Fatalf("queries %d != negatives + confirmed + false positives + bypass: %+v", st.Queries, st)
+	}
+	// Reopen: the snapshot was not configured, so a rebuild runs; the
+	// table keeps the truth.
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Fetched(ctx, "a-0000001"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Fetched after Close: %v", err)
+	}
+	again := open(t, Config{Path: path})
+	waitServing(t, again)
+	expect(t, again, set(first, later), probe)
+}
+
+func TestAppTableUpdateAndCover(t *testing.T) {
+	path := appDB(t, ids("old", 300)...)
+	ix := open(t, appConfig(path))
+	ctx := context.Background()
+	added := ids("new", 200)
+	err := ix.Update(ctx, func(tx *sql.Tx, mark func(...string) error) error {
+		if err := mark(added...); err != nil {
+			return err
+		}
+		for _, id := range added {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO records (id, body) VALUES (?, 'y')`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A failed Update rolls back: its keys stay "maybe" but are missing.
+	rolledBack := ids("rb", 50)
+	boom := errors.New("boom")
+	err = ix.Update(ctx, func(tx *sql.Tx, mark func(...string) error) error {
+		_ = mark(rolledBack...)
+		for _, id := range rolledBack {
+			_, _ = tx.ExecContext(ctx, `INSERT INTO records (id, body) VALUES (?, 'z')`, id)
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update error = %v", err)
+	}
+	// Cover, then commit on the app's own connection.
+	own := rawDB(t, path)
+	covered := ids("cov", 100)
+	if err := ix.Cover(ctx, covered...); err != nil {
+		t.Fatal(err)
+	}
+	insertIDs(t, own, covered...)
+
+	probe := append(append(append(ids("old", 300), added...), rolledBack...), append(covered, ids("never", 300)...)...)
+	expect(t, ix, set(ids("old", 300), added, covered), probe)
+	if err := ix.MarkFetched(ctx, "x"); !errors.Is(err, ErrNotOwnTable) {
+		t.Fatalf("MarkFetched on an app table: %v", err)
+	}
+}
+
+// TestOtherConnectionWritesAreCaughtUp: rows inserted by plain SQL on
+// another connection, with no call to the library, are reported fetched
+// by the next query, and after a reopen from an older snapshot.
+func TestOtherConnectionWritesAreCaughtUp(t *testing.T) {
+	path := appDB(t, ids("seed", 1000)...)
+	cfg := appConfig(path)
+	ix := open(t, cfg)
+	ctx := context.Background()
+	if err := ix.Save(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other := rawDB(t, path)
+	late := ids("late", 700)
+	insertIDs(t, other, late...)
+	probe := append(append(ids("seed", 1000), late...), ids("never", 500)...)
+	expect(t, ix, set(ids("seed", 1000), late), probe)
+	if ix.Stats().CaughtUp < 700 {
+		t.Fatalf("caught up %d log entries, want >= 700", ix.Stats().CaughtUp)
+	}
+
+	// Close saves; delete that save and put back an older snapshot, then
+	// write more: the reopened index loads the old file and catches up.
+	old, err := os.ReadFile(cfg.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg.Snapshot, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	later := ids("later", 300)
+	insertIDs(t, other, later...)
+	again := open(t, cfg)
+	if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+		t.Fatalf("reopen did not serve from the snapshot: %+v", st)
+	}
+	expect(t, again, set(ids("seed", 1000), late, later), append(probe, later...))
+}
+
+func TestCanonicalSpellingsFoundBothWays(t *testing.T) {
+	nfd := []string{"cafe\u0301-1", "\u1112\u1161\u11ab-2", "\u304b\u3099-3", "A\u030a-4"}
+	nfc := []string{"caf\u00e9-1", "\ud55c-2", "\u304c-3", "\u00c5-4"}
+	path := appDB(t, nfd[0], nfd[1]) // stored NFD before attaching
+	other := rawDB(t, path)
+	mustExec(t, other, `INSERT INTO records (id) VALUES (?)`, nfc[2]) // stored NFC
+	ix := open(t, appConfig(path))
+	mustExec(t, other, `INSERT INTO records (id) VALUES (?)`, nfd[3]) // stored NFD after attaching
+	fetched := set(nfd, nfc)
+	probe := append(slices.Clone(nfd), nfc...)
+	probe = append(probe, "cafe\u0301-9", "caf\u00e9-9")
+	expect(t, ix, fetched, probe)
+	// The same after a rebuild, and in bypass while none serves.
+	if err := ix.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, fetched, probe)
+	ix.unpublish()
+	expect(t, ix, fetched, probe)
+	// The table itself was never rewritten.
+	var n int
+	if err := other.QueryRow(`SELECT count(*) FROM records WHERE id IN (?, ?, ?)`, nfd[0], nfd[1], nfd[3]).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("stored NFD rows: %d, %v", n, err)
+	}
+}
+
+func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
+	seed := ids("seed", 2000)
+	for _, tc := range []struct {
+		name string
+		harm func(t *testing.T, cfg Config)
+		want error
+	}{
+		{"corrupt", func(t *testing.T, cfg Config) {
+			raw, _ := os.ReadFile(cfg.Snapshot)
+			raw[len(raw)/2] ^= 0x40
+			_ = os.WriteFile(cfg.Snapshot, raw, 0o600)
+		}, snapshot.ErrChecksum},
+		{"truncated", func(t *testing.T, cfg Config) {
+			raw, _ := os.ReadFile(cfg.Snapshot)
+			_ = os.WriteFile(cfg.Snapshot, raw[:len(raw)-10], 0o600)
+		}, snapshot.ErrTruncated},
+		{"not a snapshot", func(t *testing.T, cfg Config) {
+			_ = os.WriteFile(cfg.Snapshot, []byte("hello"), 0o600)
+		}, snapshot.ErrNotSnapshot},
+		{"missing", func(t *testing.T, cfg Config) { _ = os.Remove(cfg.Snapshot) }, os.ErrNotExist},
+		{"foreign", func(t *testing.T, cfg Config) {
+			other := appConfig(appDB(t, ids("foreign", 10)...))
+			ix := open(t, other)
+			if err := ix.Save(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := os.ReadFile(other.Snapshot)
+			_ = os.WriteFile(cfg.Snapshot, raw, 0o600)
+		}, snapshot.ErrIncompatible},
+		{"database older than snapshot", func(t *testing.T, cfg Config) {
+			// Restore the database from a backup taken before the last
+			// write: the snapshot claims a generation the log lost.
+			backup, _ := os.ReadFile(cfg.Path)
+			ix := open(t, cfg)
+			db := rawDB(t, cfg.Path)
+			insertIDs(t, db, "after-backup")
+			_ = db.Close()
+			if ok, err := ix.Fetched(context.Background(), "after-backup"); !ok || err != nil { // catches up: the next save covers it
+				t.Fatalf("Fetched = %v, %v", ok, err)
+			}
+			if err := ix.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			_ = os.Remove(cfg.Path + "-wal")
+			_ = os.Remove(cfg.Path + "-shm")
+			_ = os.WriteFile(cfg.Path, backup, 0o600)
+		}, ErrCannotCatchUp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := appConfig(appDB(t, seed...))
+			first := open(t, cfg)
+			if err := first.Close(context.Background()); err != nil { // saves
+				t.Fatal(err)
+			}
+			if err := checkpoint(cfg.Path); err != nil {
+				t.Fatal(err)
+			}
+			tc.harm(t, cfg)
+			ix := open(t, cfg)
+			if err := ix.Stats().SnapshotError; !errors.Is(err, tc.want) {
+				t.Fatalf("SnapshotError = %v, want %v", err, tc.want)
+			}
+			probe := append(slices.Clone(seed[:300]), ids("never", 300)...)
+			expect(t, ix, set(seed), probe) // in bypass or already rebuilt: correct either way
+			waitServing(t, ix)
+			expect(t, ix, set(seed), probe)
+			if _, err := snapshot.ReadFile(cfg.Snapshot); err != nil {
+				t.Fatalf("rebuild did not replace the unusable snapshot: %v", err)
+			}
+		})
+	}
+}
+
+// checkpoint folds the WAL into the database file, so that copying the file
+// copies the database.
+func checkpoint(path string) error {
+	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=5000"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	return err
+}
+
+func TestBadConfigAndSources(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, "a")
+	db := rawDB(t, path)
+	mustExec(t, db, `CREATE TABLE loose (id TEXT, body TEXT)`)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want error
+	}{
+		{"no path", Config{}, ErrBadConfig},
+		{"table without column", Config{Path: path, Table: "records"}, ErrBadConfig},
+		{"injection", Config{Path: path, Table: `records"; DROP TABLE records; --`, Column: "id"}, ErrBadName},
+		{"reserved", Config{Path: path, Table: "sqlite_master", Column: "name"}, ErrBadName},
+		{"digit first", Config{Path: path, Table: "1records", Column: "id"}, ErrBadName},
+		{"space", Config{Path: path, Table: "records", Column: "my id"}, ErrBadName},
+		{"too long", Config{Path: path, Table: string(make([]byte, 200)), Column: "id"}, ErrBadName},
+		{"invalid utf-8", Config{Path: path, Table: "rec\xffords", Column: "id"}, ErrBadName},
+		{"fpr", Config{Path: path, FPR: 1.5}, ErrBadConfig},
+		{"headroom", Config{Path: path, Headroom: 0.5}, ErrBadConfig},
+		{"no such table", Config{Path: path, Table: "nope", Column: "id"}, ErrNoSource},
+		{"no such column", Config{Path: path, Table: "records", Column: "nope"}, ErrNoSource},
+		{"unindexed", Config{Path: path, Table: "loose", Column: "id"}, ErrNotIndexed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ix, err := Open(ctx, tc.cfg)
+			if !errors.Is(err, tc.want) {
+				if ix != nil {
+					_ = ix.Close(ctx)
+				}
+				t.Fatalf("Open = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM records`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("records after bad configs: %d rows, %v", n, err)
+	}
+	ix := open(t, Config{Path: path, Table: "loose", Column: "id", AllowUnindexed: true})
+	if ok, err := ix.Fetched(ctx, "a"); err != nil || ok {
+		t.Fatalf("Fetched on an empty unindexed table: %v, %v", ok, err)
+	}
+}
+
+func TestInvalidKeys(t *testing.T) {
+	path := appDB(t, "good")
+	db := rawDB(t, path)
+	mustExec(t, db, `INSERT INTO records (id) VALUES (CAST(x'ff00' AS TEXT))`) // invalid UTF-8 stored by another tool
+	ix := open(t, appConfig(path))
+	ctx := context.Background()
+	if st := ix.Stats(); st.SkippedKeys != 1 {
+		t.Fatalf("SkippedKeys = %d, want 1", st.SkippedKeys)
+	}
+	if _, err := ix.Fetched(ctx, "bad\xff"); !errors.Is(err, normalize.ErrInvalidUTF8) {
+		t.Fatalf("Fetched(invalid): %v", err)
+	}
+	_, err := ix.Missing(ctx, []string{"good", "x\xc3", "y"})
+	var ke *syncfilter.KeyError
+	if !errors.As(err, &ke) || ke.Index != 1 || !errors.Is(err, normalize.ErrInvalidUTF8) {
+		t.Fatalf("Missing(invalid): %v", err)
+	}
+	if err := ix.Cover(ctx, "ok", "\xff"); !errors.Is(err, normalize.ErrInvalidUTF8) {
+		t.Fatalf("Cover(invalid): %v", err)
+	}
+	expect(t, ix, set([]string{"good"}), []string{"good", "other"})
+}
+
+func TestStatsRebuildDue(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "own.db")
+	ix := open(t, Config{Path: path, Capacity: 1024, FPR: 0.01})
+	ctx := context.Background()
+	if st := ix.Stats(); st.RebuildDue || st.Capacity != 2048 && st.Capacity != 1024 {
+		t.Fatalf("fresh index: %+v", st)
+	}
+	if err := ix.MarkFetched(ctx, ids("k", 20000)...); err != nil {
+		t.Fatal(err)
+	}
+	st := ix.Stats()
+	if !st.RebuildDue || st.EstimatedFPR < 0.02 {
+		t.Fatalf("overfilled index: RebuildDue %v, estimated rate %v", st.RebuildDue, st.EstimatedFPR)
+	}
+	if err := ix.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := ix.Stats(); st.RebuildDue || st.Capacity < 40000 || st.Rebuilds < 2 {
+		t.Fatalf("after rebuild: %+v", st)
+	}
+}

@@ -1,0 +1,129 @@
+package rebuild
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/syncfilter/syncfilter/normalize"
+	"github.com/syncfilter/syncfilter/syncfilter"
+)
+
+// canonicalAll returns the canonical forms of keys, or a *KeyError.
+func canonicalAll(keys []string) ([]string, error) {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		c, err := normalize.String(k)
+		if err != nil {
+			return nil, &syncfilter.KeyError{Index: i, Err: err}
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// cover hands canonical keys to the published filter and returns once its
+// writer set their bits; while a rebuild runs unpublished, it queues them
+// for the new filter instead. Callers hold markMu shared.
+func (ix *Index) cover(ctx context.Context, canon []string) error {
+	if s := ix.cur.Load(); s != nil {
+		return s.f.AddBatch(ctx, canon)
+	}
+	ix.pendMu.Lock()
+	if ix.collecting {
+		ix.pending = append(ix.pending, canon...)
+	}
+	ix.pendMu.Unlock()
+	return nil
+}
+
+// Cover puts keys in the filter before the caller commits them to the
+// source in its own transaction, on its own connection:
+//
+//	err := ix.Cover(ctx, ids...)  // 1. the filter covers them
+//	err = tx.Commit()             // 2. only then are they committed
+//
+// If the commit fails or never happens, the keys stay "maybe" and are
+// confirmed absent: a little slower, never wrong. If Cover fails, do not
+// commit (or accept that the keys are caught up from the log before any
+// answer relies on them).
+func (ix *Index) Cover(ctx context.Context, keys ...string) error {
+	if err := ix.enter(); err != nil {
+		return err
+	}
+	defer ix.leave()
+	canon, err := canonicalAll(keys)
+	if err != nil {
+		return fmt.Errorf("cover: %w", err)
+	}
+	ix.markMu.RLock()
+	defer ix.markMu.RUnlock()
+	if err := ix.cover(ctx, canon); err != nil {
+		return fmt.Errorf("cover: %w", err)
+	}
+	return nil
+}
+
+// Update runs fn in a write transaction on the index's own connection.
+// Keys passed to mark are in the filter before the transaction commits;
+// fn's error (or a panic) rolls it back.
+func (ix *Index) Update(ctx context.Context, fn func(tx *sql.Tx, mark func(keys ...string) error) error) (err error) {
+	if err := ix.enter(); err != nil {
+		return err
+	}
+	defer ix.leave()
+	ix.markMu.RLock()
+	defer ix.markMu.RUnlock()
+	tx, err := ix.st.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("update: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	mark := func(keys ...string) error {
+		canon, err := canonicalAll(keys)
+		if err != nil {
+			return err
+		}
+		return ix.cover(ctx, canon)
+	}
+	if err := fn(tx, mark); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("update: commit: %w", err)
+	}
+	return nil
+}
+
+// MarkFetched records keys as fetched in the library's own table
+// (Config.Table empty): the filter covers them, then one transaction
+// inserts them in canonical form. See Update and Cover for an app's table.
+func (ix *Index) MarkFetched(ctx context.Context, keys ...string) error {
+	if !ix.st.own {
+		return fmt.Errorf("mark fetched in %s: %w", ix.st.table, ErrNotOwnTable)
+	}
+	canon, err := canonicalAll(keys)
+	if err != nil {
+		return fmt.Errorf("mark fetched: %w", err)
+	}
+	return ix.Update(ctx, func(tx *sql.Tx, _ func(...string) error) error {
+		if err := ix.cover(ctx, canon); err != nil {
+			return fmt.Errorf("mark fetched: %w", err)
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO `+ix.st.qTable+` (`+ix.st.qCol+`) VALUES (?)`)
+		if err != nil {
+			return fmt.Errorf("mark fetched: %w", err)
+		}
+		defer stmt.Close()
+		for _, c := range canon {
+			if _, err := stmt.ExecContext(ctx, c); err != nil {
+				return fmt.Errorf("mark fetched: %w", err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,373 @@
+package rebuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/syncfilter/syncfilter/snapshot"
+)
+
+// TestConcurrentMarkQueryRebuild runs markers, askers and rebuilds at once
+// (meant for -race) against an exact reference. A key's state goes from 0
+// (never marked) to 1 (being marked) to 2 (MarkFetched returned). An
+// answer is checked against the state before and after it: committed
+// before → must be fetched; still unmarked after → must be missing.
+func TestConcurrentMarkQueryRebuild(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "own.db")
+	cfg := Config{Path: path, Snapshot: path + ".sfb", Capacity: 2000, ProgressEvery: 100}
+	ix := open(t, cfg)
+	ctx := context.Background()
+	const n = 6000
+	keys := ids("k", n)
+	state := make([]atomic.Int32, n)
+	var wrong atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for m := 0; m < 3; m++ { // markers
+		wg.Add(1)
+		go func(m int) {
+			defer wg.Done()
+			for i := m; i < n; i += 3 * 5 {
+				batch := []string{}
+				for j := i; j < min(i+3*5, n); j += 3 {
+					state[j].Store(1)
+					batch = append(batch, keys[j])
+				}
+				if err := ix.MarkFetched(ctx, batch...); err != nil {
+					t.Error(err)
+					return
+				}
+				for j := i; j < min(i+3*5, n); j += 3 {
+					state[j].Store(2)
+				}
+			}
+		}(m)
+	}
+	check := func(i int, before int32, got bool) {
+		after := state[i].Load()
+		if (before == 2 && !got) || (after == 0 && got) {
+			wrong.Add(1)
+			t.Errorf("key %d: state %d→%d, answered fetched=%v", i, before, after, got)
+		}
+	}
+	var askers sync.WaitGroup
+	for a := 0; a < 3; a++ {
+		askers.Add(1)
+		go func(seed uint64) {
+			defer askers.Done()
+			r := rand.New(rand.NewPCG(seed, 1))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if r.IntN(2) == 0 {
+					i := r.IntN(n)
+					before := state[i].Load()
+					got, err := ix.Fetched(ctx, keys[i])
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					check(i, before, got)
+					continue
+				}
+				page := make([]int, 200)
+				before := make([]int32, len(page))
+				probe := make([]string, len(page))
+				for j := range page {
+					page[j] = r.IntN(n)
+					before[j] = state[page[j]].Load()
+					probe[j] = keys[page[j]]
+				}
+				missing, err := ix.Missing(ctx, probe)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				isMissing := map[string]bool{}
+				for _, k := range missing {
+					isMissing[k] = true
+				}
+				for j, i := range page {
+					check(i, before[j], !isMissing[keys[i]])
+				}
+			}
+		}(uint64(a))
+	}
+	rebuilds := 0
+	for done := false; !done; {
+		if err := ix.Rebuild(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rebuilds++
+		select {
+		case <-markersDone(&wg):
+			done = true
+		case <-time.After(time.Duration(rebuilds%3) * 5 * time.Millisecond): // let the new filter serve a while
+		}
+	}
+	close(stop)
+	askers.Wait()
+	if wrong.Load() > 0 {
+		t.Fatalf("%d wrong answers", wrong.Load())
+	}
+	all := make(map[string]bool, n)
+	for _, k := range keys {
+		all[k] = true
+	}
+	expect(t, ix, all, keys[:500])
+	t.Logf("%d rebuilds while marking; stats %+v", rebuilds, ix.Stats())
+}
+
+func markersDone(wg *sync.WaitGroup) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	return ch
+}
+
+const childEnv = "SYNCFILTER_REBUILD_CHILD_DB"
+
+// TestChildProcessInserts is not a test: it is the second process of
+// TestSecondProcessWritesAreSeen. It inserts ids with plain SQL.
+func TestChildProcessInserts(t *testing.T) {
+	path := os.Getenv(childEnv)
+	if path == "" {
+		t.Skip("child process of TestSecondProcessWritesAreSeen")
+	}
+	db := rawDB(t, path)
+	insertIDs(t, db, ids("child", 400)...)
+}
+
+func runChild(t *testing.T, path string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcessInserts$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"="+path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child process: %v\n%s", err, out)
+	}
+}
+
+// TestSecondProcessWritesAreSeen: another process inserts rows while the
+// index runs, and while it is closed; both are reported fetched.
+func TestSecondProcessWritesAreSeen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	seed := ids("seed", 500)
+	path := appDB(t, seed...)
+	cfg := appConfig(path)
+	ix := open(t, cfg)
+	ctx := context.Background()
+	probe := append(append(slices.Clone(seed), ids("child", 400)...), ids("never", 400)...)
+	expect(t, ix, set(seed), probe)
+	runChild(t, path) // while running
+	expect(t, ix, set(seed, ids("child", 400)), probe)
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// While closed: the child writes again (same ids: OR IGNORE semantics
+	// are not needed, use other ids).
+	db := rawDB(t, path)
+	mustExec(t, db, `DELETE FROM records WHERE id LIKE 'child-%'`)
+	runChild(t, path)
+	again := open(t, cfg)
+	if st := again.Stats(); !st.Serving {
+		t.Fatalf("reopen: %+v", st)
+	}
+	expect(t, again, set(seed, ids("child", 400)), probe)
+}
+
+// TestCancelledRebuildsLeaveTheGateCorrect cancels rebuilds at random
+// points of the scan (the context, which interrupts SQLite, and an error
+// from the scan as a failing SQLite read would give): each time the
+// previous filter answers again, correctly.
+func TestCancelledRebuildsLeaveTheGateCorrect(t *testing.T) {
+	seed := ids("seed", 30000)
+	path := appDB(t, seed...)
+	cfg := appConfig(path)
+	cfg.ProgressEvery = 500
+	var cancelAt atomic.Int64
+	var cancel atomic.Pointer[context.CancelFunc]
+	cfg.Progress = func(done, total int64) {
+		if at := cancelAt.Load(); at > 0 && done >= at {
+			(*cancel.Load())()
+		}
+	}
+	ix := open(t, cfg)
+	if err := ix.Save(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(cfg.Snapshot)
+	db := rawDB(t, path)
+	r := rand.New(rand.NewPCG(7, 8))
+	fetched := set(seed)
+	probe := append(slices.Clone(seed[:2000]), ids("never", 2000)...)
+	for round := 0; round < 8; round++ {
+		extra := ids(fmt.Sprint("r", round), 50)
+		insertIDs(t, db, extra...)
+		for _, k := range extra {
+			fetched[k] = true
+		}
+		probe = append(probe, extra...)
+		at := 1 + r.Int64N(30000)
+		var err error
+		if round%2 == 0 {
+			ctx, c := context.WithCancel(context.Background())
+			cancel.Store(&c)
+			cancelAt.Store(at)
+			err = ix.Rebuild(ctx)
+			c()
+			cancelAt.Store(0)
+			if !errors.Is(err, context.Canceled) && !isInterrupted(err) {
+				t.Fatalf("round %d: cancelled at row %d: %v", round, at, err)
+			}
+		} else {
+			injected := errors.New("injected read failure")
+			testHookScanRow = func(n int64) error {
+				if n == at {
+					return injected
+				}
+				return nil
+			}
+			err = ix.Rebuild(context.Background())
+			testHookScanRow = nil
+			if !errors.Is(err, injected) {
+				t.Fatalf("round %d: failed at row %d: %v", round, at, err)
+			}
+		}
+		st := ix.Stats()
+		if !st.Serving || st.Rebuilding || !errors.Is(st.LastError, err) {
+			t.Fatalf("round %d: after failed rebuild: serving %v rebuilding %v last error %v", round, st.Serving, st.Rebuilding, st.LastError)
+		}
+		expect(t, ix, fetched, probe)
+	}
+	after, _ := os.ReadFile(cfg.Snapshot)
+	if !slices.Equal(before, after) {
+		t.Fatal("failed rebuilds changed the snapshot file")
+	}
+	if err := ix.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, fetched, probe)
+}
+
+func isInterrupted(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "interrupt")
+}
+
+// TestSaveFailureKeepsServing: the disk refuses the snapshot. The rebuilt
+// filter is complete, so it serves; the error is reported; the old file
+// is untouched.
+func TestSaveFailureKeepsServing(t *testing.T) {
+	seed := ids("seed", 1000)
+	path := appDB(t, seed...)
+	cfg := appConfig(path)
+	dir := filepath.Join(t.TempDir(), "snap")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Snapshot = filepath.Join(dir, "f.sfb")
+	ix := open(t, cfg)
+	before, err := os.ReadFile(cfg.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Replace the directory by a file: creating the temp file fails (as a
+	// full disk would), even for root.
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	insertIDs(t, rawDB(t, path), "new-1")
+	err = ix.Rebuild(context.Background())
+	if err == nil {
+		t.Fatal("Rebuild succeeded without a snapshot directory")
+	}
+	if st := ix.Stats(); !st.Serving || st.LastError == nil {
+		t.Fatalf("after failed save: %+v", st)
+	}
+	expect(t, ix, set(seed, []string{"new-1"}), append(slices.Clone(seed[:100]), "new-1", "never"))
+	_ = os.Remove(dir)
+	if err := os.Rename(dir+".away", dir); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(cfg.Snapshot)
+	if !slices.Equal(before, after) {
+		t.Fatal("snapshot changed by a failed save")
+	}
+}
+
+// TestCompactedLogForcesRebuild: one index compacts the log past another's
+// generation (as a second process would); the other stops trusting its
+// filter, answers from SQLite and rebuilds.
+func TestCompactedLogForcesRebuild(t *testing.T) {
+	path := appDB(t, ids("seed", 100)...)
+	a := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".a.sfb", LogRetain: 1})
+	b := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".b.sfb"})
+	db := rawDB(t, path)
+	batch1, batch2 := ids("one", 300), ids("two", 300)
+	insertIDs(t, db, batch1...)
+	if err := a.Rebuild(context.Background()); err != nil { // compacts up to head-1
+		t.Fatal(err)
+	}
+	insertIDs(t, db, batch2...)
+	probe := append(append(append(ids("seed", 100), batch1...), batch2...), ids("never", 200)...)
+	fetched := set(ids("seed", 100), batch1, batch2)
+	expect(t, b, fetched, probe) // b's generation is below the floor now
+	if err := b.Stats().LastError; !errors.Is(err, ErrCannotCatchUp) && err != nil {
+		t.Fatalf("LastError = %v", err)
+	}
+	waitServing(t, b)
+	expect(t, b, fetched, probe)
+	expect(t, a, fetched, probe)
+}
+
+// TestReloadPicksUpAnotherWritersSnapshot: a cron-like second index writes
+// the snapshot file; the running one reloads it and catches up.
+func TestReloadPicksUpAnotherWritersSnapshot(t *testing.T) {
+	path := appDB(t, ids("seed", 1000)...)
+	cfg := appConfig(path)
+	app := open(t, cfg)
+	db := rawDB(t, path)
+	insertIDs(t, db, ids("cron", 500)...)
+	cron := open(t, cfg)
+	if err := cron.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	insertIDs(t, db, ids("after", 200)...)
+	if err := app.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := app.Stats()
+	if !st.Serving || st.Capacity < 3000 {
+		t.Fatalf("after reload: %+v", st)
+	}
+	probe := append(append(ids("seed", 1000), ids("cron", 500)...), append(ids("after", 200), ids("never", 300)...)...)
+	expect(t, app, set(ids("seed", 1000), ids("cron", 500), ids("after", 200)), probe)
+	// A damaged file is refused and the running filter stays.
+	raw, _ := os.ReadFile(cfg.Snapshot)
+	raw[300] ^= 1
+	_ = os.WriteFile(cfg.Snapshot, raw, 0o600)
+	if err := app.Reload(context.Background()); !errors.Is(err, snapshot.ErrChecksum) {
+		t.Fatalf("Reload of a damaged file: %v", err)
+	}
+	if !app.Stats().Serving {
+		t.Fatal("refused reload left no filter serving")
+	}
+	expect(t, app, set(ids("seed", 1000), ids("cron", 500), ids("after", 200)), probe)
+}

@@ -1,0 +1,119 @@
+package rebuild
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// metrics are the index's counters. The atomics are bumped on the query
+// path; mu guards the rest.
+type metrics struct {
+	queries   atomic.Uint64 // keys asked about
+	negatives atomic.Uint64 // answered "not fetched" by the filter alone
+	confirmed atomic.Uint64 // maybes SQLite confirmed
+	falsePos  atomic.Uint64 // maybes SQLite refuted
+	bypass    atomic.Uint64 // keys answered by SQLite while no filter served
+	skipped   atomic.Uint64 // stored keys that are not valid UTF-8
+	caughtUp  atomic.Uint64 // log entries applied by catch-up
+	loads     atomic.Uint64 // snapshots loaded
+
+	rebuilding atomic.Bool
+	started    time.Time
+
+	mu          sync.Mutex
+	rebuilds    uint64
+	lastRebuild time.Time
+	lastTook    time.Duration
+	lastErr     error // of the last rebuild, or of a catch-up that forced one
+	snapErr     error // why the snapshot was not used at Open
+}
+
+func (m *metrics) rebuildDone(start time.Time, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lastErr = err
+	if err == nil {
+		m.rebuilds++
+		m.lastRebuild, m.lastTook = time.Now(), time.Since(start)
+	}
+}
+
+func (m *metrics) setError(err error) {
+	m.mu.Lock()
+	m.lastErr = err
+	m.mu.Unlock()
+}
+
+func (m *metrics) setSnapshotError(err error) {
+	m.mu.Lock()
+	m.snapErr = err
+	m.mu.Unlock()
+}
+
+func (m *metrics) lastRebuildError() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastErr
+}
+
+// Stats are the measures of the index's effectiveness and health.
+type Stats struct {
+	Serving    bool // a filter answers; false: bypass, every query goes to SQLite
+	Rebuilding bool
+
+	Queries            uint64 // keys asked about (Fetched and Missing)
+	DefiniteNegatives  uint64 // answered "not fetched" by the filter alone
+	LookupsAvoided     uint64 // SQLite lookups saved: the definite negatives
+	ConfirmedPositives uint64 // filter maybes that SQLite confirmed
+	FalsePositives     uint64 // filter maybes that SQLite refuted
+	BypassLookups      uint64 // keys answered by SQLite because no filter served
+	CaughtUp           uint64 // log entries inserted by catch-up
+	SkippedKeys        uint64 // stored keys that are not valid UTF-8: no query can name them
+
+	Generation     uint64  // the log generation the filter covers
+	Items          uint64  // keys inserted into the filter, repeats included
+	EstimatedItems float64 // distinct keys, estimated from its bits
+	Capacity       uint64  // keys the filter was sized for
+	FillRatio      float64
+	EstimatedFPR   float64 // from the bits as they stand
+	TargetFPR      float64
+	RebuildDue     bool // EstimatedFPR > TargetFPR × RebuildFactor
+
+	Rebuilds      uint64
+	LastRebuild   time.Time
+	LastRebuildIn time.Duration
+	LastError     error // of the last rebuild (or forced rebuild), nil if it succeeded
+	SnapshotError error // why the snapshot was not used at Open, nil if it was
+}
+
+// Stats returns the counters and, when a filter serves, its health (a scan
+// of its bits: about a millisecond per 10 MiB).
+func (ix *Index) Stats() Stats {
+	m := &ix.m
+	st := Stats{
+		Rebuilding:         m.rebuilding.Load(),
+		Queries:            m.queries.Load(),
+		DefiniteNegatives:  m.negatives.Load(),
+		LookupsAvoided:     m.negatives.Load(),
+		ConfirmedPositives: m.confirmed.Load(),
+		FalsePositives:     m.falsePos.Load(),
+		BypassLookups:      m.bypass.Load(),
+		CaughtUp:           m.caughtUp.Load(),
+		SkippedKeys:        m.skipped.Load(),
+		TargetFPR:          ix.cfg.FPR,
+	}
+	if s := ix.cur.Load(); s != nil {
+		fs := s.f.Stats()
+		st.Serving = true
+		st.Generation = s.gen.Load()
+		st.Items, st.EstimatedItems, st.Capacity = fs.Items, fs.EstimatedItems, s.capacity
+		st.FillRatio, st.EstimatedFPR = fs.FillRatio, fs.EstimatedFPR
+		st.RebuildDue = fs.EstimatedFPR > ix.cfg.FPR*ix.cfg.RebuildFactor
+	}
+	m.mu.Lock()
+	st.Rebuilds, st.LastRebuild, st.LastRebuildIn = m.rebuilds, m.lastRebuild, m.lastTook
+	st.LastError, st.SnapshotError = m.lastErr, m.snapErr
+	m.mu.Unlock()
+	return st
+}
