@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/syncfilter/syncfilter/syncfilter"
@@ -18,8 +17,8 @@ var testHookScanRow func(n int64) error
 // Rebuild replaces the filter with one built from a full scan of the
 // source:
 //
-//	bypass (every query → SQLite) → scan in one read transaction, hashing on
-//	HashWorkers goroutines, bits set by the new filter's writer → catch up
+//	bypass (every query → SQLite) → scan in one read transaction, keys
+//	hashed and set by one builder goroutine → catch up
 //	on the log since the scan and the keys covered meanwhile → publish (one
 //	atomic pointer store) → save the snapshot → compact the log.
 //
@@ -79,7 +78,7 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 // source. The read transaction fixes the snapshot of the database at its
 // first statement, which reads the generation: every row committed up to
 // it is scanned, everything later is in the log after it.
-func (ix *Index) scan(ctx context.Context) (_ *serving, err error) {
+func (ix *Index) scan(ctx context.Context) (*serving, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	tx, err := ix.st.r.BeginTx(ctx, nil)
@@ -100,42 +99,38 @@ func (ix *Index) scan(ctx context.Context) (_ *serving, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("size filter for %d rows: %w", total, err)
 	}
-	f, err := syncfilter.New(params)
+	b, err := syncfilter.NewBuilder(params)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-		}
-	}()
 
-	// Hashing workers: keys arrive in batches from the scanning goroutine;
-	// each worker hashes on its own goroutine and hands the positions to
-	// the filter's single writer.
-	batches := make(chan []string, ix.cfg.HashWorkers)
-	var wg sync.WaitGroup
-	var workErr error
-	var errOnce sync.Once
-	for range ix.cfg.HashWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range batches {
-				if err := f.AddBatch(ctx, b); err != nil {
-					errOnce.Do(func() { workErr = err; cancel() })
+	// One builder goroutine owns the new filter's bits: it hashes the
+	// batches the scanning goroutine reads, on the other core, and sets
+	// bits with plain stores since nobody queries the filter yet.
+	batches := make(chan []string, 4)
+	built := make(chan error, 1)
+	go func() {
+		var err error
+		for batch := range batches {
+			if err == nil {
+				if err = b.AddBatch(batch); err != nil {
+					cancel()
 				}
 			}
-		}()
-	}
+		}
+		built <- err
+	}()
 	scanErr := ix.scanRows(ctx, tx, total, batches)
 	close(batches)
-	wg.Wait()
+	if err := <-built; err != nil {
+		return nil, fmt.Errorf("scan source: %w", err)
+	}
 	if scanErr != nil {
 		return nil, scanErr
 	}
-	if workErr != nil {
-		return nil, fmt.Errorf("scan source: %w", workErr)
+	f, err := syncfilter.Thaw(b.Image())
+	if err != nil {
+		return nil, err
 	}
 	s := &serving{f: f, capacity: capacity}
 	s.gen.Store(uint64(head))

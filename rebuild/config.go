@@ -66,10 +66,6 @@ type Config struct {
 	// Readers is the size of the reading connection pool. Default
 	// GOMAXPROCS, at least 2.
 	Readers int
-
-	// HashWorkers is how many goroutines hash keys during a rebuild (bits
-	// are still set by the filter's single writer). Default GOMAXPROCS.
-	HashWorkers int
 }
 
 // withDefaults returns c with defaults filled in, or ErrBadConfig.
@@ -124,11 +120,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Readers == 0 {
 		c.Readers = max(2, runtime.GOMAXPROCS(0))
 	}
-	if c.HashWorkers == 0 {
-		c.HashWorkers = runtime.GOMAXPROCS(0)
-	}
-	if c.Readers < 1 || c.HashWorkers < 1 {
-		return bad("readers %d, hash workers %d", c.Readers, c.HashWorkers)
+	if c.Readers < 1 {
+		return bad("readers %d", c.Readers)
 	}
 	return c, nil
 }

@@ -1,0 +1,260 @@
+package rebuild
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	rtmetrics "runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The benchmarks compare the gate with what a user writes without the
+// library, in the same run, on a 1M-row table of 36-byte ids:
+//
+//	go test -run '^$' -bench 'Missing|Rebuild' -benchtime 20x ./rebuild
+//
+// Results, machine and command: docs/BENCHMARKS.md.
+
+const benchRows = 1_000_000
+
+var (
+	benchOnce sync.Once
+	benchPath string
+	benchErr  error
+)
+
+// benchID is the i-th id of the benchmark table: a splitmix64 scramble in
+// UUID shape. Ids i >= benchRows are not in the table.
+func benchID(i uint64) string {
+	mix := func(x uint64) uint64 {
+		x += 0x9e3779b97f4a7c15
+		x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+		x = (x ^ x>>27) * 0x94d049bb133111eb
+		return x ^ x>>31
+	}
+	var b [16]byte
+	a, c := mix(i), mix(i^0xa5a5a5a5a5a5a5a5)
+	for j := 0; j < 8; j++ {
+		b[j], b[8+j] = byte(a>>(8*j)), byte(c>>(8*j))
+	}
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// benchDB builds the 1M-row table once per test binary run.
+func benchDB(b *testing.B) string {
+	benchOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "syncfilter-bench")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchPath = filepath.Join(dir, "bench.db")
+		db, err := sql.Open("sqlite3", dsn(benchPath, "_journal_mode=WAL&_busy_timeout=10000"))
+		if err != nil {
+			benchErr = err
+			return
+		}
+		defer db.Close()
+		if _, err := db.Exec(`CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`); err != nil {
+			benchErr = err
+			return
+		}
+		tx, _ := db.Begin()
+		st, _ := tx.Prepare(`INSERT INTO records (id, body) VALUES (?, 'payload')`)
+		for i := uint64(0); i < benchRows; i++ {
+			if _, err := st.Exec(benchID(i)); err != nil {
+				benchErr = err
+				return
+			}
+		}
+		_ = st.Close()
+		benchErr = tx.Commit()
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchPath
+}
+
+// TestMain removes the benchmark database.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchPath != "" {
+		_ = os.RemoveAll(filepath.Dir(benchPath))
+	}
+	os.Exit(code)
+}
+
+// page returns 10,000 ids, newPct percent of them not in the table,
+// interleaved. Page p of a run uses other ids than page p-1.
+func page(p int, newPct int) []string {
+	const size = 10_000
+	out := make([]string, size)
+	for i := range out {
+		n := uint64(p*size + i)
+		if i%100 < newPct {
+			out[i] = benchID(benchRows + n) // new
+		} else {
+			out[i] = benchID(n * 7919 % benchRows) // already fetched
+		}
+	}
+	return out
+}
+
+func BenchmarkMissing(b *testing.B) {
+	path := benchDB(b)
+	for _, newPct := range []int{90, 50, 0} {
+		pages := make([][]string, 16)
+		for p := range pages {
+			pages[p] = page(p, newPct)
+		}
+		b.Run(fmt.Sprintf("new=%d%%/syncfilter", newPct), func(b *testing.B) {
+			ix, err := Open(context.Background(), Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ix.Close(context.Background())
+			if err := ix.Wait(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				missing, err := ix.Missing(context.Background(), pages[i%len(pages)])
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(missing) != len(pages[0])*newPct/100 {
+					b.Fatalf("%d missing, want %d", len(missing), len(pages[0])*newPct/100)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(pages[0])), "ns/key")
+		})
+		b.Run(fmt.Sprintf("new=%d%%/prepared-select", newPct), func(b *testing.B) {
+			db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			stmt, err := db.Prepare(`SELECT 1 FROM records WHERE id = ?`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer stmt.Close()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var missing []string
+				for _, id := range pages[i%len(pages)] {
+					var one int
+					switch err := stmt.QueryRow(id).Scan(&one); {
+					case errors.Is(err, sql.ErrNoRows):
+						missing = append(missing, id)
+					case err != nil:
+						b.Fatal(err)
+					}
+				}
+				if len(missing) != len(pages[0])*newPct/100 {
+					b.Fatalf("%d missing, want %d", len(missing), len(pages[0])*newPct/100)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(pages[0])), "ns/key")
+		})
+	}
+}
+
+// BenchmarkRebuild times a full rebuild of the 1M-row table against a bare
+// database/sql scan of the same column, and reports the rebuild's peak
+// heap above the heap before it, next to the filter's size.
+func BenchmarkRebuild(b *testing.B) {
+	path := benchDB(b)
+	b.Run("syncfilter", func(b *testing.B) {
+		ix, err := Open(context.Background(), Config{Path: path, Table: "records", Column: "id", NoBackgroundRebuild: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ix.Close(context.Background())
+		var peak uint64
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			runtime.GC()
+			base := heapBytes()
+			stop := sampleHeap(base, &peak)
+			b.StartTimer()
+			if err := ix.Rebuild(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			stop()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(ix.cur.Load().f.Params().Bytes())/(1<<20), "filter-MiB")
+	})
+	b.Run("bare-scan", func(b *testing.B) {
+		db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			rows, err := db.Query(`SELECT id FROM records`)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			if err := rows.Close(); err != nil || n != benchRows {
+				b.Fatalf("%d rows, %v", n, err)
+			}
+		}
+	})
+}
+
+func heapBytes() uint64 {
+	s := []rtmetrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	rtmetrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// sampleHeap records, every millisecond until stopped, the heap above
+// base into *peak (keeping the maximum).
+func sampleHeap(base uint64, peak *uint64) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			if h := heapBytes(); h > base && h-base > *peak {
+				*peak = h - base
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
