@@ -9,7 +9,11 @@ FUZZ_TARGETS = \
 	./syncfilter:FuzzKeyedSumMatchesReference \
 	./snapshot:FuzzDecode
 
-.PHONY: test vet race fixtures fixtures-check fuzz-short fuzz bench lint
+.PHONY: demo test vet race fixtures fixtures-check fuzz-short fuzz bench soak lint
+
+# The main job: seed a SQLite database, build a filter, sync pages of ids.
+demo:
+	$(GO) run ./cmd/syncfilter demo
 
 test: vet fixtures-check race fuzz-short
 
@@ -39,7 +43,13 @@ fuzz:
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	done
 
-# Comparisons with other libraries live in the bench/ module (own go.mod).
+# Longer concurrency runs than make test's: markers, askers and rebuilds
+# against an exact reference, repeated.
+soak:
+	$(GO) test -race -count=20 -run 'Concurrent|Cancelled|Compacted' -timeout $(SOAKTIME) ./rebuild ./syncfilter
+
+# Comparisons with other libraries live in the bench/ module (own go.mod);
+# the gate's comparisons with plain database/sql are in ./rebuild.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 	cd bench && $(GO) test -run='^$$' -bench=. -benchmem .

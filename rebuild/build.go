@@ -198,5 +198,6 @@ func (ix *Index) scanRows(ctx context.Context, tx *sql.Tx, total int64, batches 
 	if ix.cfg.Progress != nil {
 		ix.cfg.Progress(done, max(total, done))
 	}
+	ix.m.scanned(done)
 	return nil
 }

@@ -47,6 +47,10 @@ type Config struct {
 	// confirmation then scans the table.
 	AllowUnindexed bool
 
+	// NoSaveOnClose: Close leaves the snapshot file alone (by default it
+	// saves the filter when it covers more than the file).
+	NoSaveOnClose bool
+
 	// NoBackgroundRebuild: when the snapshot is missing or refused, serve
 	// every query from SQLite until the caller runs Rebuild, instead of
 	// rebuilding in the background.

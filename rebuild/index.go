@@ -113,6 +113,9 @@ func (ix *Index) markReady() { ix.once.Do(func() { close(ix.ready) }) }
 
 // rebuildInBackground starts a rebuild on a goroutine owned by the index.
 func (ix *Index) rebuildInBackground() {
+	if ix.ctx.Err() != nil {
+		return // closing
+	}
 	ix.bg.Add(1)
 	go func() {
 		defer ix.bg.Done()
@@ -157,7 +160,7 @@ func (ix *Index) Close(ctx context.Context) error {
 	}
 	ix.closed = true
 	var err error
-	if s := ix.cur.Load(); s != nil && ix.cfg.Snapshot != "" && s.gen.Load() > ix.savedGen.Load() {
+	if s := ix.cur.Load(); s != nil && ix.cfg.Snapshot != "" && !ix.cfg.NoSaveOnClose && s.gen.Load() > ix.savedGen.Load() {
 		if err = ix.save(ctx, s); err != nil {
 			err = fmt.Errorf("close index: %w", err)
 		}

@@ -95,7 +95,7 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("missing: %w", err)
 	}
-	missing := make([]string, 0, len(keys)-len(ask)+len(ask)-len(found))
+	missing := make([]string, 0, len(keys)-len(found))
 	next, confirmed := 0, uint64(0)
 	for i, k := range keys {
 		if next < len(ask) && ask[next] == i {

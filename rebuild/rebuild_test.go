@@ -371,3 +371,30 @@ func TestReloadPicksUpAnotherWritersSnapshot(t *testing.T) {
 	}
 	expect(t, app, set(ids("seed", 1000), ids("cron", 500), ids("after", 200)), probe)
 }
+
+// TestBuildSnapshotForCron: the cron entry point writes a snapshot an app
+// then opens and trusts, including rows written after the job.
+func TestBuildSnapshotForCron(t *testing.T) {
+	seed := ids("seed", 5000)
+	path := appDB(t, seed...)
+	cfg := appConfig(path)
+	var calls atomic.Int64
+	cfg.Progress = func(done, total int64) { calls.Add(1) }
+	cfg.ProgressEvery = 1000
+	rep, err := BuildSnapshot(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rows != 5000 || rep.Bytes <= 0 || rep.M == 0 || rep.Capacity < 10000 || calls.Load() < 5 {
+		t.Fatalf("report %+v, %d progress calls", rep, calls.Load())
+	}
+	insertIDs(t, rawDB(t, path), "after-job")
+	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: cfg.Snapshot, NoBackgroundRebuild: true})
+	if st := ix.Stats(); !st.Serving || st.SnapshotError != nil {
+		t.Fatalf("app did not use the job's snapshot: %+v", st)
+	}
+	expect(t, ix, set(seed, []string{"after-job"}), append(slices.Clone(seed[:100]), "after-job", "never"))
+	if _, err := BuildSnapshot(context.Background(), Config{Path: path, Table: "records", Column: "id"}); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("no snapshot path: %v", err)
+	}
+}

@@ -25,8 +25,15 @@ type metrics struct {
 	rebuilds    uint64
 	lastRebuild time.Time
 	lastTook    time.Duration
+	lastRows    int64 // rows read by the last successful scan
 	lastErr     error // of the last rebuild, or of a catch-up that forced one
 	snapErr     error // why the snapshot was not used at Open
+}
+
+func (m *metrics) scanned(rows int64) {
+	m.mu.Lock()
+	m.lastRows = rows
+	m.mu.Unlock()
 }
 
 func (m *metrics) rebuildDone(start time.Time, err error) {

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/syncfilter/syncfilter/snapshot"
+)
+
+// inspection is the JSON form of `inspect --json`. The names are a
+// contract: scripts read them.
+type inspection struct {
+	FormatVersion  int     `json:"format_version"`
+	M              uint64  `json:"m"`
+	K              uint32  `json:"k"`
+	Layout         string  `json:"layout"`
+	Hash           string  `json:"hash"`
+	Normalization  string  `json:"normalization"`
+	UnicodeVersion string  `json:"unicode_version"`
+	DatasetID      string  `json:"dataset_id"`
+	Generation     uint64  `json:"generation"`
+	Items          uint64  `json:"items"`
+	Capacity       uint64  `json:"capacity"`
+	Created        string  `json:"created"`
+	FillRatio      float64 `json:"fill_ratio"`
+	EstimatedFPR   float64 `json:"estimated_fpr"`
+	EstimatedItems float64 `json:"estimated_items"`
+	Bytes          uint64  `json:"bytes"`
+	Compatible     bool    `json:"compatible"`
+	Incompatible   string  `json:"incompatible,omitempty"`
+}
+
+func (a *app) inspect(_ context.Context, args []string) error {
+	fs := a.flags("inspect")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := exactly(pos, 1, "one snapshot FILE"); err != nil {
+		return err
+	}
+	s, err := snapshot.ReadFile(pos[0])
+	if err != nil {
+		return err
+	}
+	st := s.Image.Stats()
+	in := inspection{
+		FormatVersion: int(s.Version), M: s.Params.M, K: s.Params.K,
+		Layout: s.Params.Layout.String(), Hash: s.Params.Hash.String(),
+		Normalization: s.Policy, UnicodeVersion: s.UnicodeVersion,
+		DatasetID: hex.EncodeToString(s.DatasetID[:]), Generation: s.Generation,
+		Items: s.Items, Capacity: s.Capacity, Created: s.Created.Format(time.RFC3339Nano),
+		FillRatio: st.FillRatio, EstimatedFPR: st.EstimatedFPR, EstimatedItems: st.EstimatedItems,
+		Bytes: s.Size(), Compatible: true,
+	}
+	if err := s.CheckNormalization(); err != nil {
+		in.Compatible, in.Incompatible = false, err.Error()
+	}
+	if *asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(in)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "file            %s\n", pos[0])
+	fmt.Fprintf(w, "format version  %d\n", in.FormatVersion)
+	fmt.Fprintf(w, "layout          %s, %s\n", in.Layout, in.Hash)
+	fmt.Fprintf(w, "m, k            %d bits (%s), k = %d\n", in.M, size(in.M/8), in.K)
+	fmt.Fprintf(w, "normalization   %s, Unicode %s\n", in.Normalization, in.UnicodeVersion)
+	fmt.Fprintf(w, "dataset         %s, generation %d\n", in.DatasetID, in.Generation)
+	fmt.Fprintf(w, "items           %d inserted (about %.0f distinct), sized for %d\n", in.Items, in.EstimatedItems, in.Capacity)
+	fmt.Fprintf(w, "health          fill %.1f%%, estimated false-positive rate %.3g%%\n", 100*in.FillRatio, 100*in.EstimatedFPR)
+	fmt.Fprintf(w, "created         %s\n", in.Created)
+	fmt.Fprintf(w, "bytes           %d\n", in.Bytes)
+	if !in.Compatible {
+		fmt.Fprintf(w, "warning         %s\n", in.Incompatible)
+	}
+	return nil
+}
+
+func (a *app) verify(_ context.Context, args []string) error {
+	fs := a.flags("verify")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := exactly(pos, 1, "one snapshot FILE"); err != nil {
+		return err
+	}
+	s, err := snapshot.ReadFile(pos[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "ok\t%s: format %d, %d items, generation %d\n", pos[0], s.Version, s.Items, s.Generation)
+	if err := s.CheckNormalization(); err != nil {
+		fmt.Fprintf(a.stderr, "syncfilter verify: warning: %v\n", err)
+	}
+	return nil
+}
+
+// size formats a byte count.
+func size(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

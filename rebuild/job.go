@@ -1,0 +1,60 @@
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Report describes a snapshot written by BuildSnapshot.
+type Report struct {
+	Snapshot   string        // the file written
+	Rows       int64         // rows scanned
+	Generation uint64        // log generation the snapshot covers
+	M          uint64        // filter bits
+	K          uint32        // positions per key
+	Capacity   uint64        // keys the filter was sized for
+	Bytes      int64         // size of the snapshot file
+	Took       time.Duration // from start to the renamed, synced file
+}
+
+// BuildSnapshot is the cron job: it scans the source and atomically
+// replaces cfg.Snapshot with a fresh filter, attaching the source first if
+// no app has yet. It does not read the old snapshot, and leaves nothing
+// running. A kill at any moment leaves the previous file in place.
+// A running app picks the new file up with Reload, or at its next Open.
+func BuildSnapshot(ctx context.Context, cfg Config) (Report, error) {
+	start := time.Now()
+	if cfg.Snapshot == "" {
+		return Report{}, fmt.Errorf("build snapshot: no snapshot file: %w", ErrBadConfig)
+	}
+	cfg.NoBackgroundRebuild, cfg.NoSaveOnClose = true, true
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Report{}, err
+	}
+	st, _, err := openStore(ctx, &cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	ix := &Index{cfg: cfg, st: st, ready: make(chan struct{})}
+	ix.ctx, ix.cancel = context.WithCancel(context.Background())
+	defer func() { _ = ix.Close(context.WithoutCancel(ctx)) }()
+	if err := ix.Rebuild(ctx); err != nil {
+		return Report{}, err
+	}
+	s := ix.cur.Load()
+	info, err := os.Stat(cfg.Snapshot)
+	if err != nil {
+		return Report{}, fmt.Errorf("build snapshot: %w", err)
+	}
+	ix.m.mu.Lock()
+	rows := ix.m.lastRows
+	ix.m.mu.Unlock()
+	p := s.f.Params()
+	return Report{
+		Snapshot: cfg.Snapshot, Rows: rows, Generation: ix.savedGen.Load(),
+		M: p.M, K: p.K, Capacity: s.capacity, Bytes: info.Size(), Took: time.Since(start),
+	}, nil
+}
