@@ -266,11 +266,7 @@ func (ix *Index) publish(ctx context.Context, s *serving) error {
 	}
 	ix.markMu.Lock()
 	defer ix.markMu.Unlock()
-	ix.pendMu.Lock()
-	pending := ix.pending
-	ix.pending, ix.collecting = nil, false
-	ix.pendMu.Unlock()
-	if err := s.f.AddBatch(ctx, pending); err != nil {
+	if err := s.f.AddBatch(ctx, ix.takePending(false)); err != nil {
 		return fmt.Errorf("replay covered keys: %w", err)
 	}
 	head, floor, err := ix.st.head(ctx)
@@ -289,9 +285,7 @@ func (ix *Index) publish(ctx context.Context, s *serving) error {
 func (ix *Index) unpublish() *serving {
 	ix.markMu.Lock()
 	defer ix.markMu.Unlock()
-	ix.pendMu.Lock()
-	ix.pending, ix.collecting = nil, true
-	ix.pendMu.Unlock()
+	ix.takePending(true)
 	prev := ix.cur.Swap(nil)
 	if prev != nil {
 		ix.aliasMu.Lock()
@@ -306,10 +300,7 @@ func (ix *Index) unpublish() *serving {
 func (ix *Index) restore(ctx context.Context, prev *serving) {
 	ix.markMu.Lock()
 	defer ix.markMu.Unlock()
-	ix.pendMu.Lock()
-	pending := ix.pending
-	ix.pending, ix.collecting = nil, false
-	ix.pendMu.Unlock()
+	pending := ix.takePending(false)
 	if prev == nil {
 		return
 	}
@@ -318,4 +309,14 @@ func (ix *Index) restore(ctx context.Context, prev *serving) {
 		return
 	}
 	ix.cur.Store(prev)
+}
+
+// takePending returns the keys covered so far and empties the queue;
+// collect says whether covers go on queueing (a rebuild starts) or not.
+func (ix *Index) takePending(collect bool) []string {
+	ix.pendMu.Lock()
+	defer ix.pendMu.Unlock()
+	pending := ix.pending
+	ix.pending, ix.collecting = nil, collect
+	return pending
 }

@@ -50,14 +50,7 @@ func (ix *Index) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gen := s.gen.Load()
-	if err := ix.publish(ctx, s); err != nil {
-		_ = s.f.Close()
-		return err
-	}
-	ix.savedGen.Store(gen)
-	ix.m.loads.Add(1)
-	return nil
+	return ix.adopt(ctx, s)
 }
 
 // Reload replaces the serving filter with the snapshot file, typically
@@ -76,14 +69,23 @@ func (ix *Index) Reload(ctx context.Context) error {
 	ix.rebuildMu.Lock()
 	defer ix.rebuildMu.Unlock()
 	s, err := ix.readSnapshot(ctx)
+	if err == nil {
+		err = ix.adopt(ctx, s)
+	}
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
+	return nil
+}
+
+// adopt publishes a filter read from the snapshot file and closes the one
+// it replaces.
+func (ix *Index) adopt(ctx context.Context, s *serving) error {
 	gen := s.gen.Load()
 	prev := ix.cur.Load()
 	if err := ix.publish(ctx, s); err != nil {
 		_ = s.f.Close()
-		return fmt.Errorf("reload: %w", err)
+		return err
 	}
 	if prev != nil {
 		_ = prev.f.Close()

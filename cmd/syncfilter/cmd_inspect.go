@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"time"
 
@@ -36,14 +37,7 @@ type inspection struct {
 func (a *app) inspect(_ context.Context, args []string) error {
 	fs := a.flags("inspect")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := exactly(pos, 1, "one snapshot FILE"); err != nil {
-		return err
-	}
-	s, err := snapshot.ReadFile(pos[0])
+	path, s, err := oneSnapshot(fs, args)
 	if err != nil {
 		return err
 	}
@@ -66,7 +60,7 @@ func (a *app) inspect(_ context.Context, args []string) error {
 		return enc.Encode(in)
 	}
 	w := a.stdout
-	fmt.Fprintf(w, "file            %s\n", pos[0])
+	fmt.Fprintf(w, "file            %s\n", path)
 	fmt.Fprintf(w, "format version  %d\n", in.FormatVersion)
 	fmt.Fprintf(w, "layout          %s, %s\n", in.Layout, in.Hash)
 	fmt.Fprintf(w, "m, k            %d bits (%s), k = %d\n", in.M, size(in.M/8), in.K)
@@ -83,23 +77,29 @@ func (a *app) inspect(_ context.Context, args []string) error {
 }
 
 func (a *app) verify(_ context.Context, args []string) error {
-	fs := a.flags("verify")
-	pos, err := parse(fs, args)
+	path, s, err := oneSnapshot(a.flags("verify"), args)
 	if err != nil {
 		return err
 	}
-	if err := exactly(pos, 1, "one snapshot FILE"); err != nil {
-		return err
-	}
-	s, err := snapshot.ReadFile(pos[0])
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(a.stdout, "ok\t%s: format %d, %d items, generation %d\n", pos[0], s.Version, s.Items, s.Generation)
+	fmt.Fprintf(a.stdout, "ok\t%s: format %d, %d items, generation %d\n", path, s.Version, s.Items, s.Generation)
 	if err := s.CheckNormalization(); err != nil {
 		fmt.Fprintf(a.stderr, "syncfilter verify: warning: %v\n", err)
 	}
 	return nil
+}
+
+// oneSnapshot parses args for a command taking one snapshot FILE and reads
+// and verifies it.
+func oneSnapshot(fs *flag.FlagSet, args []string) (string, *snapshot.Snapshot, error) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := exactly(pos, 1, "one snapshot FILE"); err != nil {
+		return "", nil, err
+	}
+	s, err := snapshot.ReadFile(pos[0])
+	return pos[0], s, err
 }
 
 // size formats a byte count.

@@ -1,0 +1,106 @@
+package syncfilter
+
+import (
+	"fmt"
+
+	"github.com/syncfilter/syncfilter/normalize"
+)
+
+// bitset is what Filter and Image share: the parameters, the bit array and
+// the hasher. The words are read with atomic loads; who may write them is
+// up to the owner (the Filter's writer goroutine; nobody for an Image).
+type bitset struct {
+	params Params
+	blocks uint64
+	words  []uint64 // bit i is bit i%64 of words[i/64]
+	hasher *keyHasher
+}
+
+func newBitset(p Params, words []uint64) (bitset, error) {
+	if err := p.Validate(); err != nil {
+		return bitset{}, err
+	}
+	if words == nil {
+		words = make([]uint64, p.M/64)
+	} else if uint64(len(words)) != p.M/64 {
+		return bitset{}, fmt.Errorf("adopt bits: %d words for m = %d: %w", len(words), p.M, ErrInvalidParams)
+	}
+	return bitset{params: p, blocks: p.M / BlockBits, words: words, hasher: newKeyHasher(p.Key)}, nil
+}
+
+// locateKey canonicalizes key, hashes it and maps it to its block.
+func (b *bitset) locateKey(key string) (loc, error) {
+	c, err := normalize.String(key)
+	if err != nil {
+		return loc{}, err
+	}
+	d := b.hasher.sum(c)
+	return locate(&d, b.blocks, b.params.K), nil
+}
+
+func (b *bitset) mightContain(key string) (bool, error) {
+	c, err := normalize.String(key)
+	if err != nil {
+		return false, err
+	}
+	d := b.hasher.sum(c)
+	return probe(&d, b.words, b.blocks, b.params.K), nil
+}
+
+// queryChunk is how many keys a batch query hashes before it probes: the
+// probes of a chunk are independent loads that the CPU overlaps, and the
+// hashing goes eight keys at a time.
+const queryChunk = 32
+
+// locateChunk canonicalizes and hashes up to queryChunk keys into locs,
+// or returns a *KeyError for the first invalid key, indexed from base.
+func (b *bitset) locateChunk(keys []string, locs []loc, base int) error {
+	var canon [queryChunk]string
+	var sums [queryChunk][32]byte
+	for i, k := range keys {
+		c, err := normalize.String(k)
+		if err != nil {
+			return &KeyError{Index: base + i, Err: err}
+		}
+		canon[i] = c
+	}
+	n := len(keys)
+	b.hasher.sumMany(canon[:n], sums[:n])
+	for i := range n {
+		locs[i] = locate(&sums[i], b.blocks, b.params.K)
+	}
+	return nil
+}
+
+// mightContainBatch appends one answer per key to dst and returns the
+// number of maybes among them.
+func (b *bitset) mightContainBatch(dst []bool, keys []string) ([]bool, uint64, error) {
+	var locs [queryChunk]loc
+	var maybes uint64
+	for start := 0; start < len(keys); start += queryChunk {
+		chunk := keys[start:min(start+queryChunk, len(keys))]
+		if err := b.locateChunk(chunk, locs[:], start); err != nil {
+			return dst, maybes, err
+		}
+		for i := range chunk {
+			ok := locs[i].has(b.words)
+			if ok {
+				maybes++
+			}
+			dst = append(dst, ok)
+		}
+	}
+	return dst, maybes, nil
+}
+
+// Positions returns the k bit positions of key in [0, m), in derivation
+// order, duplicates included. It exists for tools and tests that pin the
+// derivation; queries never need it.
+func (b *bitset) positions(key string) ([]uint64, error) {
+	c, err := normalize.String(key)
+	if err != nil {
+		return nil, err
+	}
+	d := b.hasher.sum(c)
+	return positions(&d, b.blocks, b.params.K), nil
+}

@@ -1,0 +1,136 @@
+package syncfilter
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Filter is a Bloom filter with a single owner for its bits.
+//
+// New starts one writer goroutine that applies every bit change (Add,
+// AddBatch, Reset) and hands out consistent copies (Image); Close stops it
+// and waits for it. Queries never go through the writer: they read the
+// words with atomic loads and run concurrently with it and with each
+// other, without locks. An insert returns only after the writer has set
+// its bits, so once Add returns nil, MightContain answers true for that key
+// on every goroutine that learns of the return.
+//
+// All methods are safe for concurrent use. Queries keep working after
+// Close; inserts then fail with ErrClosed.
+type Filter struct {
+	bitset // immutable after New, except the words, which only the writer sets
+
+	// Counters. negatives and maybes are bumped by readers; the padding
+	// keeps them off the cache line of the read-mostly fields above.
+	_         [64]byte
+	negatives atomic.Uint64 // queries answered "absent"
+	_         [56]byte
+	maybes    atomic.Uint64 // queries answered "maybe"
+	_         [56]byte
+
+	items atomic.Uint64 // keys applied, repeats included; written by the writer
+	ones  atomic.Uint64 // bits set; written by the writer
+
+	touched uint64 // written by the writer only, so that its prefetching loads are kept
+
+	reqs      chan *request // unbuffered: a request handed over is always acknowledged
+	quit      chan struct{} // closed by Close
+	exited    chan struct{} // closed by the writer when it returns
+	closeOnce sync.Once
+}
+
+// New returns an empty filter with parameters p and starts its writer.
+func New(p Params) (*Filter, error) {
+	b, err := newBitset(p, nil)
+	if err != nil {
+		return nil, err
+	}
+	return start(b, 0, 0), nil
+}
+
+func start(b bitset, items, ones uint64) *Filter {
+	f := &Filter{
+		bitset: b,
+		reqs:   make(chan *request),
+		quit:   make(chan struct{}),
+		exited: make(chan struct{}),
+	}
+	f.items.Store(items)
+	f.ones.Store(ones)
+	go f.run()
+	return f
+}
+
+// Params returns the filter's parameters.
+func (f *Filter) Params() Params { return f.params }
+
+// MightContain reports false if key was certainly never added, and true
+// (maybe) otherwise. It fails only for a key that is not valid UTF-8.
+func (f *Filter) MightContain(key string) (bool, error) {
+	ok, err := f.mightContain(key)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		f.maybes.Add(1)
+	} else {
+		f.negatives.Add(1)
+	}
+	return ok, nil
+}
+
+// MightContainBatch appends MightContain of each key to dst, in order, and
+// returns the extended slice. On an invalid key it returns a *KeyError and
+// the answers for the keys before it.
+func (f *Filter) MightContainBatch(dst []bool, keys []string) ([]bool, error) {
+	before := len(dst)
+	dst, maybes, err := f.mightContainBatch(dst, keys)
+	answered := uint64(len(dst) - before)
+	f.maybes.Add(maybes)
+	f.negatives.Add(answered - maybes)
+	return dst, err
+}
+
+// Positions returns the k bit positions of key in [0, m), in derivation
+// order, duplicates included: the reference form of the layout, for tools
+// and known-answer tests.
+func (f *Filter) Positions(key string) ([]uint64, error) { return f.positions(key) }
+
+// Close stops the writer and waits for it to return. It is idempotent.
+func (f *Filter) Close() error {
+	f.closeOnce.Do(func() { close(f.quit) })
+	<-f.exited
+	return nil
+}
+
+// Counters returns the query counters without scanning the bits.
+func (f *Filter) Counters() Counters {
+	n, m := f.negatives.Load(), f.maybes.Load()
+	return Counters{Queries: n + m, Negatives: n, Maybes: m}
+}
+
+// Counters count answers since the filter was created.
+type Counters struct {
+	Queries   uint64 // Negatives + Maybes
+	Negatives uint64 // answered "absent": certain, no lookup needed
+	Maybes    uint64 // answered "maybe": to be confirmed by the source of truth
+}
+
+// Stats scans the bit array (about a millisecond per 10 MiB) and returns
+// the filter's health together with its counters.
+func (f *Filter) Stats() Stats {
+	s := f.health(f.items.Load(), f.ones.Load())
+	s.Counters = f.Counters()
+	return s
+}
+
+// waitExited is used by tests to observe that Close stopped the writer.
+func (f *Filter) waitExited(ctx context.Context) error {
+	select {
+	case <-f.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
