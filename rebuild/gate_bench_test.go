@@ -18,7 +18,7 @@ import (
 // The benchmarks compare the gate with what a user writes without the
 // library, in the same run, on a 1M-row table of 36-byte ids:
 //
-//	go test -run '^$' -bench 'Missing|Rebuild' -benchtime 20x ./rebuild
+//	go test -run '^$' -bench 'Missing|Fetched|Rebuild' -benchtime 10x ./rebuild
 //
 // Results, machine and command: docs/BENCHMARKS.md.
 
@@ -169,6 +169,50 @@ func BenchmarkMissing(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(pages[0])), "ns/key")
 		})
 	}
+}
+
+// BenchmarkFetched asks about one new id per op: the filter answers, but
+// each call first reads the generation (one small query), so the saving is
+// smaller than for pages.
+func BenchmarkFetched(b *testing.B) {
+	path := benchDB(b)
+	b.Run("new/syncfilter", func(b *testing.B) {
+		ix, err := Open(context.Background(), Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ix.Close(context.Background())
+		if err := ix.Wait(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			if ok, err := ix.Fetched(context.Background(), benchID(benchRows+uint64(i))); err != nil || ok {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("new/prepared-select", func(b *testing.B) {
+		db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		stmt, err := db.Prepare(`SELECT 1 FROM records WHERE id = ?`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer stmt.Close()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			var one int
+			if err := stmt.QueryRow(benchID(benchRows + uint64(i))).Scan(&one); !errors.Is(err, sql.ErrNoRows) {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkRebuild times a full rebuild of the 1M-row table against a bare

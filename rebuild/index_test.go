@@ -336,3 +336,30 @@ func TestStatsRebuildDue(t *testing.T) {
 		t.Fatalf("after rebuild: %+v", st)
 	}
 }
+
+// TestMaybeIsNeverFetched: keys the filter holds but SQLite does not (covered
+// and never committed, or deleted since) answer "maybe" in the filter and
+// "not fetched" at the gate, counted as false positives.
+func TestMaybeIsNeverFetched(t *testing.T) {
+	path := appDB(t, ids("kept", 100)...)
+	ix := open(t, appConfig(path))
+	ctx := context.Background()
+	uncommitted := ids("ghost", 300)
+	if err := ix.Cover(ctx, uncommitted...); err != nil { // then the app's commit fails
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	mustExec(t, db, `DELETE FROM records WHERE id < 'kept-0000010'`) // ten records deleted
+	s := ix.cur.Load()
+	for _, k := range append(slices.Clone(uncommitted), ids("kept", 10)...) {
+		if maybe, _ := s.f.MightContain(k); !maybe {
+			t.Fatalf("filter lost %q", k)
+		}
+	}
+	before := ix.Stats().FalsePositives
+	expect(t, ix, set(ids("kept", 100)[10:]), append(append(slices.Clone(uncommitted), ids("kept", 100)...), "never"))
+	// Each of the 310 keys was asked twice (Missing, then Fetched).
+	if got := ix.Stats().FalsePositives - before; got < 2*310 {
+		t.Fatalf("%d false positives counted, want at least %d", got, 2*310)
+	}
+}

@@ -36,6 +36,7 @@ type store struct {
 	aliasTable    string // syncfilter_alias_<id>: canonical key → stored non-NFC spelling
 
 	headStmt, fetchedStmt, confirmStmt, aliasStmt *sql.Stmt
+	gen                                           *genReader // the per-call generation check
 }
 
 // confirmChunk is how many keys one confirming query carries (well within
@@ -66,8 +67,8 @@ func openStore(ctx context.Context, cfg *Config) (s *store, fresh bool, err erro
 		_ = w.Close()
 		return nil, false, fmt.Errorf("open database: %w", err)
 	}
-	r.SetMaxOpenConns(cfg.Readers)
-	r.SetMaxIdleConns(cfg.Readers)
+	r.SetMaxOpenConns(cfg.Readers + 1) // one is the generation reader's
+	r.SetMaxIdleConns(cfg.Readers + 1)
 	st := &store{w: w, r: r, table: cfg.Table, column: cfg.Column}
 	defer func() {
 		if err != nil {
@@ -95,6 +96,9 @@ func openStore(ctx context.Context, cfg *Config) (s *store, fresh bool, err erro
 }
 
 func (s *store) close() {
+	if s.gen != nil {
+		s.gen.close()
+	}
 	for _, st := range []*sql.Stmt{s.headStmt, s.fetchedStmt, s.confirmStmt, s.aliasStmt} {
 		if st != nil {
 			_ = st.Close()
@@ -247,9 +251,10 @@ func (s *store) prepare(ctx context.Context) (err error) {
 		}
 		return st
 	}
-	s.headStmt = prep(s.r, `SELECT
-		coalesce((SELECT seq FROM sqlite_sequence WHERE name = '`+s.logTable+`'), 0),
-		(SELECT log_floor FROM `+sourcesTable+` WHERE id = `+strconv.FormatInt(s.id, 10)+`)`)
+	headQuery := `SELECT
+		coalesce((SELECT seq FROM sqlite_sequence WHERE name = '` + s.logTable + `'), 0),
+		(SELECT log_floor FROM ` + sourcesTable + ` WHERE id = ` + strconv.FormatInt(s.id, 10) + `)`
+	s.headStmt = prep(s.r, headQuery)
 	s.fetchedStmt = prep(s.r, `SELECT EXISTS (SELECT 1 FROM `+s.qTable+` WHERE `+s.qCol+` = ?1)
 		OR EXISTS (SELECT 1 FROM `+s.aliasTable+` a WHERE a.canon = ?1
 			AND EXISTS (SELECT 1 FROM `+s.qTable+` t WHERE t.`+s.qCol+` = a.stored))`)
@@ -263,17 +268,19 @@ func (s *store) prepare(ctx context.Context) (err error) {
 		SELECT a.canon FROM `+s.aliasTable+` a WHERE a.canon IN `+in+`
 			AND EXISTS (SELECT 1 FROM `+s.qTable+` t WHERE t.`+s.qCol+` = a.stored)`)
 	s.aliasStmt = prep(s.w, `INSERT OR IGNORE INTO `+s.aliasTable+` (canon, stored) VALUES (?, ?)`)
+	if err == nil {
+		s.gen, err = newGenReader(ctx, s.r, headQuery)
+	}
 	return err
 }
 
 // head returns the newest log sequence number (the generation of the
 // source) and the log floor (rows at or below it may have been deleted).
 func (s *store) head(ctx context.Context) (head, floor uint64, err error) {
-	var h, f int64
-	if err := s.headStmt.QueryRowContext(ctx).Scan(&h, &f); err != nil {
-		return 0, 0, fmt.Errorf("read generation: %w", err)
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err
 	}
-	return uint64(h), uint64(f), nil
+	return s.gen.read()
 }
 
 // logSince streams the keys logged with after < seq <= upTo, in order.
