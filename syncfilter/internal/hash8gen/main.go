@@ -3,11 +3,10 @@
 //
 //	go generate ./syncfilter    (runs: go run ./internal/hash8gen -o hash8_amd64.s)
 //
-// Each input is a single
-// block of a single chunk, so each lane computes one compression: the
-// chaining value is the key, the counter is 0, the block length is the
-// lane's input length and the flags are CHUNK_START | CHUNK_END | ROOT |
-// KEYED_HASH. With one state word per register (v0 … v15 in Y0 … Y15) the
+// Each input is a single block of a single chunk, so each lane computes one
+// compression: the chaining value is the key, the counter is 0, the block
+// length is the lane's input length and the flags are CHUNK_START |
+// CHUNK_END | ROOT | KEYED_HASH. With one state word per register (v0 … v15 in Y0 … Y15) the
 // diagonal step needs no shuffling, only other register tuples. Rotations
 // by 16 and 8 are byte shuffles; by 12 and 7 they are two shifts and an OR
 // and need a scratch register, which the c row provides: its first
