@@ -2,6 +2,7 @@ package syncfilter
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/syncfilter/syncfilter/normalize"
 )
@@ -45,6 +46,18 @@ func (b *bitset) mightContain(key string) (bool, error) {
 	}
 	d := b.hasher.sum(c)
 	return probe(&d, b.words, b.blocks, b.params.K), nil
+}
+
+// validateBatch returns a *KeyError for the first key of an insert batch
+// that is not valid UTF-8, so that a batch goes in whole or not at all.
+func validateBatch(keys []string) error {
+	for i, key := range keys {
+		if !utf8.ValidString(key) {
+			_, err := normalize.String(key) // names the offset
+			return &KeyError{Index: i, Err: err}
+		}
+	}
+	return nil
 }
 
 // queryChunk is how many keys a batch query hashes before it probes: the

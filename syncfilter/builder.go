@@ -3,9 +3,7 @@ package syncfilter
 import (
 	"fmt"
 	"math/bits"
-	"unicode/utf8"
 
-	"github.com/syncfilter/syncfilter/normalize"
 )
 
 // Builder fills a filter that nobody queries yet. It has no goroutine and
@@ -38,11 +36,8 @@ func (b *Builder) AddBatch(keys []string) error {
 	if b.words == nil {
 		return fmt.Errorf("add batch: builder already handed over its image: %w", ErrClosed)
 	}
-	for i, key := range keys {
-		if !utf8.ValidString(key) {
-			_, err := normalize.String(key)
-			return fmt.Errorf("add batch: %w", &KeyError{Index: i, Err: err})
-		}
+	if err := validateBatch(keys); err != nil {
+		return fmt.Errorf("add batch: %w", err)
 	}
 	for start := 0; start < len(keys); start += queryChunk {
 		chunk := keys[start:min(start+queryChunk, len(keys))]

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 
-	"github.com/syncfilter/syncfilter/normalize"
 )
 
 type opKind uint8
@@ -149,11 +147,8 @@ func (f *Filter) Add(ctx context.Context, key string) error {
 // while the writer sets the bits of the previous chunk, and several
 // goroutines may call AddBatch at once to hash on several cores.
 func (f *Filter) AddBatch(ctx context.Context, keys []string) error {
-	for i, key := range keys {
-		if !utf8.ValidString(key) {
-			_, err := normalize.String(key) // names the offset
-			return fmt.Errorf("add batch: %w", &KeyError{Index: i, Err: err})
-		}
+	if err := validateBatch(keys); err != nil {
+		return fmt.Errorf("add batch: %w", err)
 	}
 	var inflight [2]*request
 	var err error
