@@ -3,7 +3,6 @@ package syncfilter
 import (
 	"fmt"
 	"math/bits"
-
 )
 
 // Builder fills a filter that nobody queries yet. It has no goroutine and
