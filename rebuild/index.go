@@ -80,7 +80,10 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 	ix.ctx, ix.cancel = context.WithCancel(context.Background())
 	ix.m.started = time.Now()
 	if fresh {
-		if err := ix.Rebuild(ctx); err != nil {
+		// A failure after the filter was published (saving the snapshot,
+		// say) leaves a complete filter serving: keep it, the error is in
+		// Stats.LastError. Without a filter, Open fails.
+		if err := ix.Rebuild(ctx); err != nil && ix.cur.Load() == nil {
 			ix.cancel()
 			st.close()
 			return nil, fmt.Errorf("open index: first scan: %w", err)

@@ -398,3 +398,17 @@ func TestBuildSnapshotForCron(t *testing.T) {
 		t.Fatalf("no snapshot path: %v", err)
 	}
 }
+
+// TestFirstOpenWithUnwritableSnapshot: the first scan succeeds but the
+// snapshot cannot be written. The index serves; the error is reported.
+func TestFirstOpenWithUnwritableSnapshot(t *testing.T) {
+	path := appDB(t, ids("seed", 200)...)
+	cfg := appConfig(path)
+	cfg.Snapshot = filepath.Join(t.TempDir(), "no-such-dir", "f.sfb")
+	ix := open(t, cfg)
+	st := ix.Stats()
+	if !st.Serving || st.LastError == nil || !errors.Is(st.LastError, os.ErrNotExist) {
+		t.Fatalf("serving %v, last error %v", st.Serving, st.LastError)
+	}
+	expect(t, ix, set(ids("seed", 200)), append(ids("seed", 200)[:50], "never"))
+}
