@@ -9,13 +9,17 @@ FUZZ_TARGETS = \
 	./syncfilter:FuzzKeyedSumMatchesReference \
 	./snapshot:FuzzDecode
 
-.PHONY: demo test vet race fixtures fixtures-check fuzz-short fuzz bench soak lint
+.PHONY: demo test fmt-check vet race fixtures fixtures-check fuzz-short fuzz bench soak lint
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
 	$(GO) run ./cmd/syncfilter demo
 
-test: vet fixtures-check race fuzz-short
+test: fmt-check vet fixtures-check race fuzz-short
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
 	$(GO) vet ./...
@@ -54,7 +58,6 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 	cd bench && $(GO) test -run='^$$' -bench=. -benchmem .
 
-lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+lint: fmt-check
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
