@@ -452,3 +452,49 @@ func TestBuilderMatchesFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestImagesDuringInsertsAreConsistent takes images while one goroutine
+// inserts keys in order: an image counting n items must hold all of the
+// first n keys, so no image catches an insert half applied.
+func TestImagesDuringInsertsAreConsistent(t *testing.T) {
+	ctx := context.Background()
+	f := newFilter(t, fixedParams(t, 50000, 0.01))
+	keys := idKeys(13, 20000)
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < len(keys); i += 100 {
+			if err := f.AddBatch(ctx, keys[i:i+100]); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	images := 0
+	for finished := false; !finished; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished = true
+		default:
+		}
+		img, err := f.Image(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		images++
+		n := img.Items()
+		if n%100 != 0 {
+			t.Fatalf("image holds %d items: a batch request was split", n)
+		}
+		got, _ := img.MightContainBatch(nil, keys[:n])
+		for i, ok := range got {
+			if !ok {
+				t.Fatalf("image with %d items lacks key %d", n, i)
+			}
+		}
+	}
+	t.Logf("%d images taken during the inserts", images)
+}
