@@ -363,3 +363,16 @@ func TestMaybeIsNeverFetched(t *testing.T) {
 		t.Fatalf("%d false positives counted, want at least %d", got, 2*310)
 	}
 }
+
+// TestMissingDatabaseIsNotCreated: a mistyped path for an app's table is
+// an error, and leaves no empty database behind.
+func TestMissingDatabaseIsNotCreated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "typo.db")
+	_, err := Open(context.Background(), Config{Path: path, Table: "records", Column: "id"})
+	if !errors.Is(err, ErrNoSource) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Open = %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("Open created %s", path)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -56,13 +57,22 @@ func dsn(path string, opts string) string {
 // past (first attach, or triggers found missing): the filter must be built
 // by a full scan.
 func openStore(ctx context.Context, cfg *Config) (s *store, fresh bool, err error) {
+	// An app's table lives in an existing database: never create an empty
+	// file for a mistyped path. The library's own table may start one.
+	mode := "rwc"
+	if cfg.Table != "" {
+		mode = "rw"
+		if _, err := os.Stat(cfg.Path); err != nil {
+			return nil, false, fmt.Errorf("open database: %w (%w)", err, ErrNoSource)
+		}
+	}
 	busy := strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10)
-	w, err := sql.Open("sqlite3", dsn(cfg.Path, "_journal_mode=WAL&_txlock=immediate&_busy_timeout="+busy))
+	w, err := sql.Open("sqlite3", dsn(cfg.Path, "mode="+mode+"&_journal_mode=WAL&_txlock=immediate&_busy_timeout="+busy))
 	if err != nil {
 		return nil, false, fmt.Errorf("open database: %w", err)
 	}
 	w.SetMaxOpenConns(1)
-	r, err := sql.Open("sqlite3", dsn(cfg.Path, "_busy_timeout="+busy))
+	r, err := sql.Open("sqlite3", dsn(cfg.Path, "mode=rw&_busy_timeout="+busy))
 	if err != nil {
 		_ = w.Close()
 		return nil, false, fmt.Errorf("open database: %w", err)
