@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/syncfilter/syncfilter/normalize"
-	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
 // Fetched reports whether the record with this id was fetched: whether the
@@ -57,13 +56,9 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 		return nil, err
 	}
 	defer ix.leave()
-	canon := make([]string, len(keys))
-	for i, k := range keys {
-		c, err := normalize.String(k)
-		if err != nil {
-			return nil, fmt.Errorf("missing: %w", &syncfilter.KeyError{Index: i, Err: err})
-		}
-		canon[i] = c
+	canon, err := canonicalAll(keys)
+	if err != nil {
+		return nil, fmt.Errorf("missing: %w", err)
 	}
 	ix.m.queries.Add(uint64(len(keys)))
 	s, err := ix.current(ctx)

@@ -29,16 +29,26 @@ func newBitset(p Params, words []uint64) (bitset, error) {
 	return bitset{params: p, blocks: p.M / BlockBits, words: words, hasher: newKeyHasher(p.Key)}, nil
 }
 
-// locateKey canonicalizes key, hashes it and maps it to its block.
-func (b *bitset) locateKey(key string) (loc, error) {
+// digest canonicalizes key and returns its keyed BLAKE3 digest.
+func (b *bitset) digest(key string) ([32]byte, error) {
 	c, err := normalize.String(key)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return b.hasher.sum(c), nil
+}
+
+// locateKey maps key to its block and bits.
+func (b *bitset) locateKey(key string) (loc, error) {
+	d, err := b.digest(key)
 	if err != nil {
 		return loc{}, err
 	}
-	d := b.hasher.sum(c)
 	return locate(&d, b.blocks, b.params.K), nil
 }
 
+// mightContain is the single-key hot path: it does digest's work itself,
+// since going through digest cost about 10 ns per query in the benchmark.
 func (b *bitset) mightContain(key string) (bool, error) {
 	c, err := normalize.String(key)
 	if err != nil {
@@ -110,10 +120,9 @@ func (b *bitset) mightContainBatch(dst []bool, keys []string) ([]bool, uint64, e
 // order, duplicates included. It exists for tools and tests that pin the
 // derivation; queries never need it.
 func (b *bitset) positions(key string) ([]uint64, error) {
-	c, err := normalize.String(key)
+	d, err := b.digest(key)
 	if err != nil {
 		return nil, err
 	}
-	d := b.hasher.sum(c)
 	return positions(&d, b.blocks, b.params.K), nil
 }

@@ -1,7 +1,6 @@
 package syncfilter
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -123,14 +122,4 @@ func (f *Filter) Stats() Stats {
 	s := f.health(f.items.Load(), f.ones.Load())
 	s.Counters = f.Counters()
 	return s
-}
-
-// waitExited is used by tests to observe that Close stopped the writer.
-func (f *Filter) waitExited(ctx context.Context) error {
-	select {
-	case <-f.exited:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

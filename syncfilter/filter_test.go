@@ -498,3 +498,13 @@ func TestImagesDuringInsertsAreConsistent(t *testing.T) {
 	}
 	t.Logf("%d images taken during the inserts", images)
 }
+
+// waitExited is used by tests to observe that Close stopped the writer.
+func (f *Filter) waitExited(ctx context.Context) error {
+	select {
+	case <-f.exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
