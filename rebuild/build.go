@@ -31,6 +31,9 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 		return err
 	}
 	defer ix.leave()
+	if ix.cfg.ReadOnly {
+		return fmt.Errorf("rebuild: %w", ErrReadOnly)
+	}
 	ix.rebuildMu.Lock()
 	defer ix.rebuildMu.Unlock()
 	start := time.Now()

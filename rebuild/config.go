@@ -47,6 +47,22 @@ type Config struct {
 	// confirmation then scans the table.
 	AllowUnindexed bool
 
+	// ReadOnly opens the database read-only and changes nothing in it or
+	// on disk: no tables, triggers or journal-mode change, no snapshot
+	// saved, no rebuild. A source the library attached before is served
+	// from its snapshot (verified and caught up in memory) or, without
+	// one, from SQLite alone; a source never attached is answered from
+	// SQLite alone (Stats.Attached is false), canonically equivalent
+	// stored spellings included. Update, MarkFetched, Rebuild and Save
+	// return ErrReadOnly. This is what `syncfilter check` uses.
+	ReadOnly bool
+
+	// ReplaceForeignFile lets snapshot saves replace an existing file that
+	// is not a snapshot, or the snapshot of another dataset (by default
+	// refused with ErrUnsafeTarget, before anything is scanned). The
+	// database and its -wal, -shm and -journal files are never replaced.
+	ReplaceForeignFile bool
+
 	// NoSaveOnClose: Close leaves the snapshot file alone (by default it
 	// saves the filter when it covers more than the file).
 	NoSaveOnClose bool
@@ -91,6 +107,9 @@ func (c Config) withDefaults() (Config, error) {
 			return Config{}, err
 		}
 	}
+	if c.ReadOnly {
+		c.NoSaveOnClose, c.NoBackgroundRebuild = true, true
+	}
 	if c.FPR == 0 {
 		c.FPR = 0.01
 	}
@@ -128,4 +147,13 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("readers %d", c.Readers)
 	}
 	return c, nil
+}
+
+// targetCheck is openStore's last check before attaching: the snapshot
+// path must be a file the library may replace (see checkTarget).
+func (c *Config) targetCheck(row sourceRow, attached bool) error {
+	if c.Snapshot == "" || c.ReadOnly {
+		return nil
+	}
+	return checkTarget(c.Snapshot, c.Path, row.datasetID, attached, c.ReplaceForeignFile)
 }

@@ -36,6 +36,29 @@ var (
 	// database was restored from an older backup. The filter is rebuilt.
 	ErrCannotCatchUp = errors.New("cannot catch up from snapshot generation")
 
+	// ErrInexactColumn: the key column cannot answer "was this id
+	// stored?" exactly: its declared type does not have TEXT affinity
+	// (INTEGER or NUMERIC store '007' as 7, BLOB never equals a text id),
+	// or its collation is not BINARY (NOCASE would confirm "abc" for a
+	// stored "ABC": a never-fetched record reported fetched). Declare the
+	// column TEXT without COLLATE. There is no opt-out.
+	ErrInexactColumn = errors.New("key column does not compare ids exactly")
+
+	// ErrReadOnly: the index was opened with Config.ReadOnly, and the call
+	// would write (Update, MarkFetched, Rebuild, Save).
+	ErrReadOnly = errors.New("index is read-only")
+
+	// ErrNotAttached: Detach found no record of the source in the
+	// database: it was never attached, or was detached already.
+	ErrNotAttached = errors.New("source not attached")
+
+	// ErrUnsafeTarget: a snapshot would replace a file the library must
+	// not replace: the database itself or its -wal, -shm or -journal file
+	// (under any path), a directory, a file that is not a snapshot, or the
+	// snapshot of another dataset. The last two may be forced
+	// (Config.ReplaceForeignFile); the database never.
+	ErrUnsafeTarget = errors.New("refusing to replace file")
+
 	// ErrClosed: the index was closed.
 	ErrClosed = errors.New("index closed")
 )

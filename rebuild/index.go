@@ -72,13 +72,20 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, fresh, err := openStore(ctx, &cfg)
+	st, fresh, err := openStore(ctx, &cfg, cfg.targetCheck)
 	if err != nil {
 		return nil, err
 	}
 	ix := &Index{cfg: cfg, st: st, ready: make(chan struct{})}
 	ix.ctx, ix.cancel = context.WithCancel(context.Background())
 	ix.m.started = time.Now()
+	if cfg.ReadOnly && (fresh || !st.attached) {
+		// Nothing may be scanned into the database's record: answer from
+		// SQLite alone (the aliases were read into memory).
+		ix.m.setSnapshotError(errors.New("no complete record of this source in the database (attach it with a writable Open or `syncfilter rebuild`)"))
+		ix.markReady()
+		return ix, nil
+	}
 	if fresh {
 		// A failure after the filter was published (saving the snapshot,
 		// say) leaves a complete filter serving: keep it, the error is in

@@ -167,22 +167,23 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 	seed := ids("seed", 2000)
 	for _, tc := range []struct {
 		name string
-		harm func(t *testing.T, cfg Config)
-		want error
+		harm  func(t *testing.T, cfg Config)
+		want  error
+		force bool // the file is not one the library may replace unasked
 	}{
 		{"corrupt", func(t *testing.T, cfg Config) {
 			raw, _ := os.ReadFile(cfg.Snapshot)
 			raw[len(raw)/2] ^= 0x40
 			_ = os.WriteFile(cfg.Snapshot, raw, 0o600)
-		}, snapshot.ErrChecksum},
+		}, snapshot.ErrChecksum, false},
 		{"truncated", func(t *testing.T, cfg Config) {
 			raw, _ := os.ReadFile(cfg.Snapshot)
 			_ = os.WriteFile(cfg.Snapshot, raw[:len(raw)-10], 0o600)
-		}, snapshot.ErrTruncated},
+		}, snapshot.ErrTruncated, false},
 		{"not a snapshot", func(t *testing.T, cfg Config) {
 			_ = os.WriteFile(cfg.Snapshot, []byte("hello"), 0o600)
-		}, snapshot.ErrNotSnapshot},
-		{"missing", func(t *testing.T, cfg Config) { _ = os.Remove(cfg.Snapshot) }, os.ErrNotExist},
+		}, snapshot.ErrNotSnapshot, true},
+		{"missing", func(t *testing.T, cfg Config) { _ = os.Remove(cfg.Snapshot) }, os.ErrNotExist, false},
 		{"foreign", func(t *testing.T, cfg Config) {
 			other := appConfig(appDB(t, ids("foreign", 10)...))
 			ix := open(t, other)
@@ -191,7 +192,7 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 			}
 			raw, _ := os.ReadFile(other.Snapshot)
 			_ = os.WriteFile(cfg.Snapshot, raw, 0o600)
-		}, snapshot.ErrIncompatible},
+		}, snapshot.ErrIncompatible, true},
 		{"database older than snapshot", func(t *testing.T, cfg Config) {
 			// Restore the database from a backup taken before the last
 			// write: the snapshot claims a generation the log lost.
@@ -209,7 +210,7 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 			_ = os.Remove(cfg.Path + "-wal")
 			_ = os.Remove(cfg.Path + "-shm")
 			_ = os.WriteFile(cfg.Path, backup, 0o600)
-		}, ErrCannotCatchUp},
+		}, ErrCannotCatchUp, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := appConfig(appDB(t, seed...))
@@ -221,6 +222,7 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.harm(t, cfg)
+			cfg.ReplaceForeignFile = tc.force
 			ix := open(t, cfg)
 			if err := ix.Stats().SnapshotError; !errors.Is(err, tc.want) {
 				t.Fatalf("SnapshotError = %v, want %v", err, tc.want)

@@ -34,7 +34,13 @@ func BuildSnapshot(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	st, _, err := openStore(ctx, &cfg)
+	if cfg.ReadOnly {
+		return Report{}, fmt.Errorf("build snapshot: %w", ErrReadOnly)
+	}
+	if err := checkTargetDir(cfg.Snapshot); err != nil {
+		return Report{}, err
+	}
+	st, _, err := openStore(ctx, &cfg, cfg.targetCheck)
 	if err != nil {
 		return Report{}, err
 	}

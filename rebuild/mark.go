@@ -72,6 +72,9 @@ func (ix *Index) Update(ctx context.Context, fn func(tx *sql.Tx, mark func(keys 
 		return err
 	}
 	defer ix.leave()
+	if ix.cfg.ReadOnly {
+		return fmt.Errorf("update: %w", ErrReadOnly)
+	}
 	ix.markMu.RLock()
 	defer ix.markMu.RUnlock()
 	tx, err := ix.st.w.BeginTx(ctx, nil)

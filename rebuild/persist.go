@@ -104,6 +104,9 @@ func (ix *Index) Save(ctx context.Context) error {
 	if ix.cfg.Snapshot == "" {
 		return fmt.Errorf("save: no snapshot configured: %w", ErrBadConfig)
 	}
+	if ix.cfg.ReadOnly {
+		return fmt.Errorf("save: %w", ErrReadOnly)
+	}
 	s := ix.cur.Load()
 	if s == nil {
 		return fmt.Errorf("save: %w", ErrNotServing)
@@ -115,6 +118,9 @@ func (ix *Index) save(ctx context.Context, s *serving) error {
 	gen := s.gen.Load() // read before the copy: the copy covers at least this
 	img, err := s.f.Image(ctx)
 	if err != nil {
+		return fmt.Errorf("save snapshot: %w", err)
+	}
+	if err := checkTarget(ix.cfg.Snapshot, ix.cfg.Path, ix.st.datasetID, true, ix.cfg.ReplaceForeignFile); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
 	h := snapshot.Header{Capacity: s.capacity, Generation: gen, DatasetID: ix.st.datasetID, Created: now()}

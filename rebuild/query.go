@@ -37,6 +37,11 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 	if err := ix.st.fetchedStmt.QueryRowContext(ctx, c).Scan(&found); err != nil {
 		return false, fmt.Errorf("fetched: confirm: %w", err)
 	}
+	if !found {
+		if found, err = ix.st.memFetched(ctx, c); err != nil {
+			return false, fmt.Errorf("fetched: %w", err)
+		}
+	}
 	if s != nil {
 		if found {
 			ix.m.confirmed.Add(1)
@@ -141,6 +146,20 @@ func (ix *Index) confirm(ctx context.Context, canon []string, ask []int) (map[st
 		}
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("confirm: %w", err)
+		}
+	}
+	if ix.st.mem != nil && !ix.st.mem.empty() {
+		for _, i := range ask {
+			if _, ok := found[canon[i]]; ok {
+				continue
+			}
+			ok, err := ix.st.memFetched(ctx, canon[i])
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				found[canon[i]] = struct{}{}
+			}
 		}
 	}
 	return found, nil

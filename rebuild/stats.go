@@ -68,6 +68,7 @@ func (m *metrics) lastRebuildError() error {
 type Stats struct {
 	Serving    bool // a filter answers; false: bypass, every query goes to SQLite
 	Rebuilding bool
+	Attached   bool // the database records the source (log, triggers); false only for a read-only index
 
 	Queries            uint64 // keys asked about (Fetched and Missing)
 	DefiniteNegatives  uint64 // answered "not fetched" by the filter alone
@@ -100,6 +101,7 @@ func (ix *Index) Stats() Stats {
 	m := &ix.m
 	st := Stats{
 		Rebuilding:         m.rebuilding.Load(),
+		Attached:           ix.st.attached,
 		Queries:            m.queries.Load(),
 		DefiniteNegatives:  m.negatives.Load(),
 		LookupsAvoided:     m.negatives.Load(),
@@ -123,4 +125,11 @@ func (ix *Index) Stats() Stats {
 	st.LastError, st.SnapshotError = m.lastErr, m.snapErr
 	m.mu.Unlock()
 	return st
+}
+
+// DatasetID returns the random id the database gave the source when it
+// was first attached (snapshots carry it); attached is false for a
+// read-only index on a source never attached.
+func (ix *Index) DatasetID() (id [16]byte, attached bool) {
+	return ix.st.datasetID, ix.st.attached
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,16 +27,23 @@ const (
 type store struct {
 	w, r *sql.DB // w has one connection and does every write; r only reads
 
-	table, column string // as configured
+	path          string // the database file
+	table, column string // as SQLite stores them (resolved case-insensitively)
 	qTable, qCol  string // quoted
 	own           bool   // the library's own table
+	readOnly      bool   // nothing is ever written (Config.ReadOnly)
+	attached      bool   // the source has its row, log, alias table and triggers
 	id            int64  // row of the source in syncfilter_sources
 	datasetID     [16]byte
 	logTable      string // syncfilter_log_<id>: keys inserted, in commit order
 	aliasTable    string // syncfilter_alias_<id>: canonical key → stored non-NFC spelling
+	insTrigger    string // syncfilter_ins_<id>, syncfilter_upd_<id>: log inserts and re-keys
+	updTrigger    string
 
-	headStmt, fetchedStmt, confirmStmt, aliasStmt *sql.Stmt
-	gen                                           *genReader // the per-call generation check
+	headStmt, fetchedStmt, confirmStmt, aliasStmt, existsStmt *sql.Stmt
+	gen                                                       *genReader // the per-call generation check
+
+	mem *memAliases // read-only: aliases the library could not write to the alias table
 }
 
 // confirmChunk is how many keys one confirming query carries (well within
@@ -52,34 +58,47 @@ func dsn(path string, opts string) string {
 	return "file:" + esc + "?" + opts
 }
 
-// openStore opens the database, creates the library's objects if needed
-// and checks the source. fresh reports that the log cannot vouch for the
-// past (first attach, or triggers found missing): the filter must be built
-// by a full scan.
-func openStore(ctx context.Context, cfg *Config) (s *store, fresh bool, err error) {
+// openStore opens the database, checks the source and, unless the index is
+// read-only, attaches it. Everything that can be checked is checked before
+// the first write (see resolveSource), then beforeAttach runs with the
+// source's row if it was attached before; only then does one transaction
+// create the library's tables, triggers and row. fresh reports that the
+// log cannot vouch for the past (first attach, or triggers found missing):
+// the filter must be built by a full scan.
+func openStore(ctx context.Context, cfg *Config, beforeAttach func(row sourceRow, attached bool) error) (s *store, fresh bool, err error) {
 	// An app's table lives in an existing database: never create an empty
-	// file for a mistyped path. The library's own table may start one.
+	// file for a mistyped path. The library's own table may start one,
+	// unless nothing may be written.
 	mode := "rwc"
-	if cfg.Table != "" {
+	switch {
+	case cfg.ReadOnly:
+		mode = "ro"
+	case cfg.Table != "":
 		mode = "rw"
+	}
+	if mode != "rwc" {
 		if _, err := os.Stat(cfg.Path); err != nil {
 			return nil, false, fmt.Errorf("open database: %w (%w)", err, ErrNoSource)
 		}
 	}
 	busy := strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10)
-	w, err := sql.Open("sqlite3", dsn(cfg.Path, "mode="+mode+"&_journal_mode=WAL&_txlock=immediate&_busy_timeout="+busy))
+	w, err := sql.Open("sqlite3", dsn(cfg.Path, "mode="+mode+"&_txlock=immediate&_busy_timeout="+busy))
 	if err != nil {
 		return nil, false, fmt.Errorf("open database: %w", err)
 	}
 	w.SetMaxOpenConns(1)
-	r, err := sql.Open("sqlite3", dsn(cfg.Path, "mode=rw&_busy_timeout="+busy))
+	rmode := "rw"
+	if cfg.ReadOnly {
+		rmode = "ro"
+	}
+	r, err := sql.Open("sqlite3", dsn(cfg.Path, "mode="+rmode+"&_busy_timeout="+busy))
 	if err != nil {
 		_ = w.Close()
 		return nil, false, fmt.Errorf("open database: %w", err)
 	}
 	r.SetMaxOpenConns(cfg.Readers + 1) // one is the generation reader's
 	r.SetMaxIdleConns(cfg.Readers + 1)
-	st := &store{w: w, r: r, table: cfg.Table, column: cfg.Column}
+	st := &store{w: w, r: r, path: cfg.Path, table: cfg.Table, column: cfg.Column, readOnly: cfg.ReadOnly}
 	defer func() {
 		if err != nil {
 			st.close()
@@ -93,10 +112,38 @@ func openStore(ctx context.Context, cfg *Config) (s *store, fresh bool, err erro
 	if err := w.PingContext(ctx); err != nil {
 		return nil, false, fmt.Errorf("open database %s: %w", cfg.Path, err)
 	}
-	if fresh, err = s.attach(ctx); err != nil {
+
+	// Check, reading only.
+	ownMissing := false
+	if s.own {
+		if err := w.QueryRowContext(ctx, `SELECT NOT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, ownTable).Scan(&ownMissing); err != nil {
+			return nil, false, fmt.Errorf("check source: %w", err)
+		}
+		if ownMissing && s.readOnly {
+			return nil, false, fmt.Errorf("check source: no table %s in %s: %w", ownTable, cfg.Path, ErrNoSource)
+		}
+	}
+	if !ownMissing { // the library creates its own table with the right type
+		if err := s.resolveSource(ctx, w, cfg.AllowUnindexed); err != nil {
+			return nil, false, err
+		}
+	}
+	row, attached, err := findSource(ctx, w, s.table, s.column)
+	if err != nil {
 		return nil, false, err
 	}
-	if err := s.checkSource(ctx, cfg.AllowUnindexed); err != nil {
+	if beforeAttach != nil {
+		if err := beforeAttach(row, attached); err != nil {
+			return nil, false, err
+		}
+	}
+
+	if s.readOnly {
+		fresh, err = s.openReadOnly(ctx, row, attached)
+	} else {
+		fresh, err = s.attach(ctx)
+	}
+	if err != nil {
 		return nil, false, err
 	}
 	if err := s.prepare(ctx); err != nil {
@@ -109,7 +156,7 @@ func (s *store) close() {
 	if s.gen != nil {
 		s.gen.close()
 	}
-	for _, st := range []*sql.Stmt{s.headStmt, s.fetchedStmt, s.confirmStmt, s.aliasStmt} {
+	for _, st := range []*sql.Stmt{s.headStmt, s.fetchedStmt, s.confirmStmt, s.aliasStmt, s.existsStmt} {
 		if st != nil {
 			_ = st.Close()
 		}
@@ -118,10 +165,51 @@ func (s *store) close() {
 	_ = s.w.Close()
 }
 
+// setNames derives the names of the source's log and alias tables and
+// triggers from its row id.
+func (s *store) setNames(id int64) {
+	s.id = id
+	n := strconv.FormatInt(id, 10)
+	s.logTable, s.aliasTable = "syncfilter_log_"+n, "syncfilter_alias_"+n
+	s.insTrigger, s.updTrigger = "syncfilter_ins_"+n, "syncfilter_upd_"+n
+}
+
+// openReadOnly takes an attached source as it is, or none: nothing is
+// created. Without a complete record (never attached, never fully scanned,
+// or triggers missing), aliases are found by reading the table's
+// non-ASCII keys into memory, and the index answers from SQLite alone.
+func (s *store) openReadOnly(ctx context.Context, row sourceRow, attached bool) (fresh bool, err error) {
+	s.mem = &memAliases{m: map[string][]string{}}
+	if attached {
+		s.attached = true
+		s.datasetID = row.datasetID
+		s.setNames(row.id)
+		var objects int
+		if err := s.w.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE name IN (?, ?, ?, ?)`,
+			s.insTrigger, s.updTrigger, s.logTable, s.aliasTable).Scan(&objects); err != nil {
+			return false, fmt.Errorf("check source: %w", err)
+		}
+		if objects == 4 && row.scanned {
+			return false, nil
+		}
+		s.attached = false // a partial record vouches for nothing
+	}
+	if err := s.scanAliases(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // attach registers the source in syncfilter_sources (with a new random
 // dataset id the first time) and creates its log, alias table and
-// triggers, all in one write transaction.
+// triggers, all in one write transaction: a failure leaves nothing. It
+// switches the database to WAL journal mode first (a persistent setting,
+// which lets readers run beside the writer).
 func (s *store) attach(ctx context.Context) (fresh bool, err error) {
+	var journal string
+	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&journal); err != nil {
+		return false, fmt.Errorf("attach source: set WAL journal mode: %w", err)
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("attach source: %w", err)
@@ -137,8 +225,11 @@ func (s *store) attach(ctx context.Context) (fresh bool, err error) {
 		}
 		return nil
 	}
+	// No AUTOINCREMENT anywhere: it would create sqlite_sequence, a table
+	// SQLite never lets anyone drop, and Detach must leave the schema as
+	// it found it.
 	if err := exec(`CREATE TABLE IF NOT EXISTS ` + sourcesTable + ` (
-		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		id         INTEGER PRIMARY KEY,
 		tbl        TEXT NOT NULL,
 		col        TEXT NOT NULL,
 		dataset_id BLOB NOT NULL,
@@ -153,101 +244,52 @@ func (s *store) attach(ctx context.Context) (fresh bool, err error) {
 			return false, err
 		}
 	}
-	var ds []byte
-	var scanned bool
-	err = tx.QueryRowContext(ctx, `SELECT id, dataset_id, scanned FROM `+sourcesTable+` WHERE tbl = ? AND col = ?`, s.table, s.column).Scan(&s.id, &ds, &scanned)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	row, found, err := findSource(ctx, tx, s.table, s.column) // again: another process may have attached meanwhile
+	if err != nil {
+		return false, fmt.Errorf("attach source: %w", err)
+	}
+	if found {
+		s.datasetID = row.datasetID
+		fresh = !row.scanned // no full scan has completed since the source was attached
+		s.setNames(row.id)
+	} else {
 		fresh = true
 		_, _ = rand.Read(s.datasetID[:])
 		res, err := tx.ExecContext(ctx, `INSERT INTO `+sourcesTable+` (tbl, col, dataset_id) VALUES (?, ?, ?)`, s.table, s.column, s.datasetID[:])
 		if err != nil {
 			return false, fmt.Errorf("attach source: %w", err)
 		}
-		if s.id, err = res.LastInsertId(); err != nil {
+		id, err := res.LastInsertId()
+		if err != nil {
 			return false, fmt.Errorf("attach source: %w", err)
 		}
-	case err != nil:
-		return false, fmt.Errorf("attach source: %w", err)
-	case len(ds) != len(s.datasetID):
-		return false, fmt.Errorf("attach source: dataset id of %d bytes in %s", len(ds), sourcesTable)
-	default:
-		copy(s.datasetID[:], ds)
-		fresh = !scanned // no full scan has completed since the source was attached
+		s.setNames(id)
 	}
-	id := strconv.FormatInt(s.id, 10)
-	s.logTable, s.aliasTable = "syncfilter_log_"+id, "syncfilter_alias_"+id
 	var triggers int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?)`,
-		"syncfilter_ins_"+id, "syncfilter_upd_"+id).Scan(&triggers); err != nil {
+		s.insTrigger, s.updTrigger).Scan(&triggers); err != nil {
 		return false, fmt.Errorf("attach source: %w", err)
 	}
 	if triggers != 2 {
 		fresh = true // rows may have been written without being logged
 	}
-	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.logTable + ` (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL)`); err != nil {
+	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.logTable + ` (seq INTEGER PRIMARY KEY, key TEXT NOT NULL)`); err != nil {
 		return false, err
 	}
 	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.aliasTable + ` (canon TEXT NOT NULL, stored TEXT NOT NULL, PRIMARY KEY (canon, stored)) WITHOUT ROWID`); err != nil {
 		return false, err
 	}
-	for _, tr := range []struct{ name, event string }{{"syncfilter_ins_" + id, "INSERT"}, {"syncfilter_upd_" + id, "UPDATE OF " + s.qCol}} {
-		q := `CREATE TRIGGER IF NOT EXISTS ` + tr.name + ` AFTER ` + tr.event + ` ON ` + s.qTable +
-			` WHEN NEW.` + s.qCol + ` IS NOT NULL BEGIN INSERT INTO ` + s.logTable + ` (key) VALUES (NEW.` + s.qCol + `); END`
-		if err := exec(q); err != nil {
-			if strings.Contains(err.Error(), "no such table") || strings.Contains(err.Error(), "no such column") {
-				return false, fmt.Errorf("attach source %s.%s: %w", s.table, s.column, ErrNoSource)
-			}
+	for _, tr := range []struct{ name, event string }{{s.insTrigger, "INSERT"}, {s.updTrigger, "UPDATE OF " + s.qCol}} {
+		if err := exec(`CREATE TRIGGER IF NOT EXISTS ` + tr.name + ` AFTER ` + tr.event + ` ON ` + s.qTable +
+			` WHEN NEW.` + s.qCol + ` IS NOT NULL BEGIN INSERT INTO ` + s.logTable + ` (key) VALUES (NEW.` + s.qCol + `); END`); err != nil {
 			return false, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("attach source: %w", err)
 	}
+	s.attached = true
 	return fresh, nil
-}
-
-// checkSource makes sure the table and column exist and that a lookup by
-// key uses an index.
-func (s *store) checkSource(ctx context.Context, allowUnindexed bool) error {
-	rows, err := s.r.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, s.table)
-	if err != nil {
-		return fmt.Errorf("check source: %w", err)
-	}
-	found := false
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return fmt.Errorf("check source: %w", err)
-		}
-		found = found || strings.EqualFold(name, s.column)
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("check source: %w", err)
-	}
-	if !found {
-		return fmt.Errorf("check source %s.%s: %w", s.table, s.column, ErrNoSource)
-	}
-	if allowUnindexed {
-		return nil
-	}
-	plan, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT 1 FROM `+s.qTable+` WHERE `+s.qCol+` = ?`, "")
-	if err != nil {
-		return fmt.Errorf("check source: %w", err)
-	}
-	defer plan.Close()
-	for plan.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := plan.Scan(&id, &parent, &unused, &detail); err != nil {
-			return fmt.Errorf("check source: %w", err)
-		}
-		if strings.HasPrefix(detail, "SCAN") {
-			return fmt.Errorf("check source %s.%s: lookups would %s: %w", s.table, s.column, strings.ToLower(detail), ErrNotIndexed)
-		}
-	}
-	return plan.Err()
 }
 
 func (s *store) prepare(ctx context.Context) (err error) {
@@ -261,23 +303,34 @@ func (s *store) prepare(ctx context.Context) (err error) {
 		}
 		return st
 	}
-	headQuery := `SELECT
-		coalesce((SELECT seq FROM sqlite_sequence WHERE name = '` + s.logTable + `'), 0),
+	headQuery := `SELECT 0, 0`
+	if s.attached {
+		headQuery = `SELECT
+		coalesce((SELECT max(seq) FROM ` + s.logTable + `), 0),
 		(SELECT log_floor FROM ` + sourcesTable + ` WHERE id = ` + strconv.FormatInt(s.id, 10) + `)`
+	}
 	s.headStmt = prep(s.r, headQuery)
-	s.fetchedStmt = prep(s.r, `SELECT EXISTS (SELECT 1 FROM `+s.qTable+` WHERE `+s.qCol+` = ?1)
-		OR EXISTS (SELECT 1 FROM `+s.aliasTable+` a WHERE a.canon = ?1
-			AND EXISTS (SELECT 1 FROM `+s.qTable+` t WHERE t.`+s.qCol+` = a.stored))`)
+	s.existsStmt = prep(s.r, `SELECT EXISTS (SELECT 1 FROM `+s.qTable+` WHERE `+s.qCol+` = ?1)`)
 	params := make([]string, confirmChunk)
 	for i := range params {
 		params[i] = "?" + strconv.Itoa(i+1)
 	}
 	in := "(" + strings.Join(params, ", ") + ")"
-	s.confirmStmt = prep(s.r, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE `+s.qCol+` IN `+in+`
+	if s.attached {
+		s.fetchedStmt = prep(s.r, `SELECT EXISTS (SELECT 1 FROM `+s.qTable+` WHERE `+s.qCol+` = ?1)
+		OR EXISTS (SELECT 1 FROM `+s.aliasTable+` a WHERE a.canon = ?1
+			AND EXISTS (SELECT 1 FROM `+s.qTable+` t WHERE t.`+s.qCol+` = a.stored))`)
+		s.confirmStmt = prep(s.r, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE `+s.qCol+` IN `+in+`
 		UNION ALL
 		SELECT a.canon FROM `+s.aliasTable+` a WHERE a.canon IN `+in+`
 			AND EXISTS (SELECT 1 FROM `+s.qTable+` t WHERE t.`+s.qCol+` = a.stored)`)
-	s.aliasStmt = prep(s.w, `INSERT OR IGNORE INTO `+s.aliasTable+` (canon, stored) VALUES (?, ?)`)
+	} else {
+		s.fetchedStmt = s.existsStmt // closing a statement twice is harmless
+		s.confirmStmt = prep(s.r, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE `+s.qCol+` IN `+in)
+	}
+	if !s.readOnly {
+		s.aliasStmt = prep(s.w, `INSERT OR IGNORE INTO `+s.aliasTable+` (canon, stored) VALUES (?, ?)`)
+	}
 	if err == nil {
 		s.gen, err = newGenReader(ctx, s.r, headQuery)
 	}
@@ -320,6 +373,10 @@ func (s *store) noteAliases(ctx context.Context, pairs [][2]string) error {
 	if len(pairs) == 0 {
 		return nil
 	}
+	if s.readOnly {
+		s.mem.add(pairs)
+		return nil
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("note aliases: %w", err)
@@ -357,7 +414,9 @@ func (s *store) compactLog(ctx context.Context, upTo uint64) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE `+sourcesTable+` SET log_floor = max(log_floor, ?) WHERE id = ?`, int64(upTo), s.id); err != nil {
 		return fmt.Errorf("compact log: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.logTable+` WHERE seq <= ?`, int64(upTo)); err != nil {
+	// The newest entry always stays: without AUTOINCREMENT, SQLite numbers
+	// a new row one past the largest, so the sequence never goes back.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.logTable+` WHERE seq <= ? AND seq < (SELECT max(seq) FROM `+s.logTable+`)`, int64(upTo)); err != nil {
 		return fmt.Errorf("compact log: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM `+s.aliasTable+` WHERE NOT EXISTS (SELECT 1 FROM `+s.qTable+` t WHERE t.`+s.qCol+` = stored)`); err != nil {

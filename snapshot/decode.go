@@ -39,25 +39,7 @@ func decode(r io.Reader, size int64) (*Snapshot, error) {
 }
 
 func decodeAll(r io.Reader, size int64) (*Snapshot, error) {
-	var head [headerLenV1]byte
-	if n, err := io.ReadFull(r, head[:prefixLen]); err != nil {
-		if n < len(Magic) && !bytes.HasPrefix(Magic[:], head[:n]) {
-			return nil, ErrNotSnapshot
-		}
-		if n < len(Magic) || bytes.Equal(head[:len(Magic)], Magic[:]) {
-			return nil, fmt.Errorf("%d bytes: %w", n, ErrTruncated)
-		}
-	}
-	if !bytes.Equal(head[:len(Magic)], Magic[:]) {
-		return nil, ErrNotSnapshot
-	}
-	if v := Version(binary.LittleEndian.Uint16(head[offVersion:])); v < MinVersion || v > MaxVersion {
-		return nil, fmt.Errorf("version %d, this program reads %d to %d: %w", v, MinVersion, MaxVersion, ErrUnsupportedVersion)
-	}
-	if _, err := io.ReadFull(r, head[prefixLen:]); err != nil {
-		return nil, fmt.Errorf("header: %w", ErrTruncated)
-	}
-	h, err := unmarshal(&head)
+	h, head, err := readHeader(r)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +74,34 @@ func decodeAll(r io.Reader, size int64) (*Snapshot, error) {
 		return nil, fmt.Errorf("%v: %w", err, ErrCorruptHeader) // unreachable: the header was validated
 	}
 	return &Snapshot{Header: h, Image: img}, nil
+}
+
+// readHeader reads and checks the header: magic, version, then the
+// header's own checksum and fields. It reads nothing past the header.
+func readHeader(r io.Reader) (Header, *[headerLenV1]byte, error) {
+	var head [headerLenV1]byte
+	if n, err := io.ReadFull(r, head[:prefixLen]); err != nil {
+		if n < len(Magic) && !bytes.HasPrefix(Magic[:], head[:n]) {
+			return Header{}, nil, ErrNotSnapshot
+		}
+		if n < len(Magic) || bytes.Equal(head[:len(Magic)], Magic[:]) {
+			return Header{}, nil, fmt.Errorf("%d bytes: %w", n, ErrTruncated)
+		}
+	}
+	if !bytes.Equal(head[:len(Magic)], Magic[:]) {
+		return Header{}, nil, ErrNotSnapshot
+	}
+	if v := Version(binary.LittleEndian.Uint16(head[offVersion:])); v < MinVersion || v > MaxVersion {
+		return Header{}, nil, fmt.Errorf("version %d, this program reads %d to %d: %w", v, MinVersion, MaxVersion, ErrUnsupportedVersion)
+	}
+	if _, err := io.ReadFull(r, head[prefixLen:]); err != nil {
+		return Header{}, nil, fmt.Errorf("header: %w", ErrTruncated)
+	}
+	h, err := unmarshal(&head)
+	if err != nil {
+		return Header{}, nil, err
+	}
+	return h, &head, nil
 }
 
 // readPayload reads n bytes of little-endian words, feeding them to sum.

@@ -104,6 +104,22 @@ func ReadFile(path string) (*Snapshot, error) {
 	return s, nil
 }
 
+// ReadHeader reads and checks only the header of the snapshot at path
+// (magic, version, header checksum and fields): what the file claims, not
+// yet verified against its payload. It reads at most a few hundred bytes.
+func ReadHeader(path string) (Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Header{}, fmt.Errorf("open snapshot: %w", err)
+	}
+	defer f.Close()
+	h, _, err := readHeader(f)
+	if err != nil {
+		return Header{}, fmt.Errorf("read header of %s: %w", path, err)
+	}
+	return h, nil
+}
+
 // sweepTemp removes temporary files of base in dir last modified before
 // cutoff: leftovers of writers that crashed.
 func sweepTemp(dir, base string, cutoff time.Time) {

@@ -56,13 +56,15 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"rebuild", "--db PATH --table NAME --column NAME --out FILE [--fpr P] [--capacity N] [--headroom H] [--json]",
+		{"rebuild", "--db PATH --table NAME --column NAME --out FILE [--fpr P] [--capacity N] [--headroom H] [--force] [--allow-unindexed] [--json]",
 			"scan the table and atomically replace the snapshot FILE (the cron job)", (*app).rebuild},
 		{"inspect", "FILE [--json]", "print a snapshot's header and health", (*app).inspect},
 		{"verify", "FILE", "exit 0 if the snapshot is valid, else print why and exit 3", (*app).verify},
 		{"query", "FILE [-0] [KEY...]", "print maybe or absent for each key (arguments, or stdin lines)", (*app).query},
 		{"check", "--db PATH --table NAME --column NAME [--snapshot FILE] [-0] [KEY...]",
-			"print fetched or missing for each key: the definitive answer", (*app).check},
+			"print fetched or missing for each key: the definitive answer (read-only)", (*app).check},
+		{"detach", "--db PATH --table NAME --column NAME [--snapshot FILE]",
+			"remove the filter's tables, triggers and record from the database (and its snapshot FILE)", (*app).detach},
 		{"demo", "[--dir DIR]", "seed a SQLite database, build a filter and sync pages of ids", (*app).demo},
 		{"help", "[COMMAND]", "show this help, or a command's", (*app).help},
 	}

@@ -26,18 +26,19 @@ func (a *app) check(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Read-only: check changes nothing in the database or on disk.
 	ix, err := rebuild.Open(ctx, rebuild.Config{
-		Path: *db, Table: *table, Column: *column, Snapshot: *snap,
-		NoBackgroundRebuild: true, NoSaveOnClose: true,
+		Path: *db, Table: *table, Column: *column, Snapshot: *snap, ReadOnly: true,
 	})
 	if err != nil {
 		return err
 	}
 	defer ix.Close(context.WithoutCancel(ctx))
-	if *snap != "" {
-		if serr := ix.Stats().SnapshotError; serr != nil {
-			fmt.Fprintf(a.stderr, "syncfilter check: snapshot not used, answering from SQLite: %s\n", oneLine(serr.Error()))
-		}
+	switch st := ix.Stats(); {
+	case !st.Attached:
+		fmt.Fprintf(a.stderr, "syncfilter check: no filter attached to %s.%s; answering from SQLite alone\n", *table, *column)
+	case *snap != "" && st.SnapshotError != nil:
+		fmt.Fprintf(a.stderr, "syncfilter check: snapshot not used, answering from SQLite: %s\n", oneLine(st.SnapshotError.Error()))
 	}
 	missing, err := ix.Missing(ctx, keys)
 	if err != nil {

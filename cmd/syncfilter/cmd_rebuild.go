@@ -33,6 +33,8 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 	capacity := fs.Uint64("capacity", 0, "size for at least `N` keys (default: rows × headroom)")
 	headroom := fs.Float64("headroom", 2, "multiply the row count by `H` (at least 1) when sizing")
 	asJSON := fs.Bool("json", false, "print the summary as JSON on stdout")
+	force := fs.Bool("force", false, "replace --out even if it is not a snapshot, or is another dataset's (never the database)")
+	unindexed := fs.Bool("allow-unindexed", false, "accept a key column without an index (every confirmation scans the table)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -50,6 +52,7 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 	rep, err := rebuild.BuildSnapshot(ctx, rebuild.Config{
 		Path: *db, Table: *table, Column: *column, Snapshot: *out,
 		FPR: fpr, Capacity: *capacity, Headroom: *headroom,
+		ReplaceForeignFile: *force, AllowUnindexed: *unindexed,
 		Progress: p.update, ProgressEvery: 10_000,
 	})
 	p.finish()

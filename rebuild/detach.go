@@ -1,0 +1,96 @@
+package rebuild
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+)
+
+// Detach removes everything the library added to the database for one
+// source, in one transaction: its two triggers, its log and alias tables
+// and its row in syncfilter_sources; with the last source gone, the
+// syncfilter_sources table too. For the library's own table (table and
+// column empty), syncfilter_fetched and the record of fetched keys it
+// holds go as well. Afterwards the schema (sqlite_master) is what it was
+// before the source was first attached. Names match as SQLite's do,
+// case-insensitively. A source that is not attached gives ErrNotAttached
+// and changes nothing.
+//
+// Detach leaves two things alone: the database stays in WAL journal mode
+// (run `PRAGMA journal_mode = DELETE` if the app did not use WAL), and a
+// snapshot file is not removed (delete it yourself; a later attach gets a
+// new dataset id and refuses to replace it without ReplaceForeignFile).
+// Close every Index on the source first: an open one would attach it again
+// at its next Open, and until then its filter no longer learns of new rows.
+func Detach(ctx context.Context, path, table, column string) (err error) {
+	if (table == "") != (column == "") {
+		return fmt.Errorf("detach: table %q and column %q: give both or neither: %w", table, column, ErrBadConfig)
+	}
+	own := table == ""
+	if own {
+		table, column = ownTable, ownColumn
+	} else {
+		if err := checkName("table", table); err != nil {
+			return fmt.Errorf("detach: %w", err)
+		}
+		if err := checkName("column", column); err != nil {
+			return fmt.Errorf("detach: %w", err)
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("detach: open database: %w", err)
+	}
+	db, err := sql.Open("sqlite3", dsn(path, "mode=rw&_txlock=immediate&_busy_timeout=5000"))
+	if err != nil {
+		return fmt.Errorf("detach: open database: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("detach: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	row, found, err := findSource(ctx, tx, table, column)
+	if err != nil {
+		return fmt.Errorf("detach: %w", err)
+	}
+	if !found {
+		return fmt.Errorf("detach %s.%s in %s: %w", table, column, path, ErrNotAttached)
+	}
+	var s store
+	s.setNames(row.id)
+	stmts := []string{
+		`DROP TRIGGER IF EXISTS ` + s.insTrigger,
+		`DROP TRIGGER IF EXISTS ` + s.updTrigger,
+		`DROP TABLE IF EXISTS ` + s.logTable,
+		`DROP TABLE IF EXISTS ` + s.aliasTable,
+		`DELETE FROM ` + sourcesTable + ` WHERE id = ` + fmt.Sprint(row.id),
+	}
+	if own {
+		stmts = append(stmts, `DROP TABLE IF EXISTS `+quote(ownTable))
+	}
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("detach: %w", err)
+		}
+	}
+	var left int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+sourcesTable).Scan(&left); err != nil {
+		return fmt.Errorf("detach: %w", err)
+	}
+	if left == 0 {
+		if _, err := tx.ExecContext(ctx, `DROP TABLE `+sourcesTable); err != nil {
+			return fmt.Errorf("detach: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("detach: commit: %w", err)
+	}
+	return nil
+}
