@@ -41,8 +41,9 @@
 // # Generation and catch-up
 //
 // Attaching a source installs two triggers that append every inserted or
-// re-keyed id to a log table, syncfilter_log_<n>, whose AUTOINCREMENT
-// sequence is the source's generation. The triggers fire for every
+// re-keyed id to a log table, syncfilter_log_<n>, whose increasing row id
+// is the source's generation (compaction always keeps the newest entry,
+// so numbers are never reused). The triggers fire for every
 // connection and process, the library or not. A snapshot records the
 // generation it covers and the dataset id of the source (a random id
 // stored in syncfilter_sources when the source is first attached), so a
@@ -60,8 +61,8 @@
 // # Rebuild
 //
 // Rebuild enters bypass (every query goes to SQLite), scans the source in
-// one read transaction (streaming; hashing on several goroutines, bits
-// set by the new filter's single writer), sizes the filter from the row
+// one read transaction (streaming; the scanning goroutine reads rows, one
+// builder goroutine hashes them and sets the new filter's bits), sizes the filter from the row
 // count × Config.Headroom, catches up on the log since the scan and on keys
 // covered meanwhile, publishes the filter with one atomic pointer store,
 // then saves the snapshot atomically. A failed or cancelled rebuild drops
@@ -69,13 +70,32 @@
 // Open of a source scans before returning; later Opens with an unusable
 // snapshot serve from SQLite and rebuild in the background.
 //
+// # A guest in the app's database
+//
+// Open checks the source before its first write (see resolveSource): the
+// table exists and is a table; the column exists; its declared type has
+// TEXT affinity and its collation is BINARY, since any other comparison
+// could confirm an id that was never stored (ErrInexactColumn, no
+// opt-out); lookups use an index (ErrNotIndexed, or AllowUnindexed).
+// Names resolve case-insensitively to the names SQLite stores. Then one
+// transaction creates syncfilter_sources (shared), the source's log and
+// alias tables and its two triggers; any failure rolls all of it back.
+// Open also sets the WAL journal mode (persistent) and needs write
+// access. Config.ReadOnly opens the database read-only and creates,
+// writes and saves nothing. Detach removes everything a source added, in
+// one transaction, leaving sqlite_master as it was before the first
+// attach (the WAL journal mode stays).
+//
+// Snapshot saves never replace the database or its -wal, -shm or
+// -journal file (under any path), nor, unless Config.ReplaceForeignFile is
+// set, a file that is not a snapshot or another dataset's snapshot
+// (ErrUnsafeTarget, checked at Open before any write and again before
+// every save).
+//
 // # Caveats
 //
 // A Bloom filter cannot forget: deleted records stay "maybe" and cost one
 // lookup each, and every filter fills up. Stats reports items against
 // capacity, the estimated false-positive rate and RebuildDue; rebuild then
 // (in process, or with the `syncfilter rebuild` cron job and Reload).
-// The key column should use the BINARY collation: under NOCASE, SQLite
-// would confirm a key the filter treats as different, and such keys are
-// reported missing (an extra fetch, never a lost record).
 package rebuild

@@ -166,7 +166,7 @@ func TestCanonicalSpellingsFoundBothWays(t *testing.T) {
 func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 	seed := ids("seed", 2000)
 	for _, tc := range []struct {
-		name string
+		name  string
 		harm  func(t *testing.T, cfg Config)
 		want  error
 		force bool // the file is not one the library may replace unasked

@@ -1,0 +1,598 @@
+package rebuild
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/syncfilter/syncfilter/snapshot"
+)
+
+// schema returns every row of sqlite_master, all columns, in a fixed
+// order, as bytes: two equal results mean an identical schema.
+func schema(t testing.TB, path string) []byte {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT type, name, tbl_name, rootpage, coalesce(sql, '<null>') FROM sqlite_master ORDER BY type, name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b bytes.Buffer
+	for rows.Next() {
+		var typ, name, tbl, ddl string
+		var root int64
+		if err := rows.Scan(&typ, &name, &tbl, &root, &ddl); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s\x00%s\x00%s\x00%d\x00%s\n", typ, name, tbl, root, ddl)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// plainDB opens path as an app that never chose a journal mode would.
+func plainDB(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func journalMode(t testing.TB, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mode string
+	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	return mode
+}
+
+func fileSum(t testing.TB, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+// guestDB is an app's database in rollback-journal mode (the default), with
+// tables whose key columns the library must refuse, and one it accepts.
+func guestDB(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`,
+		`CREATE TABLE ints (id INTEGER UNIQUE)`,
+		`CREATE TABLE nums (id NUMERIC UNIQUE)`,
+		`CREATE TABLE blobs (id BLOB UNIQUE)`,
+		`CREATE TABLE untyped (id UNIQUE)`,
+		`CREATE TABLE reals (id DOUBLE UNIQUE)`,
+		`CREATE TABLE nocase (id TEXT COLLATE NOCASE UNIQUE)`,
+		`CREATE TABLE rtrim (id VARCHAR(36) COLLATE RTRIM PRIMARY KEY)`,
+		`CREATE TABLE unindexed (id TEXT, body TEXT)`,
+		`CREATE TABLE second (body TEXT, id TEXT)`,
+		`CREATE INDEX second_body_id ON second (body, id)`, // id is not its first column
+		`CREATE TABLE otherindex (id TEXT)`,
+		`CREATE INDEX otherindex_id ON otherindex (id COLLATE NOCASE)`, // not usable for id = ?
+		`CREATE VIEW recent AS SELECT id FROM records`,
+		`INSERT INTO records VALUES ('r1', 'x')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return path
+}
+
+// TestRefusalsLeaveNoTrace runs every refusal of a source on a real app
+// database, never attached and already attached (another source): the
+// typed error comes before any DDL, sqlite_master and the journal mode are
+// exactly as before, and the app's own INSERTs still work.
+func TestRefusalsLeaveNoTrace(t *testing.T) {
+	cases := []struct {
+		table, column string
+		want          error
+	}{
+		{"records", "idd", ErrNoSource}, // a typo
+		{"nosuch", "id", ErrNoSource},
+		{"recent", "id", ErrNoSource}, // a view
+		{"ints", "id", ErrInexactColumn},
+		{"nums", "id", ErrInexactColumn},
+		{"blobs", "id", ErrInexactColumn},
+		{"untyped", "id", ErrInexactColumn},
+		{"reals", "id", ErrInexactColumn},
+		{"nocase", "id", ErrInexactColumn},
+		{"rtrim", "id", ErrInexactColumn},
+		{"unindexed", "id", ErrNotIndexed},
+		{"second", "id", ErrNotIndexed},
+		{"otherindex", "id", ErrNotIndexed},
+		{"records", "bad name", ErrBadName},
+	}
+	for _, attachedFirst := range []bool{false, true} {
+		path := guestDB(t)
+		if attachedFirst {
+			ix := open(t, Config{Path: path, Table: "records", Column: "id"})
+			if err := ix.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("attached=%v/%s.%s", attachedFirst, tc.table, tc.column), func(t *testing.T) {
+				before, mode := schema(t, path), journalMode(t, path)
+				for _, how := range []string{"Open", "BuildSnapshot"} {
+					cfg := Config{Path: path, Table: tc.table, Column: tc.column, Snapshot: filepath.Join(t.TempDir(), "s.sfb")}
+					var err error
+					if how == "Open" {
+						var ix *Index
+						if ix, err = Open(context.Background(), cfg); err == nil {
+							_ = ix.Close(context.Background())
+						}
+					} else {
+						_, err = BuildSnapshot(context.Background(), cfg)
+					}
+					if !errors.Is(err, tc.want) {
+						t.Fatalf("%s = %v, want %v", how, err, tc.want)
+					}
+					if after := schema(t, path); !bytes.Equal(before, after) {
+						t.Fatalf("%s changed sqlite_master:\nbefore %s\nafter  %s", how, before, after)
+					}
+					if got := journalMode(t, path); got != mode {
+						t.Fatalf("%s changed the journal mode from %s to %s", how, mode, got)
+					}
+					if _, err := os.Stat(cfg.Snapshot); !os.IsNotExist(err) {
+						t.Fatalf("%s wrote a snapshot: %v", how, err)
+					}
+				}
+				if tc.table == "nosuch" || tc.table == "recent" {
+					return
+				}
+				app := plainDB(t, path)
+				if _, err := app.Exec(`INSERT INTO `+quote(tc.table)+` (id) VALUES (?)`, fmt.Sprintf("app-row-%v-%s", attachedFirst, tc.column)); err != nil {
+					t.Fatalf("the app's INSERT fails after the refusal: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestFailedAttachRollsBack: a failure inside attach's transaction (here
+// an app's index occupying the name of the log table) leaves nothing.
+func TestFailedAttachRollsBack(t *testing.T) {
+	path := guestDB(t)
+	app := rawDB(t, path)
+	mustExec(t, app, `CREATE TABLE notes (n TEXT)`)
+	mustExec(t, app, `CREATE INDEX syncfilter_log_1 ON notes (n)`)
+	before := schema(t, path)
+	_, err := Open(context.Background(), Config{Path: path, Table: "records", Column: "id"})
+	if err == nil || !strings.Contains(err.Error(), "syncfilter_log_1") {
+		t.Fatalf("Open = %v, want the name clash", err)
+	}
+	if after := schema(t, path); !bytes.Equal(before, after) {
+		t.Fatalf("failed attach left a trace:\nbefore %s\nafter  %s", before, after)
+	}
+	mustExec(t, app, `INSERT INTO records (id) VALUES ('after')`)
+}
+
+// TestNamesResolveCaseInsensitively: one table is one source whatever the
+// letter case of its name in the configuration.
+func TestNamesResolveCaseInsensitively(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	app := rawDB(t, path)
+	mustExec(t, app, `CREATE TABLE messages (server_id TEXT PRIMARY KEY)`)
+	mustExec(t, app, `INSERT INTO messages VALUES ('m1'), ('m2')`)
+	snap := path + ".sfb"
+	upper := open(t, Config{Path: path, Table: "MESSAGES", Column: "SERVER_ID", Snapshot: snap})
+	dsUpper, _ := upper.DatasetID()
+	if err := upper.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lower := open(t, Config{Path: path, Table: "messages", Column: "server_id", Snapshot: snap})
+	dsLower, _ := lower.DatasetID()
+	if dsUpper != dsLower {
+		t.Fatalf("two dataset ids for one table: %x, %x", dsUpper, dsLower)
+	}
+	if err := lower.Stats().SnapshotError; err != nil {
+		t.Fatalf("the snapshot saved under MESSAGES is refused under messages: %v", err)
+	}
+	var sources, triggers int
+	_ = app.QueryRow(`SELECT count(*) FROM syncfilter_sources`).Scan(&sources)
+	_ = app.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'trigger'`).Scan(&triggers)
+	if sources != 1 || triggers != 2 {
+		t.Fatalf("%d sources and %d triggers, want 1 and 2", sources, triggers)
+	}
+	var tbl, col string
+	_ = app.QueryRow(`SELECT tbl, col FROM syncfilter_sources`).Scan(&tbl, &col)
+	if tbl != "messages" || col != "server_id" {
+		t.Fatalf("source recorded as %s.%s, want the stored names messages.server_id", tbl, col)
+	}
+	mustExec(t, app, `INSERT INTO messages VALUES ('m3')`)
+	expect(t, lower, set([]string{"m1", "m2", "m3"}), []string{"m1", "m2", "m3", "m4"})
+}
+
+// TestReadOnlyChangesNothing: a read-only index on a database never
+// attached answers exactly from SQLite (canonical spellings included) and
+// leaves the file, the schema and the journal mode as they were, also
+// while another connection holds a write transaction.
+func TestReadOnlyChangesNothing(t *testing.T) {
+	path := guestDB(t)
+	app := plainDB(t, path)
+	nfd := norm.NFD.String("Ångström-1")
+	kelvin := "\u212a-2" // KELVIN SIGN: NFC is "K-2", an ASCII key
+	insertIDs(t, app, nfd, kelvin, "plain-3")
+	_ = app.Close()
+	before, sum := schema(t, path), fileSum(t, path)
+
+	// Another process-like connection holds a write transaction open.
+	writer := plainDB(t, path)
+	writer.SetMaxOpenConns(1)
+	tx, err := writer.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO records (id) VALUES ('uncommitted')`); err != nil {
+		t.Fatal(err)
+	}
+	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb", ReadOnly: true})
+	st := ix.Stats()
+	if st.Attached || st.Serving {
+		t.Fatalf("attached %v, serving %v on a database never attached", st.Attached, st.Serving)
+	}
+	fetched := set([]string{"r1", norm.NFC.String(nfd), nfd, "K-2", kelvin, "plain-3"})
+	expect(t, ix, fetched, []string{"r1", norm.NFC.String(nfd), nfd, "K-2", kelvin, "plain-3", "uncommitted", "never", "k-2"})
+	ctx := context.Background()
+	for name, err := range map[string]error{
+		"Update":  ix.Update(ctx, func(*sql.Tx, func(...string) error) error { return nil }),
+		"Rebuild": ix.Rebuild(ctx),
+		"Save":    ix.Save(ctx),
+	} {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Errorf("%s = %v, want ErrReadOnly", name, err)
+		}
+	}
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	_ = writer.Close()
+	if after := schema(t, path); !bytes.Equal(before, after) {
+		t.Fatalf("read-only Open changed sqlite_master:\n%s", after)
+	}
+	if fileSum(t, path) != sum {
+		t.Fatal("read-only Open changed the database file")
+	}
+	if got := journalMode(t, path); got != "delete" {
+		t.Fatalf("journal mode %s", got)
+	}
+	for _, f := range []string{path + ".sfb", path + "-wal"} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Fatalf("read-only Open created %s", f)
+		}
+	}
+}
+
+// TestReadOnlyUsesAnAttachedSnapshot: on an attached source, a read-only
+// index serves from the snapshot and catches up in memory on rows other
+// connections committed after it, writing nothing.
+func TestReadOnlyUsesAnAttachedSnapshot(t *testing.T) {
+	seed := ids("seed", 500)
+	path := appDB(t, seed...)
+	cfg := appConfig(path)
+	first := open(t, cfg)
+	if err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	app := rawDB(t, path)
+	later := append(ids("later", 50), norm.NFD.String("Éclair-later"))
+	insertIDs(t, app, later...)
+	if err := checkpoint(path); err != nil {
+		t.Fatal(err)
+	}
+	before, snapSum := schema(t, path), fileSum(t, cfg.Snapshot)
+	var logRows, aliasRows int
+	_ = app.QueryRow(`SELECT (SELECT count(*) FROM syncfilter_log_1), (SELECT count(*) FROM syncfilter_alias_1)`).Scan(&logRows, &aliasRows)
+
+	cfg.ReadOnly = true
+	ix := open(t, cfg)
+	if st := ix.Stats(); !st.Serving || !st.Attached || st.SnapshotError != nil {
+		t.Fatalf("serving %v, attached %v, snapshot error %v", st.Serving, st.Attached, st.SnapshotError)
+	}
+	all := append(slices.Clone(seed), later...)
+	all = append(all, norm.NFC.String(later[len(later)-1]))
+	expect(t, ix, set(all), append(all, ids("never", 200)...))
+	if err := ix.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := schema(t, path); !bytes.Equal(before, after) {
+		t.Fatal("read-only Open changed sqlite_master")
+	}
+	if fileSum(t, cfg.Snapshot) != snapSum {
+		t.Fatal("read-only Open rewrote the snapshot")
+	}
+	var logAfter, aliasAfter int
+	_ = app.QueryRow(`SELECT (SELECT count(*) FROM syncfilter_log_1), (SELECT count(*) FROM syncfilter_alias_1)`).Scan(&logAfter, &aliasAfter)
+	if logAfter != logRows || aliasAfter != aliasRows {
+		t.Fatalf("log %d→%d, aliases %d→%d rows", logRows, logAfter, aliasRows, aliasAfter)
+	}
+}
+
+// TestSnapshotTargetRefusals: no configuration can make the library
+// replace the database (under any path), one of its files, a directory,
+// a file that is not a snapshot or another dataset's snapshot (the last
+// two unless forced); refusals come before any DDL or scan.
+func TestSnapshotTargetRefusals(t *testing.T) {
+	path := guestDB(t)
+	dir := filepath.Dir(path)
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(dir, "hard.db")
+	if err := os.Link(path, hard); err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("my notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	otherDB := appDB(t, ids("other", 10)...)
+	foreign := appConfig(otherDB)
+	if ix := open(t, foreign); ix.Close(context.Background()) != nil {
+		t.Fatal("close")
+	}
+	if err := os.WriteFile(path+"-journal", nil, 0o644); err != nil { // as a crash may leave it
+		t.Fatal(err)
+	}
+	defer os.Remove(path + "-journal")
+
+	for _, tc := range []struct {
+		name, target string
+		forcible     bool
+	}{
+		{"database", path, false},
+		{"via dotdot", filepath.Join(dir, "sub", "..", "app.db"), false},
+		{"via symlink", link, false},
+		{"hard link", hard, false},
+		{"wal", path + "-wal", false},
+		{"shm", path + "-shm", false},
+		{"journal", path + "-journal", false},
+		{"directory", dir, false},
+		{"not a snapshot", notes, true},
+		{"empty file", empty, true},
+		{"another dataset's snapshot", foreign.Snapshot, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := schema(t, path)
+			var sums [][32]byte
+			for _, f := range []string{path, notes, foreign.Snapshot} {
+				sums = append(sums, fileSum(t, f))
+			}
+			for _, force := range []bool{false, true} {
+				cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: tc.target, ReplaceForeignFile: force}
+				ix, err := Open(context.Background(), cfg)
+				if err == nil {
+					_ = ix.Close(context.Background())
+				}
+				_, jobErr := BuildSnapshot(context.Background(), cfg)
+				if force && tc.forcible {
+					if err != nil || jobErr != nil {
+						t.Fatalf("forced: Open = %v, BuildSnapshot = %v", err, jobErr)
+					}
+					if _, err := snapshot.ReadFile(tc.target); err != nil {
+						t.Fatalf("forced: %v", err)
+					}
+					return // the forced writes changed the files on purpose
+				}
+				if !errors.Is(err, ErrUnsafeTarget) || !errors.Is(jobErr, ErrUnsafeTarget) {
+					t.Fatalf("force=%v: Open = %v, BuildSnapshot = %v, want ErrUnsafeTarget", force, err, jobErr)
+				}
+				if after := schema(t, path); !bytes.Equal(before, after) {
+					t.Fatal("a refused target left DDL behind")
+				}
+				for i, f := range []string{path, notes, foreign.Snapshot} {
+					if fileSum(t, f) != sums[i] {
+						t.Fatalf("%s changed", f)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSaveRefusesAFileThatAppeared: the check runs at every save, not
+// only at Open: a file put in the snapshot's place later is not replaced.
+func TestSaveRefusesAFileThatAppeared(t *testing.T) {
+	path := appDB(t, ids("seed", 100)...)
+	cfg := appConfig(path)
+	ix := open(t, cfg)
+	if err := os.WriteFile(cfg.Snapshot, []byte("someone else's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Save(context.Background()); !errors.Is(err, ErrUnsafeTarget) {
+		t.Fatalf("Save = %v, want ErrUnsafeTarget", err)
+	}
+	if got, _ := os.ReadFile(cfg.Snapshot); string(got) != "someone else's\n" {
+		t.Fatal("Save replaced the file")
+	}
+}
+
+// TestDetachRestoresTheSchema: after Detach, sqlite_master is exactly
+// what it was before the first attach, and the app's writes work.
+func TestDetachRestoresTheSchema(t *testing.T) {
+	ctx := context.Background()
+	path := guestDB(t)
+	app := rawDB(t, path)
+	mustExec(t, app, `CREATE TABLE messages (server_id TEXT PRIMARY KEY)`)
+	pristine := schema(t, path)
+
+	// Two sources, rows, a rebuild, aliases and a compacted log.
+	for _, c := range []Config{
+		{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb", LogRetain: 1},
+		{Path: path, Table: "Messages", Column: "Server_ID"},
+	} {
+		ix := open(t, c)
+		insertIDs(t, app, norm.NFD.String("Ünïcode-"+c.Table), "plain-"+c.Table)
+		if err := ix.Rebuild(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bytes.Equal(schema(t, path), pristine) {
+		t.Fatal("attach changed nothing?")
+	}
+	if err := Detach(ctx, path, "RECORDS", "ID"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Detach(ctx, path, "records", "id"); !errors.Is(err, ErrNotAttached) {
+		t.Fatalf("second Detach = %v, want ErrNotAttached", err)
+	}
+	var names []string
+	rows, err := app.Query(`SELECT name FROM sqlite_master WHERE name LIKE 'syncfilter%' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		_ = rows.Scan(&n)
+		names = append(names, n)
+	}
+	rows.Close()
+	// The other source keeps its log, alias table, triggers and the
+	// sources table.
+	if want := "[syncfilter_alias_2 syncfilter_ins_2 syncfilter_log_2 syncfilter_sources syncfilter_upd_2]"; fmt.Sprint(names) != want {
+		t.Fatalf("after detaching one of two sources: %v, want %s", names, want)
+	}
+	if err := Detach(ctx, path, "messages", "server_id"); err != nil {
+		t.Fatal(err)
+	}
+	if after := schema(t, path); !bytes.Equal(pristine, after) {
+		t.Fatalf("Detach left the schema different:\nbefore %s\nafter  %s", pristine, after)
+	}
+	mustExec(t, app, `INSERT INTO records (id) VALUES ('after-detach')`)
+	mustExec(t, app, `INSERT INTO messages (server_id) VALUES ('after-detach')`)
+	if err := Detach(ctx, path, "records", "bad name"); !errors.Is(err, ErrBadName) {
+		t.Fatalf("Detach with a bad name = %v", err)
+	}
+}
+
+// TestDetachOwnTable removes the library's own table with the rest.
+func TestDetachOwnTable(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "own.db")
+	app := rawDB(t, path)
+	mustExec(t, app, `CREATE TABLE app_data (x)`)
+	pristine := schema(t, path)
+	ix := open(t, Config{Path: path})
+	if err := ix.MarkFetched(ctx, "a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := Detach(ctx, path, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if after := schema(t, path); !bytes.Equal(pristine, after) {
+		t.Fatalf("schema after Detach:\n%s", after)
+	}
+}
+
+// TestFetchedAndMissingAgree: the single-key and the page paths give the
+// same answer for every key, stored in NFC or NFD, asked in either form,
+// in bypass (read-only and writable) and with a filter serving.
+func TestFetchedAndMissingAgree(t *testing.T) {
+	ctx := context.Background()
+	words := []string{"Ångström", "café", "Łódź", "ﬁle", "한국어", "\u212a", "K", "e\u0301", "plain"}
+	var stored, probe []string
+	for i, w := range words {
+		nfc, nfd := norm.NFC.String(w), norm.NFD.String(w)
+		if i%2 == 0 {
+			stored = append(stored, fmt.Sprintf("%s-%d", nfc, i))
+		} else {
+			stored = append(stored, fmt.Sprintf("%s-%d", nfd, i))
+		}
+		probe = append(probe, fmt.Sprintf("%s-%d", nfc, i), fmt.Sprintf("%s-%d", nfd, i), fmt.Sprintf("%s-%d-never", nfc, i))
+	}
+	probe = append(probe, ids("never", 100)...)
+	path := appDB(t, stored...)
+	agree := func(t *testing.T, ix *Index, wantServing bool) {
+		t.Helper()
+		if got := ix.Stats().Serving; got != wantServing {
+			t.Fatalf("serving %v, want %v", got, wantServing)
+		}
+		missing, err := ix.Missing(ctx, probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		isMissing := set(missing)
+		for _, k := range probe {
+			got, err := ix.Fetched(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == isMissing[k] {
+				t.Fatalf("Fetched(%+q) = %v but Missing says missing=%v", k, got, isMissing[k])
+			}
+			if want := !strings.HasSuffix(k, "never") && !strings.HasPrefix(k, "never"); got != want {
+				t.Fatalf("Fetched(%+q) = %v, want %v", k, got, want)
+			}
+		}
+	}
+	t.Run("read-only bypass", func(t *testing.T) {
+		agree(t, open(t, Config{Path: path, Table: "records", Column: "id", ReadOnly: true}), false)
+	})
+	cfg := appConfig(path)
+	t.Run("serving", func(t *testing.T) {
+		ix := open(t, cfg)
+		agree(t, ix, true)
+		if err := ix.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("bypass", func(t *testing.T) {
+		if err := os.WriteFile(cfg.Snapshot, snapshot.Magic[:], 0o600); err != nil { // damaged: refused, and replaceable
+			t.Fatal(err)
+		}
+		c := cfg
+		c.NoBackgroundRebuild = true
+		agree(t, open(t, c), false)
+	})
+}
