@@ -15,7 +15,8 @@ import (
 // Snapshot is a decoded, verified snapshot: its header and its bits.
 type Snapshot struct {
 	Header
-	Image *syncfilter.Image
+	Image    *syncfilter.Image
+	Checksum [32]byte // the BLAKE3-256 of header and payload stored at the end, verified
 }
 
 // Decode reads one snapshot from r and verifies it completely before
@@ -39,41 +40,94 @@ func decode(r io.Reader, size int64) (*Snapshot, error) {
 }
 
 func decodeAll(r io.Reader, size int64) (*Snapshot, error) {
-	h, head, err := readHeader(r)
-	if err != nil {
-		return nil, err
-	}
-	if size >= 0 {
-		switch want := h.Size(); {
-		case uint64(size) < want:
-			return nil, fmt.Errorf("%d bytes, header announces %d: %w", size, want, ErrTruncated)
-		case uint64(size) > want:
-			return nil, fmt.Errorf("%d bytes, header announces %d: %w", size, want, ErrTrailingData)
+	var words []uint64
+	h, sum, err := stream(r, size, func(h *Header, chunk []byte) {
+		if words == nil {
+			// Unless the length is known to be there (sized), grow with the
+			// bytes read rather than with what the header claims.
+			capWords := h.PayloadLen() / 8
+			if size < 0 {
+				capWords = min(capWords, chunkBytes/8)
+			}
+			words = make([]uint64, 0, capWords)
 		}
-	}
-
-	sum := blake3.New()
-	_, _ = sum.Write(head[:])
-	words, err := readPayload(r, h.PayloadLen(), sum, size >= 0)
+		if need := uint64(len(words)) + uint64(len(chunk))/8; need > uint64(cap(words)) {
+			grown := make([]uint64, len(words), min(max(need, 2*uint64(cap(words))), h.PayloadLen()/8))
+			copy(grown, words)
+			words = grown
+		}
+		for i := 0; i < len(chunk); i += 8 {
+			words = append(words, binary.LittleEndian.Uint64(chunk[i:]))
+		}
+	})
 	if err != nil {
 		return nil, err
-	}
-	var want [checksumLen]byte
-	if _, err := io.ReadFull(r, want[:]); err != nil {
-		return nil, fmt.Errorf("checksum: %w", ErrTruncated)
-	}
-	if got := sum.Sum(nil); !bytes.Equal(got, want[:]) {
-		return nil, ErrChecksum
-	}
-	var extra [1]byte
-	if n, _ := io.ReadFull(r, extra[:]); n > 0 {
-		return nil, ErrTrailingData
 	}
 	img, err := syncfilter.NewImage(h.Params, h.Items, words)
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", err, ErrCorruptHeader) // unreachable: the header was validated
 	}
-	return &Snapshot{Header: h, Image: img}, nil
+	return &Snapshot{Header: h, Image: img, Checksum: sum}, nil
+}
+
+// stream reads one snapshot from r in order: the header (checked), the
+// payload in chunks of at most chunkBytes handed to each, the checksum
+// (compared), and nothing after it. With size >= 0, a length that does not
+// match the header is refused before the payload is read. It returns the
+// header and the file's checksum.
+//
+// Only bytes that were read and are wrong are corruption: an input that
+// ends early is ErrTruncated, and any other read error is returned
+// wrapped, as it came (errors.Is finds it).
+func stream(r io.Reader, size int64, each func(h *Header, chunk []byte)) (Header, [checksumLen]byte, error) {
+	var want [checksumLen]byte
+	h, head, err := readHeader(r)
+	if err != nil {
+		return Header{}, want, err
+	}
+	if size >= 0 {
+		switch w := h.Size(); {
+		case uint64(size) < w:
+			return Header{}, want, fmt.Errorf("%d bytes, header announces %d: %w", size, w, ErrTruncated)
+		case uint64(size) > w:
+			return Header{}, want, fmt.Errorf("%d bytes, header announces %d: %w", size, w, ErrTrailingData)
+		}
+	}
+	sum := blake3.New()
+	_, _ = sum.Write(head[:])
+	buf := make([]byte, min(h.PayloadLen(), chunkBytes))
+	for left := h.PayloadLen(); left > 0; {
+		chunk := buf[:min(left, uint64(len(buf)))]
+		if _, err := io.ReadFull(r, chunk); err != nil {
+			return Header{}, want, readError("payload", err)
+		}
+		_, _ = sum.Write(chunk)
+		each(&h, chunk)
+		left -= uint64(len(chunk))
+	}
+	if _, err := io.ReadFull(r, want[:]); err != nil {
+		return Header{}, want, readError("checksum", err)
+	}
+	if got := sum.Sum(nil); !bytes.Equal(got, want[:]) {
+		return Header{}, want, ErrChecksum
+	}
+	var extra [1]byte
+	switch n, err := io.ReadFull(r, extra[:]); {
+	case n > 0:
+		return Header{}, want, ErrTrailingData
+	case err != nil && !errors.Is(err, io.EOF):
+		return Header{}, want, fmt.Errorf("read after checksum: %w", err)
+	}
+	return h, want, nil
+}
+
+// readError names an early end of input ErrTruncated and passes any other
+// read error through.
+func readError(what string, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%s: %w", what, ErrTruncated)
+	}
+	return fmt.Errorf("read %s: %w", what, err)
 }
 
 // readHeader reads and checks the header: magic, version, then the
@@ -81,6 +135,9 @@ func decodeAll(r io.Reader, size int64) (*Snapshot, error) {
 func readHeader(r io.Reader) (Header, *[headerLenV1]byte, error) {
 	var head [headerLenV1]byte
 	if n, err := io.ReadFull(r, head[:prefixLen]); err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return Header{}, nil, fmt.Errorf("read header: %w", err)
+		}
 		if n < len(Magic) && !bytes.HasPrefix(Magic[:], head[:n]) {
 			return Header{}, nil, ErrNotSnapshot
 		}
@@ -95,7 +152,7 @@ func readHeader(r io.Reader) (Header, *[headerLenV1]byte, error) {
 		return Header{}, nil, fmt.Errorf("version %d, this program reads %d to %d: %w", v, MinVersion, MaxVersion, ErrUnsupportedVersion)
 	}
 	if _, err := io.ReadFull(r, head[prefixLen:]); err != nil {
-		return Header{}, nil, fmt.Errorf("header: %w", ErrTruncated)
+		return Header{}, nil, readError("header", err)
 	}
 	h, err := unmarshal(&head)
 	if err != nil {
@@ -104,34 +161,33 @@ func readHeader(r io.Reader) (Header, *[headerLenV1]byte, error) {
 	return h, &head, nil
 }
 
-// readPayload reads n bytes of little-endian words, feeding them to sum.
-// Unless the length is already known to be there (sized), the word slice
-// grows with the bytes read rather than with n.
-func readPayload(r io.Reader, n uint64, sum io.Writer, sized bool) ([]uint64, error) {
-	capWords := n / 8
-	if !sized {
-		capWords = min(capWords, chunkBytes/8)
+// Verify reads one snapshot from r and checks it completely, as Decode
+// does, without keeping its bits: memory stays constant whatever m the
+// header claims. It returns the header, the filter's health computed on
+// the way, and the file's BLAKE3-256 checksum.
+func Verify(r io.Reader) (Header, syncfilter.Stats, [32]byte, error) {
+	return verify(r, -1)
+}
+
+func verify(r io.Reader, size int64) (Header, syncfilter.Stats, [32]byte, error) {
+	var meter *syncfilter.HealthMeter
+	var words []uint64
+	h, sum, err := stream(r, size, func(h *Header, chunk []byte) {
+		if meter == nil {
+			meter = syncfilter.NewHealthMeter(h.Params)
+			words = make([]uint64, chunkBytes/8)
+		}
+		n := len(chunk) / 8
+		for i := range n {
+			words[i] = binary.LittleEndian.Uint64(chunk[8*i:])
+		}
+		meter.Write(words[:n]...)
+	})
+	if err != nil {
+		return Header{}, syncfilter.Stats{}, sum, fmt.Errorf("verify snapshot: %w", err)
 	}
-	words := make([]uint64, 0, capWords)
-	buf := make([]byte, min(n, chunkBytes))
-	for left := n; left > 0; {
-		chunk := buf[:min(left, uint64(len(buf)))]
-		if _, err := io.ReadFull(r, chunk); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("payload: %w", ErrTruncated)
-			}
-			return nil, fmt.Errorf("read payload: %w", err)
-		}
-		_, _ = sum.Write(chunk)
-		if need := uint64(len(words)) + uint64(len(chunk))/8; need > uint64(cap(words)) {
-			grown := make([]uint64, len(words), min(max(need, 2*uint64(cap(words))), n/8))
-			copy(grown, words)
-			words = grown
-		}
-		for i := 0; i < len(chunk); i += 8 {
-			words = append(words, binary.LittleEndian.Uint64(chunk[i:]))
-		}
-		left -= uint64(len(chunk))
+	if meter == nil {
+		meter = syncfilter.NewHealthMeter(h.Params)
 	}
-	return words, nil
+	return h, meter.Stats(h.Items), sum, nil
 }

@@ -3,7 +3,9 @@ package snapshot
 import "errors"
 
 // Errors returned when reading a snapshot, in the order the decoder checks
-// for them. Each is wrapped with context; test with errors.Is. A snapshot
+// for them. Each is wrapped with context; test with errors.Is. A read
+// error of the underlying file (EIO, say) is none of these: it is
+// returned wrapped as it came, and says nothing about the file's bytes. A snapshot
 // refused with any of them must not be used: rebuild from the source of
 // truth instead (never guess the parameters of a damaged file).
 var (
@@ -30,8 +32,14 @@ var (
 	// ErrTrailingData: bytes follow the checksum.
 	ErrTrailingData = errors.New("trailing data after snapshot")
 
+	// ErrNotRegular: the path names a directory, a FIFO, a device or
+	// another file that is not a regular file; snapshots are regular
+	// files, read with their size known. Not a verdict on any bytes.
+	ErrNotRegular = errors.New("not a regular file")
+
 	// ErrIncompatible: the snapshot is intact but must not be used here:
 	// it was built under another normalization policy or Unicode version,
-	// or from another dataset (see Header.Check).
+	// or from another dataset (see Header.CheckNormalization and
+	// Header.CheckDataset).
 	ErrIncompatible = errors.New("incompatible snapshot")
 )

@@ -88,16 +88,12 @@ func (w hookWriter) Write(p []byte) (int, error) {
 // ReadFile reads and verifies the snapshot at path. The file's size is
 // checked against its header before the payload is read.
 func ReadFile(path string) (*Snapshot, error) {
-	f, err := os.Open(path)
+	f, size, err := openSized(path)
 	if err != nil {
-		return nil, fmt.Errorf("open snapshot: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat snapshot: %w", err)
-	}
-	s, err := decode(bufio.NewReaderSize(f, chunkBytes), st.Size())
+	s, err := decode(bufio.NewReaderSize(f, chunkBytes), size)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -118,6 +114,77 @@ func ReadHeader(path string) (Header, error) {
 		return Header{}, fmt.Errorf("read header of %s: %w", path, err)
 	}
 	return h, nil
+}
+
+// VerifyFile checks the snapshot at path completely, streaming: constant
+// memory whatever its header claims (see Verify). The file's size is
+// checked against its header before the payload is read.
+func VerifyFile(path string) (Header, syncfilter.Stats, [32]byte, error) {
+	f, size, err := openSized(path)
+	if err != nil {
+		return Header{}, syncfilter.Stats{}, [32]byte{}, err
+	}
+	defer f.Close()
+	h, st, sum, err := verify(bufio.NewReaderSize(f, chunkBytes), size)
+	if err != nil {
+		return Header{}, syncfilter.Stats{}, sum, fmt.Errorf("%s: %w", path, err)
+	}
+	return h, st, sum, nil
+}
+
+// Claim is what a snapshot file says about itself before its payload is
+// read: its checked header and the checksum stored at its end (not yet
+// verified against the payload).
+type Claim struct {
+	Header
+	Checksum [32]byte
+}
+
+// ReadClaim reads the header and the stored checksum of the snapshot at
+// path, and checks that the file's length is the one the header
+// announces; it reads no payload. A loader compares the claim with what
+// it trusts (the database's record of the snapshots it saved, the size
+// the source needs) before it reads and allocates the payload.
+func ReadClaim(path string) (Claim, error) {
+	f, size, err := openSized(path)
+	if err != nil {
+		return Claim{}, err
+	}
+	defer f.Close()
+	h, _, err := readHeader(f)
+	if err != nil {
+		return Claim{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	switch want := h.Size(); {
+	case uint64(size) < want:
+		return Claim{}, fmt.Errorf("read %s: %d bytes, header announces %d: %w", path, size, want, ErrTruncated)
+	case uint64(size) > want:
+		return Claim{}, fmt.Errorf("read %s: %d bytes, header announces %d: %w", path, size, want, ErrTrailingData)
+	}
+	c := Claim{Header: h}
+	if _, err := f.ReadAt(c.Checksum[:], size-checksumLen); err != nil {
+		return Claim{}, fmt.Errorf("read %s: %w", path, readError("checksum", err))
+	}
+	return c, nil
+}
+
+// openSized opens a regular file and returns its size. A directory or
+// another kind of file is refused by name, not read as a short snapshot.
+func openSized(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open snapshot: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("stat snapshot: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("open snapshot %s: not a regular file (%s): %w", path, st.Mode().Type(), ErrNotRegular)
+	}
+	return f, st.Size(), nil
 }
 
 // sweepTemp removes temporary files of base in dir last modified before

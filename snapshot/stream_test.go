@@ -1,0 +1,200 @@
+package snapshot
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sparseSnapshot writes a file whose valid header claims m bits, with
+// the payload a hole and a zero checksum: its size matches the claim, its
+// bytes are mostly never written.
+func sparseSnapshot(t testing.TB, m uint64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sparse.sfb")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(forgeHeader(t, m)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(int64(headerLenV1 + m/8 + checksumLen)); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// peakHeap samples the heap while fn runs and returns the largest growth
+// over the heap before it.
+func peakHeap(fn func()) uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base, peak := ms.HeapAlloc, ms.HeapAlloc
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	for {
+		select {
+		case <-done:
+			runtime.ReadMemStats(&ms)
+			return max(peak, ms.HeapAlloc) - base
+		case <-time.After(2 * time.Millisecond):
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapAlloc)
+		}
+	}
+}
+
+// TestVerifyStreamsInConstantMemory: a sparse file whose header claims
+// 2^34 bits (2 GiB) is checked to its end, and refused, without holding
+// its bits; its claim is read without reading the payload at all.
+func TestVerifyStreamsInConstantMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hashes 2 GiB")
+	}
+	m := uint64(1 << 34)
+	if raceEnabled {
+		m = 1 << 31 // 256 MiB: still four times the bound below
+	}
+	path := sparseSnapshot(t, m)
+	var err error
+	var grew uint64 = peakHeap(func() { _, _, _, err = VerifyFile(path) })
+	if !errors.Is(err, ErrChecksum) {
+		t.Fatalf("VerifyFile = %v, want ErrChecksum", err)
+	}
+	if grew > 64<<20 {
+		t.Fatalf("VerifyFile of a %d-bit claim grew the heap by %d MiB", m, grew>>20)
+	}
+	var c Claim
+	grew = peakHeap(func() { c, err = ReadClaim(path) })
+	if err != nil || c.Params.M != m || c.Checksum != [32]byte{} {
+		t.Fatalf("ReadClaim = %+v, %v", c.Header, err)
+	}
+	if grew > 1<<20 {
+		t.Fatalf("ReadClaim grew the heap by %d bytes", grew)
+	}
+}
+
+// TestVerifyAgreesWithDecode: on a valid file, Verify returns the header,
+// health and checksum that decoding does.
+func TestVerifyAgreesWithDecode(t *testing.T) {
+	data := encodeTestSnapshot(t)
+	s, err := Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, st, sum, err := Verify(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h != s.Header || sum != s.Checksum || st != s.Image.Stats() {
+		t.Fatalf("Verify %+v %+v %x\nDecode %+v %+v %x", h, st, sum, s.Header, s.Image.Stats(), s.Checksum)
+	}
+	if !bytes.Equal(sum[:], data[len(data)-checksumLen:]) {
+		t.Fatal("checksum is not the file's last 32 bytes")
+	}
+	path := filepath.Join(t.TempDir(), "s.sfb")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ReadClaim(path)
+	if err != nil || c.Header != s.Header || c.Checksum != s.Checksum {
+		t.Fatalf("ReadClaim = %+v, %v", c, err)
+	}
+	for _, cut := range []int{len(data) - 1, headerLenV1 + 3} {
+		_ = os.WriteFile(path, data[:cut], 0o600)
+		if _, err := ReadClaim(path); !errors.Is(err, ErrTruncated) {
+			t.Fatalf("ReadClaim of %d bytes = %v", cut, err)
+		}
+	}
+	_ = os.WriteFile(path, append(data, 0), 0o600)
+	if _, err := ReadClaim(path); !errors.Is(err, ErrTrailingData) {
+		t.Fatalf("ReadClaim with a trailing byte = %v", err)
+	}
+}
+
+// failingReader delivers n bytes of data, then fails with err.
+type failingReader struct {
+	data []byte
+	err  error
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, r.err
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// TestReadErrorsAreNotCorruption: a reader failing with EIO anywhere in
+// the file gives an error that is EIO, not a verdict on the bytes; an early
+// end is still ErrTruncated.
+func TestReadErrorsAreNotCorruption(t *testing.T) {
+	data := encodeTestSnapshot(t)
+	verdicts := []error{ErrNotSnapshot, ErrUnsupportedVersion, ErrTruncated, ErrCorruptHeader, ErrChecksum, ErrTrailingData}
+	for _, at := range []int{0, 5, prefixLen, headerLenV1 - 1, headerLenV1 + 10, len(data) - 5, len(data)} {
+		for name, dec := range map[string]func(io.Reader) error{
+			"Decode": func(r io.Reader) error { _, err := Decode(r); return err },
+			"Verify": func(r io.Reader) error { _, _, _, err := Verify(r); return err },
+		} {
+			err := dec(&failingReader{data: data[:at], err: syscall.EIO})
+			if !errors.Is(err, syscall.EIO) {
+				t.Fatalf("%s, EIO after %d bytes: %v, want EIO", name, at, err)
+			}
+			for _, v := range verdicts {
+				if errors.Is(err, v) {
+					t.Fatalf("%s, EIO after %d bytes: %v is also %v", name, at, err, v)
+				}
+			}
+			if at < len(data) {
+				if err := dec(&failingReader{data: data[:at], err: io.EOF}); !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrNotSnapshot) {
+					t.Fatalf("%s, EOF after %d bytes: %v", name, at, err)
+				}
+			}
+		}
+	}
+}
+
+// TestNonRegularFilesAreNamed: a directory or a FIFO is not "truncated".
+func TestNonRegularFilesAreNamed(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	// Opening a FIFO blocks until a writer comes: give it one.
+	go func() {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			_, _ = f.Write(encodeTestSnapshot(t))
+			f.Close()
+		}
+	}()
+	for _, path := range []string{dir, fifo} {
+		if _, err := ReadFile(path); !errors.Is(err, ErrNotRegular) || errors.Is(err, ErrTruncated) {
+			t.Fatalf("ReadFile(%s) = %v, want ErrNotRegular", path, err)
+		}
+	}
+	if _, _, _, err := VerifyFile(dir); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("VerifyFile(dir) = %v", err)
+	}
+}
+
+// encodeTestSnapshot returns the encoding of a filter of 5,000 keys.
+func encodeTestSnapshot(t testing.TB) []byte {
+	t.Helper()
+	_, data := build(t, testParams(t, 5000), keys("stream", 5000))
+	return data
+}
