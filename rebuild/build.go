@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/syncfilter/syncfilter/syncfilter"
@@ -40,8 +39,16 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 	ix.m.rebuilding.Store(true)
 	defer ix.m.rebuilding.Store(false)
 
+	// The lease keeps log compaction (by any process) from deleting the
+	// entries this rebuild catches up from, until it has published.
+	l, err := ix.st.takeLease(ctx)
+	if err != nil {
+		ix.m.rebuildDone(start, err)
+		return fmt.Errorf("rebuild: %w", err)
+	}
+	defer ix.st.releaseLease(ctx, l)
 	prev := ix.unpublish()
-	s, err := ix.scan(ctx)
+	s, err := ix.scan(ctx, l)
 	if err == nil {
 		if err = ix.publish(ctx, s); err != nil {
 			_ = s.f.Close()
@@ -81,7 +88,7 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 // source. The read transaction fixes the snapshot of the database at its
 // first statement, which reads the generation: every row committed up to
 // it is scanned, everything later is in the log after it.
-func (ix *Index) scan(ctx context.Context) (*serving, error) {
+func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	tx, err := ix.st.r.BeginTx(ctx, nil)
@@ -94,10 +101,10 @@ func (ix *Index) scan(ctx context.Context) (*serving, error) {
 	if err := tx.StmtContext(ctx, ix.st.headStmt).QueryRowContext(ctx).Scan(&head, &floor); err != nil {
 		return nil, fmt.Errorf("scan source: %w", err)
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+ix.st.qTable+` WHERE `+ix.st.qCol+` IS NOT NULL`).Scan(&total); err != nil {
+	if total, err = ix.st.countRows(ctx, tx); err != nil {
 		return nil, fmt.Errorf("scan source: %w", err)
 	}
-	capacity := max(ix.cfg.Capacity, uint64(math.Ceil(float64(total)*ix.cfg.Headroom)), 1024)
+	capacity := ix.sizeFor(total)
 	params, err := syncfilter.NewParams(capacity, ix.cfg.FPR)
 	if err != nil {
 		return nil, fmt.Errorf("size filter for %d rows: %w", total, err)
@@ -123,7 +130,7 @@ func (ix *Index) scan(ctx context.Context) (*serving, error) {
 		}
 		built <- err
 	}()
-	scanErr := ix.scanRows(ctx, tx, total, batches)
+	scanErr := ix.scanRows(ctx, tx, total, batches, l)
 	close(batches)
 	if err := <-built; err != nil {
 		return nil, fmt.Errorf("scan source: %w", err)
@@ -141,7 +148,7 @@ func (ix *Index) scan(ctx context.Context) (*serving, error) {
 }
 
 // scanRows streams the key column into batches, noting aliases as it goes.
-func (ix *Index) scanRows(ctx context.Context, tx *sql.Tx, total int64, batches chan<- []string) error {
+func (ix *Index) scanRows(ctx context.Context, tx *sql.Tx, total int64, batches chan<- []string, l *lease) error {
 	rows, err := tx.QueryContext(ctx, `SELECT `+ix.st.qCol+` FROM `+ix.st.qTable+` WHERE `+ix.st.qCol+` IS NOT NULL`)
 	if err != nil {
 		return fmt.Errorf("scan source: %w", err)
@@ -157,6 +164,9 @@ func (ix *Index) scanRows(ctx context.Context, tx *sql.Tx, total int64, batches 
 			return fmt.Errorf("scan source: %w", context.Cause(ctx))
 		}
 		batch = make([]string, 0, batchKeys)
+		if err := ix.st.renewLease(ctx, l); err != nil {
+			return err
+		}
 		if len(aliases) >= batchKeys {
 			if err := ix.st.noteAliases(ctx, aliases); err != nil {
 				return err

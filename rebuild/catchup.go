@@ -2,8 +2,6 @@ package rebuild
 
 import (
 	"context"
-
-	"github.com/syncfilter/syncfilter/normalize"
 )
 
 // batchKeys is how many keys go to the filter at once during scans and
@@ -11,10 +9,10 @@ import (
 const batchKeys = 4096
 
 // canonicalStored returns the canonical form of a key read from the
-// database. A stored key that is not valid UTF-8 is skipped (ok = false):
-// no query can name it, since queries must be valid UTF-8.
+// database. A stored key that is not valid UTF-8 or longer than
+// MaxKeyBytes is skipped (ok = false): no query can name it.
 func (ix *Index) canonicalStored(key string, aliases *[][2]string) (c string, ok bool) {
-	c, err := normalize.String(key)
+	c, err := canonical(key)
 	if err != nil {
 		ix.m.skipped.Add(1)
 		return "", false

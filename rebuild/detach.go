@@ -8,9 +8,10 @@ import (
 )
 
 // Detach removes everything the library added to the database for one
-// source, in one transaction: its two triggers, its log and alias tables
-// and its row in syncfilter_sources; with the last source gone, the
-// syncfilter_sources table too. For the library's own table (table and
+// source, in one transaction: its two triggers, its log and alias tables,
+// its row in syncfilter_sources and its records of snapshots and scans;
+// with the last source gone, the shared tables syncfilter_sources,
+// syncfilter_snapshots and syncfilter_scans too. For the library's own table (table and
 // column empty), syncfilter_fetched and the record of fetched keys it
 // holds go as well. Afterwards the schema (sqlite_master) is what it was
 // before the source was first attached. Names match as SQLite's do,
@@ -72,6 +73,15 @@ func Detach(ctx context.Context, path, table, column string) (err error) {
 		`DROP TABLE IF EXISTS ` + s.aliasTable,
 		`DELETE FROM ` + sourcesTable + ` WHERE id = ` + fmt.Sprint(row.id),
 	}
+	for _, t := range []string{snapshotsTable, scansTable} {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, t).Scan(&exists); err != nil {
+			return fmt.Errorf("detach: %w", err)
+		}
+		if exists {
+			stmts = append(stmts, `DELETE FROM `+t+` WHERE source = `+fmt.Sprint(row.id))
+		}
+	}
 	if own {
 		stmts = append(stmts, `DROP TABLE IF EXISTS `+quote(ownTable))
 	}
@@ -85,8 +95,10 @@ func Detach(ctx context.Context, path, table, column string) (err error) {
 		return fmt.Errorf("detach: %w", err)
 	}
 	if left == 0 {
-		if _, err := tx.ExecContext(ctx, `DROP TABLE `+sourcesTable); err != nil {
-			return fmt.Errorf("detach: %w", err)
+		for _, t := range []string{sourcesTable, snapshotsTable, scansTable} {
+			if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+t); err != nil {
+				return fmt.Errorf("detach: %w", err)
+			}
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -59,6 +59,30 @@ var (
 	// (Config.ReplaceForeignFile); the database never.
 	ErrUnsafeTarget = errors.New("refusing to replace file")
 
+	// ErrNotVouched: the database has no record of saving this snapshot
+	// (checksum, generation and m): it was saved by another history of
+	// the database (which was then restored from a backup), forged, or
+	// written by a version that kept no records. Checksums prove that
+	// bytes are intact, not that they are true for this database: the
+	// snapshot is refused and the filter rebuilt from SQLite.
+	ErrNotVouched = errors.New("snapshot not recorded by the database")
+
+	// ErrImplausible: a snapshot claims a filter far larger than the
+	// source needs (more than PlausibleFactor times the bits a rebuild
+	// would size now). It is refused before its payload is read, so a
+	// file cannot make the index allocate more than the database
+	// warrants.
+	ErrImplausible = errors.New("snapshot implausibly large for the source")
+
+	// ErrKeyTooLong: a key is longer than MaxKeyBytes (before or after
+	// normalization). Refused before any SQL is built.
+	ErrKeyTooLong = errors.New("key too long")
+
+	// ErrNestedCall: an Index method was called from inside the function
+	// given to Update, on the goroutine running it. Update holds the
+	// index's only write connection; waiting for it there would never end.
+	ErrNestedCall = errors.New("index called from inside Update")
+
 	// ErrClosed: the index was closed.
 	ErrClosed = errors.New("index closed")
 )

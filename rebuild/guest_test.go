@@ -496,8 +496,8 @@ func TestDetachRestoresTheSchema(t *testing.T) {
 	}
 	rows.Close()
 	// The other source keeps its log, alias table, triggers and the
-	// sources table.
-	if want := "[syncfilter_alias_2 syncfilter_ins_2 syncfilter_log_2 syncfilter_sources syncfilter_upd_2]"; fmt.Sprint(names) != want {
+	// shared tables.
+	if want := "[syncfilter_alias_2 syncfilter_ins_2 syncfilter_log_2 syncfilter_scans syncfilter_snapshots syncfilter_sources syncfilter_upd_2]"; fmt.Sprint(names) != want {
 		t.Fatalf("after detaching one of two sources: %v, want %s", names, want)
 	}
 	if err := Detach(ctx, path, "messages", "server_id"); err != nil {

@@ -47,6 +47,8 @@ type Index struct {
 
 	savedGen atomic.Uint64 // generation of the last snapshot this index saved or loaded
 
+	updater atomic.Int64 // id of the goroutine running Update's function, 0 if none
+
 	lifeMu sync.RWMutex // public calls hold it shared; Close exclusively
 	closed bool         // guarded by lifeMu
 	ctx    context.Context
@@ -145,8 +147,12 @@ func (ix *Index) Wait(ctx context.Context) error {
 	return ix.m.lastRebuildError()
 }
 
-// enter and leave bracket every public call.
+// enter and leave bracket every public call. A call from inside Update's
+// function fails at once (it would wait for the connection Update holds).
 func (ix *Index) enter() error {
+	if u := ix.updater.Load(); u != 0 && u == goid() {
+		return ErrNestedCall
+	}
 	ix.lifeMu.RLock()
 	if ix.closed {
 		ix.lifeMu.RUnlock()

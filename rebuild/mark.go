@@ -5,22 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/syncfilter/syncfilter/normalize"
-	"github.com/syncfilter/syncfilter/syncfilter"
 )
-
-// canonicalAll returns the canonical forms of keys, or a *KeyError.
-func canonicalAll(keys []string) ([]string, error) {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		c, err := normalize.String(k)
-		if err != nil {
-			return nil, &syncfilter.KeyError{Index: i, Err: err}
-		}
-		out[i] = c
-	}
-	return out, nil
-}
 
 // cover hands canonical keys to the published filter and returns once its
 // writer set their bits; while a rebuild runs unpublished, it queues them
@@ -66,7 +51,13 @@ func (ix *Index) Cover(ctx context.Context, keys ...string) error {
 
 // Update runs fn in a write transaction on the index's own connection.
 // Keys passed to mark are in the filter before the transaction commits;
-// fn's error (or a panic) rolls it back.
+// fn's error rolls it back, and so does a panic in fn, which Update then
+// re-panics: the connection is free for the next call either way.
+//
+// fn must not call the Index (Update, Fetched, Missing, Rebuild, ...):
+// Update holds the index's only write connection. Such a call made on
+// the goroutine running fn returns ErrNestedCall at once; from another
+// goroutine that fn waits for, it would wait for fn, so do not.
 func (ix *Index) Update(ctx context.Context, fn func(tx *sql.Tx, mark func(keys ...string) error) error) (err error) {
 	if err := ix.enter(); err != nil {
 		return err
@@ -81,8 +72,11 @@ func (ix *Index) Update(ctx context.Context, fn func(tx *sql.Tx, mark func(keys 
 	if err != nil {
 		return fmt.Errorf("update: %w", err)
 	}
+	ix.updater.Store(goid())
+	committed := false
 	defer func() {
-		if err != nil {
+		ix.updater.Store(0)
+		if !committed { // an error, or a panic on its way up
 			_ = tx.Rollback()
 		}
 	}()
@@ -96,6 +90,7 @@ func (ix *Index) Update(ctx context.Context, fn func(tx *sql.Tx, mark func(keys 
 	if err := fn(tx, mark); err != nil {
 		return err
 	}
+	committed = true // Commit ends the transaction, even when it fails
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("update: commit: %w", err)
 	}

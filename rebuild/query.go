@@ -3,8 +3,6 @@ package rebuild
 import (
 	"context"
 	"fmt"
-
-	"github.com/syncfilter/syncfilter/normalize"
 )
 
 // Fetched reports whether the record with this id was fetched: whether the
@@ -16,7 +14,7 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 		return false, err
 	}
 	defer ix.leave()
-	c, err := normalize.String(key)
+	c, err := canonical(key)
 	if err != nil {
 		return false, fmt.Errorf("fetched: %w", err)
 	}
@@ -54,42 +52,51 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 
 // Missing returns the keys of a page of server ids that were not fetched,
 // in input order (duplicates kept). The filter answers most of them; the
-// maybes are confirmed in SQLite in chunks of 256 keys per query. An
-// invalid key fails the whole call with a *syncfilter.KeyError naming it.
+// maybes are confirmed in SQLite, as few statements as the page needs.
+//
+// A key that cannot be compared (not valid UTF-8, or longer than
+// MaxKeyBytes) does not fail the page: every other key is answered, the
+// invalid ones are listed as missing (never as fetched), and the error is
+// an *InvalidKeysError naming their positions. Any other error fails the
+// call and returns no keys.
 func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 	if err := ix.enter(); err != nil {
 		return nil, err
 	}
 	defer ix.leave()
-	canon, err := canonicalAll(keys)
-	if err != nil {
-		return nil, fmt.Errorf("missing: %w", err)
-	}
+	canon, valid, bad := canonicalPage(keys)
 	ix.m.queries.Add(uint64(len(keys)))
 	s, err := ix.current(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("missing: %w", err)
 	}
-	// ask holds the indexes of keys the filter cannot rule out.
-	var ask []int
-	if s != nil {
-		maybe, err := s.f.MightContainBatch(make([]bool, 0, len(canon)), canon)
-		if err != nil {
-			return nil, fmt.Errorf("missing: %w", err)
-		}
-		ask = make([]int, 0, len(canon)/8)
-		for i, m := range maybe {
-			if m {
-				ask = append(ask, i)
-			}
-		}
-		ix.m.negatives.Add(uint64(len(canon) - len(ask)))
-	} else {
+	ask := valid // indexes of the keys the filter cannot rule out
+	if ask == nil && bad == nil {
 		ask = make([]int, len(canon))
 		for i := range ask {
 			ask[i] = i
 		}
-		ix.m.bypass.Add(uint64(len(canon)))
+	}
+	if s != nil {
+		asked := make([]string, len(ask))
+		for j, i := range ask {
+			asked[j] = canon[i]
+		}
+		maybe, err := s.f.MightContainBatch(make([]bool, 0, len(asked)), asked)
+		if err != nil {
+			return nil, fmt.Errorf("missing: %w", err)
+		}
+		n := 0
+		for j, m := range maybe {
+			if m {
+				ask[n] = ask[j]
+				n++
+			}
+		}
+		ix.m.negatives.Add(uint64(len(asked) - n))
+		ask = ask[:n]
+	} else {
+		ix.m.bypass.Add(uint64(len(ask)))
 	}
 	found, err := ix.confirm(ctx, canon, ask)
 	if err != nil {
@@ -111,6 +118,9 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 		ix.m.confirmed.Add(confirmed)
 		ix.m.falsePos.Add(uint64(len(ask)) - confirmed)
 	}
+	if bad != nil {
+		return missing, fmt.Errorf("missing: %w", bad)
+	}
 	return missing, nil
 }
 
@@ -127,7 +137,11 @@ func (ix *Index) confirm(ctx context.Context, canon []string, ask []int) (map[st
 	for start := 0; start < len(ask); start += confirmChunk {
 		chunk := ask[start:min(start+confirmChunk, len(ask))]
 		for j := range args {
-			args[j] = canon[chunk[min(j, len(chunk)-1)]] // pad with the last key
+			if j < len(chunk) {
+				args[j] = canon[chunk[j]]
+			} else {
+				args[j] = nil // NULL matches nothing: the padding binds no bytes
+			}
 		}
 		rows, err := stmt.QueryContext(ctx, args...)
 		if err != nil {

@@ -47,8 +47,8 @@ type store struct {
 }
 
 // confirmChunk is how many keys one confirming query carries (well within
-// SQLite's 32,766 variables); a short last chunk repeats its last key, so
-// one prepared statement serves every chunk.
+// SQLite's 32,766 variables); a short last chunk is padded with NULL,
+// which matches nothing, so one prepared statement serves every chunk.
 const confirmChunk = 256
 
 // dsn builds a SQLite URI for path with the driver's options. '%', '?' and
@@ -239,6 +239,11 @@ func (s *store) attach(ctx context.Context) (fresh bool, err error) {
 		UNIQUE (tbl, col))`); err != nil {
 		return false, err
 	}
+	for _, q := range recordsDDL {
+		if err := exec(q); err != nil {
+			return false, err
+		}
+	}
 	if s.own {
 		if err := exec(`CREATE TABLE IF NOT EXISTS ` + quote(ownTable) + ` (` + quote(ownColumn) + ` TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID`); err != nil {
 			return false, err
@@ -411,6 +416,12 @@ func (s *store) compactLog(ctx context.Context, upTo uint64) error {
 		return fmt.Errorf("compact log: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	// A scan in progress (here or in another process) will catch up from
+	// its generation: keep what it needs.
+	upTo, err = s.leaseFloor(ctx, tx, upTo)
+	if err != nil {
+		return fmt.Errorf("compact log: %w", err)
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE `+sourcesTable+` SET log_floor = max(log_floor, ?) WHERE id = ?`, int64(upTo), s.id); err != nil {
 		return fmt.Errorf("compact log: %w", err)
 	}

@@ -21,8 +21,14 @@ const chunkBytes = 1 << 20
 // (normalize.Policy, normalize.UnicodeVersion()). Take img with
 // Filter.Image so that no insert is half applied in it.
 func Encode(w io.Writer, h Header, img *syncfilter.Image) error {
+	_, err := encode(w, h, img)
+	return err
+}
+
+// encode is Encode, returning the checksum it wrote.
+func encode(w io.Writer, h Header, img *syncfilter.Image) (sum [checksumLen]byte, err error) {
 	if img == nil {
-		return fmt.Errorf("encode snapshot: no image")
+		return sum, fmt.Errorf("encode snapshot: no image")
 	}
 	h.Params, h.Items = img.Params(), img.Items()
 	if h.Policy == "" {
@@ -33,10 +39,10 @@ func Encode(w io.Writer, h Header, img *syncfilter.Image) error {
 	}
 	head, err := h.marshal()
 	if err != nil {
-		return fmt.Errorf("encode snapshot: %w", err)
+		return sum, fmt.Errorf("encode snapshot: %w", err)
 	}
-	sum := blake3.New()
-	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), chunkBytes)
+	hash := blake3.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(w, hash), chunkBytes)
 	_, _ = bw.Write(head[:]) // errors resurface at Flush
 	var buf [8]byte
 	for _, word := range img.Words() {
@@ -44,10 +50,11 @@ func Encode(w io.Writer, h Header, img *syncfilter.Image) error {
 		_, _ = bw.Write(buf[:])
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("encode snapshot: %w", err)
+		return sum, fmt.Errorf("encode snapshot: %w", err)
 	}
-	if _, err := w.Write(sum.Sum(nil)); err != nil {
-		return fmt.Errorf("encode snapshot: %w", err)
+	copy(sum[:], hash.Sum(nil))
+	if _, err := w.Write(sum[:]); err != nil {
+		return sum, fmt.Errorf("encode snapshot: %w", err)
 	}
-	return nil
+	return sum, nil
 }

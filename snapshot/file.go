@@ -36,7 +36,18 @@ var testHookChunkWritten func()
 // directory. A crash at any moment leaves either the previous file or the
 // new one at path, never a mix; the temporary file is removed on error,
 // and ones left by crashed writers are swept (see StaleTemp).
-func WriteFile(path string, h Header, img *syncfilter.Image) (err error) {
+func WriteFile(path string, h Header, img *syncfilter.Image) error {
+	return WriteFileCommit(path, h, img, nil)
+}
+
+// WriteFileCommit is WriteFile with a last step before the rename: commit
+// receives the checksum of the complete, synced temporary file, and an
+// error from it removes the file and leaves path as it was. A loader that
+// trusts only snapshots it has a record of (package rebuild records them
+// in the database) records the checksum there: a crash after the record
+// and before the rename leaves a record of a file that never appeared,
+// which vouches for nothing.
+func WriteFileCommit(path string, h Header, img *syncfilter.Image, commit func(sum [32]byte) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -59,7 +70,8 @@ func WriteFile(path string, h Header, img *syncfilter.Image) (err error) {
 	if testHookChunkWritten != nil {
 		w = hookWriter{tmp}
 	}
-	if err := Encode(w, h, img); err != nil { // Encode buffers by chunkBytes
+	sum, err := encode(w, h, img) // encode buffers by chunkBytes
+	if err != nil {
 		return fmt.Errorf("write temp file: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
@@ -67,6 +79,11 @@ func WriteFile(path string, h Header, img *syncfilter.Image) (err error) {
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("close temp file: %w", err)
+	}
+	if commit != nil {
+		if err := commit(sum); err != nil {
+			return err
+		}
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("rename temp file: %w", err)

@@ -59,7 +59,7 @@ func init() {
 		{"rebuild", "--db PATH --table NAME --column NAME --out FILE [--fpr P] [--capacity N] [--headroom H] [--force] [--allow-unindexed] [--json]",
 			"scan the table and atomically replace the snapshot FILE (the cron job)", (*app).rebuild},
 		{"inspect", "FILE [--json]", "print a snapshot's header and health", (*app).inspect},
-		{"verify", "FILE", "exit 0 if the snapshot is valid, else print why and exit 3", (*app).verify},
+		{"verify", "FILE", "exit 0 if the snapshot is valid and usable by this build, else print why and exit 3", (*app).verify},
 		{"query", "FILE [-0] [KEY...]", "print maybe or absent for each key (arguments, or stdin lines)", (*app).query},
 		{"check", "--db PATH --table NAME --column NAME [--snapshot FILE] [-0] [KEY...]",
 			"print fetched or missing for each key: the definitive answer (read-only)", (*app).check},
@@ -112,7 +112,7 @@ func (a *app) exit(cmd string, err error) int {
 
 func isInvalidSnapshot(err error) bool {
 	for _, s := range []error{snapshot.ErrNotSnapshot, snapshot.ErrUnsupportedVersion, snapshot.ErrTruncated,
-		snapshot.ErrCorruptHeader, snapshot.ErrChecksum, snapshot.ErrTrailingData} {
+		snapshot.ErrCorruptHeader, snapshot.ErrChecksum, snapshot.ErrTrailingData, snapshot.ErrIncompatible} {
 		if errors.Is(err, s) {
 			return true
 		}

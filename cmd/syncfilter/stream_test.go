@@ -1,0 +1,98 @@
+package main
+
+import (
+	le "encoding/binary"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/zeebo/blake3"
+)
+
+// sparseSnapshot writes a file with a real snapshot's header changed to
+// claim m bits (both checksums of the header recomputed) and the length
+// that claim announces, mostly a hole.
+func sparseSnapshot(t *testing.T, m uint64) string {
+	t.Helper()
+	db := appDB(t, 100)
+	real := filepath.Join(filepath.Dir(db), "real.sfb")
+	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", real).must(t, 0)
+	raw, err := os.ReadFile(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := slices.Clone(raw[:192])
+	le.LittleEndian.PutUint64(head[16:], m)
+	le.LittleEndian.PutUint64(head[112:], m/8)
+	sum := blake3.Sum256(head[:184])
+	copy(head[184:], sum[:8])
+	path := filepath.Join(filepath.Dir(db), "sparse.sfb")
+	if err := os.WriteFile(path, head, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, int64(192+m/8+32)); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// maxRSS runs the command and returns its exit code and peak resident
+// memory in bytes.
+func maxRSS(t *testing.T, args ...string) (int, int64, string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Skip("no rusage on this platform")
+	}
+	return code, ru.Maxrss * 1024, errb.String() // Linux reports KiB
+}
+
+// TestVerifyAndInspectStream: a sparse file claiming 2^34 bits (2 GiB) is
+// read to its end and refused with peak memory far below the claim.
+func TestVerifyAndInspectStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hashes 2 GiB")
+	}
+	m := uint64(1 << 34)
+	const limit = 64 << 20
+	if slices.Contains(buildFlags, "-race") {
+		m = 1 << 31 // the race detector slows hashing: claim 256 MiB, still 4× the limit
+	}
+	path := sparseSnapshot(t, m)
+	for _, cmd := range []string{"verify", "inspect"} {
+		code, rss, stderr := maxRSS(t, cmd, path)
+		if code != exitSnapshot || !strings.Contains(stderr, "checksum") {
+			t.Fatalf("%s: exit %d, %q", cmd, code, stderr)
+		}
+		if rss > limit {
+			t.Fatalf("%s of a %d-bit claim peaked at %d MiB resident, limit %d MiB", cmd, m, rss>>20, limit>>20)
+		}
+		t.Logf("%s: %d MiB resident for a %d MiB claim", cmd, rss>>20, m>>23)
+	}
+}
+
+// TestNotAFileIsNotAnInvalidSnapshot: a directory is named as such and is
+// a runtime failure (1), not an invalid snapshot (3).
+func TestNotAFileIsNotAnInvalidSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	for _, cmd := range []string{"verify", "inspect"} {
+		r := run(t, "", cmd, dir)
+		if r.code != exitFailure || !strings.Contains(r.stderr, "not a regular file") {
+			t.Fatalf("%s DIR: exit %d, %q", cmd, r.code, r.stderr)
+		}
+	}
+}

@@ -1,0 +1,477 @@
+package rebuild
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/syncfilter/syncfilter/normalize"
+	"github.com/syncfilter/syncfilter/snapshot"
+	"github.com/syncfilter/syncfilter/syncfilter"
+)
+
+// copyDB takes a backup of the database file (after a checkpoint).
+func copyDB(t *testing.T, path string) []byte {
+	t.Helper()
+	if err := checkpoint(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// restoreDB puts a backup back, as an OS restore would: the file only.
+func restoreDB(t *testing.T, path string, backup []byte) {
+	t.Helper()
+	_ = os.Remove(path + "-wal")
+	_ = os.Remove(path + "-shm")
+	if err := os.WriteFile(path, backup, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRestoredDatabaseRefusesTheNewerSnapshot is the scenario of a phone
+// restored from a backup: the snapshot on disk is newer than the database,
+// and after the restore another program writes more rows than the
+// snapshot's generation. The snapshot must be refused, every row found.
+func TestRestoredDatabaseRefusesTheNewerSnapshot(t *testing.T) {
+	ctx := context.Background()
+	seed := ids("seed", 300)
+	path := appDB(t, seed...)
+	cfg := appConfig(path)
+	if _, err := BuildSnapshot(ctx, cfg); err != nil { // generation 0
+		t.Fatal(err)
+	}
+	backup := copyDB(t, path)
+	insertClosing(t, path, ids("lost", 100)...)
+	rep, err := BuildSnapshot(ctx, cfg) // generation 100
+	if err != nil || rep.Generation != 100 {
+		t.Fatalf("second build: %+v, %v", rep, err)
+	}
+	restoreDB(t, path, backup)
+	later := ids("later", 150) // another program: generations 1..150 again
+	insertClosing(t, path, later...)
+
+	fetched := set(seed, later)
+	probe := append(append(slices.Clone(seed), later...), ids("lost", 100)...)
+	for _, readOnly := range []bool{true, false} {
+		c := cfg
+		c.ReadOnly = readOnly
+		c.NoBackgroundRebuild = true
+		ix := open(t, c)
+		if err := ix.Stats().SnapshotError; !errors.Is(err, ErrNotVouched) {
+			t.Fatalf("read-only %v: SnapshotError = %v, want ErrNotVouched", readOnly, err)
+		}
+		expect(t, ix, fetched, probe)
+		if err := ix.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix := open(t, cfg) // rebuilds in the background, then serves
+	waitServing(t, ix)
+	expect(t, ix, fetched, probe)
+}
+
+// insertClosing inserts ids on a connection it closes again, so that no
+// handle outlives a restore of the file.
+func insertClosing(t *testing.T, path string, keys ...string) {
+	t.Helper()
+	db := rawDB(t, path)
+	insertIDs(t, db, keys...)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// forge rewrites the snapshot at path with other bits or parameters and
+// recomputes both checksums, as anyone can: BLAKE3 is public. The dataset
+// id and generation are kept, so only the database's record can tell.
+func forge(t *testing.T, path string, how string) {
+	t.Helper()
+	s, err := snapshot.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Params
+	words := slices.Clone(s.Image.Words())
+	switch how {
+	case "zeroed payload":
+		clear(words)
+	case "another hash key":
+		p.Key[0] ^= 1
+	case "k = 21":
+		p.K = 21
+	case "all ones":
+		for i := range words {
+			words[i] = ^uint64(0)
+		}
+	default:
+		t.Fatal(how)
+	}
+	img, err := syncfilter.NewImage(p, s.Items, words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := snapshot.Encode(f, s.Header, img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestForgedSnapshotsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	seed := ids("seed", 2000)
+	for _, how := range []string{"zeroed payload", "another hash key", "k = 21", "all ones"} {
+		t.Run(how, func(t *testing.T) {
+			path := appDB(t, seed...)
+			cfg := appConfig(path)
+			first := open(t, cfg)
+			if err := first.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			forge(t, cfg.Snapshot, how)
+			if _, err := snapshot.ReadFile(cfg.Snapshot); err != nil {
+				t.Fatalf("the forgery does not even decode: %v", err)
+			}
+			c := cfg
+			c.NoBackgroundRebuild = true
+			ix := open(t, c)
+			if err := ix.Stats().SnapshotError; !errors.Is(err, ErrNotVouched) {
+				t.Fatalf("SnapshotError = %v, want ErrNotVouched", err)
+			}
+			expect(t, ix, set(seed), append(slices.Clone(seed[:500]), ids("never", 500)...))
+			if err := ix.Reload(ctx); !errors.Is(err, ErrNotVouched) {
+				t.Fatalf("Reload = %v, want ErrNotVouched", err)
+			}
+		})
+	}
+}
+
+// sparseClaim replaces the snapshot at path by a sparse file with the
+// same header fields but m = bits, both header checksums recomputed and
+// the length the header announces: nothing but the database can refuse
+// it before reading gigabytes.
+func sparseClaim(t *testing.T, path string, bits uint64) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := slices.Clone(raw[:192])
+	binary.LittleEndian.PutUint64(head[16:], bits)    // m
+	binary.LittleEndian.PutUint64(head[112:], bits/8) // payload length
+	sum := blake3.Sum256(head[:184])
+	copy(head[184:], sum[:8])
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(head); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(int64(192 + bits/8 + 32)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// allocDuring returns the bytes allocated while fn ran.
+func allocDuring(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestSparseSnapshotIsRefusedBeforeAllocation: a file claiming 2^34 bits
+// (2 GiB) for a source that needs a few KiB is refused by Open, Reload
+// and a read-only check without allocating for the claim.
+func TestSparseSnapshotIsRefusedBeforeAllocation(t *testing.T) {
+	ctx := context.Background()
+	seed := ids("seed", 200)
+	path := appDB(t, seed...)
+	cfg := appConfig(path)
+	first := open(t, cfg)
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sparseClaim(t, cfg.Snapshot, 1<<34)
+	if c, err := snapshot.ReadClaim(cfg.Snapshot); err != nil || c.Params.M != 1<<34 {
+		t.Fatalf("the sparse file's claim does not read: %v", err)
+	}
+	for _, mode := range []string{"Open", "read-only Open", "Reload"} {
+		var err error
+		var ix *Index
+		grew := allocDuring(func() {
+			c := cfg
+			c.NoBackgroundRebuild = true
+			c.ReadOnly = mode == "read-only Open"
+			ix, err = Open(ctx, c)
+			if err == nil && mode == "Reload" {
+				err = ix.Reload(ctx)
+			} else if err == nil {
+				err = ix.Stats().SnapshotError
+			}
+		})
+		if ix != nil {
+			_ = ix.Close(ctx)
+		}
+		if !errors.Is(err, ErrNotVouched) {
+			t.Fatalf("%s: %v, want ErrNotVouched", mode, err)
+		}
+		if grew > 64<<20 {
+			t.Fatalf("%s allocated %d MiB for a refused claim", mode, grew>>20)
+		}
+	}
+}
+
+// TestOversizedRecordedSnapshotIsImplausible: even a snapshot the
+// database recorded is refused before its payload is read when it is far
+// larger than the source now needs.
+func TestOversizedRecordedSnapshotIsImplausible(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 100)...)
+	cfg := appConfig(path)
+	big := cfg
+	big.Capacity = 2_000_000 // ~2.4 MB of filter for 100 rows
+	first := open(t, big)
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg.NoBackgroundRebuild = true
+	ix := open(t, cfg)
+	if err := ix.Stats().SnapshotError; !errors.Is(err, ErrImplausible) {
+		t.Fatalf("SnapshotError = %v, want ErrImplausible", err)
+	}
+	expect(t, ix, set(ids("seed", 100)), append(ids("seed", 100), "never"))
+}
+
+// TestSnapshotsOfOtherProcessesAreVouched: the cron job's file is
+// accepted by a running app's Reload, and two app processes sharing the
+// database accept each other's saves.
+func TestSnapshotsOfOtherProcessesAreVouched(t *testing.T) {
+	ctx := context.Background()
+	seed := ids("seed", 1000)
+	path := appDB(t, seed...)
+	cfg := appConfig(path)
+	a := open(t, cfg)
+	insertIDs(t, rawDB(t, path), ids("cron", 100)...)
+	if _, err := BuildSnapshot(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reload(ctx); err != nil {
+		t.Fatalf("Reload of the cron job's snapshot: %v", err)
+	}
+	b := open(t, cfg) // a second app process on the same files
+	if err := b.Stats().SnapshotError; err != nil {
+		t.Fatalf("second process refused the cron snapshot: %v", err)
+	}
+	insertIDs(t, rawDB(t, path), ids("b", 50)...)
+	if _, err := b.Fetched(ctx, "b-0000000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reload(ctx); err != nil {
+		t.Fatalf("Reload of the other process's save: %v", err)
+	}
+	expect(t, a, set(seed, ids("cron", 100), ids("b", 50)), append(ids("b", 50), ids("never", 100)...))
+}
+
+// TestUpdatePanicRollsBack: a panic in Update's function rolls the
+// transaction back and reaches the caller; the index and the database
+// stay usable at once.
+func TestUpdatePanicRollsBack(t *testing.T) {
+	path := appDB(t, "seed")
+	ix := open(t, appConfig(path))
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Fatalf("recovered %v, want the function's panic", r)
+			}
+		}()
+		_ = ix.Update(context.Background(), func(tx *sql.Tx, mark func(...string) error) error {
+			if err := mark("half"); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`INSERT INTO records (id) VALUES ('half')`); err != nil {
+				return err
+			}
+			panic("boom")
+		})
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := ix.Update(ctx, func(tx *sql.Tx, mark func(...string) error) error {
+		if err := mark("next"); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT INTO records (id) VALUES ('next')`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Update after a panic: %v", err)
+	}
+	other := rawDB(t, path)
+	if _, err := other.ExecContext(ctx, `INSERT INTO records (id) VALUES ('other')`); err != nil {
+		t.Fatalf("another connection after the panic: %v", err)
+	}
+	expect(t, ix, set([]string{"seed", "next", "other"}), []string{"seed", "next", "other", "half"})
+}
+
+// TestNestedCallsFailAtOnce: calling the index from inside Update's
+// function returns ErrNestedCall instead of waiting forever (the context
+// has no deadline), and the outer Update still commits.
+func TestNestedCallsFailAtOnce(t *testing.T) {
+	ctx := context.Background() // no deadline: a deadlock would hang the test
+	ix := open(t, appConfig(appDB(t, "seed")))
+	done := make(chan error, 1)
+	go func() {
+		done <- ix.Update(ctx, func(tx *sql.Tx, mark func(...string) error) error {
+			if err := ix.Update(ctx, func(*sql.Tx, func(...string) error) error { return nil }); !errors.Is(err, ErrNestedCall) {
+				return fmt.Errorf("nested Update = %v", err)
+			}
+			if _, err := ix.Fetched(ctx, "seed"); !errors.Is(err, ErrNestedCall) {
+				return fmt.Errorf("nested Fetched = %v", err)
+			}
+			if _, err := ix.Missing(ctx, []string{"seed"}); !errors.Is(err, ErrNestedCall) {
+				return fmt.Errorf("nested Missing = %v", err)
+			}
+			if err := ix.Rebuild(ctx); !errors.Is(err, ErrNestedCall) {
+				return fmt.Errorf("nested Rebuild = %v", err)
+			}
+			if err := mark("outer"); err != nil {
+				return err
+			}
+			_, err := tx.Exec(`INSERT INTO records (id) VALUES ('outer')`)
+			return err
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("nested call deadlocked")
+	}
+	// Other goroutines are not mistaken for the updater.
+	expect(t, ix, set([]string{"seed", "outer"}), []string{"seed", "outer", "never"})
+}
+
+// TestMissingAnswersAroundInvalidIDs: invalid ids in a page are reported
+// by position and listed as missing; every valid id is answered.
+func TestMissingAnswersAroundInvalidIDs(t *testing.T) {
+	ctx := context.Background()
+	stored := ids("ok", 20)
+	ix := open(t, appConfig(appDB(t, stored...)))
+	long := strings.Repeat("x", MaxKeyBytes+1)
+	page := []string{stored[0], "new-1", "bad\xff", stored[1], long, "new-2", "\xc3", stored[2]}
+	missing, err := ix.Missing(ctx, page)
+	var ike *InvalidKeysError
+	if !errors.As(err, &ike) || fmt.Sprint(ike.Positions()) != "[2 4 6]" {
+		t.Fatalf("Missing error = %v, want invalid keys at [2 4 6]", err)
+	}
+	if !errors.Is(err, normalize.ErrInvalidUTF8) || !errors.Is(err, ErrKeyTooLong) {
+		t.Fatalf("Missing error %v does not unwrap to its causes", err)
+	}
+	want := []string{"new-1", "bad\xff", long, "new-2", "\xc3"}
+	if fmt.Sprintf("%q", missing) != fmt.Sprintf("%q", want) {
+		t.Fatalf("Missing = %.80q, want %.80q", missing, want)
+	}
+	if _, err := ix.Fetched(ctx, long); !errors.Is(err, ErrKeyTooLong) {
+		t.Fatalf("Fetched(long) = %v", err)
+	}
+	exact := strings.Repeat("y", MaxKeyBytes)
+	if ok, err := ix.Fetched(ctx, exact); err != nil || ok {
+		t.Fatalf("Fetched(exactly MaxKeyBytes) = %v, %v", ok, err)
+	}
+	if m, err := ix.Missing(ctx, []string{exact}); err != nil || len(m) != 1 {
+		t.Fatalf("Missing(exactly MaxKeyBytes) = %d keys, %v", len(m), err)
+	}
+}
+
+const compactorEnv = "SYNCFILTER_REBUILD_COMPACTOR_DB"
+
+// TestChildProcessCompacts is not a test: it is the second process of
+// TestCompactionNeverBreaksAConcurrentRebuild. It inserts rows and
+// rebuilds with LogRetain 1, compacting the log after every save.
+func TestChildProcessCompacts(t *testing.T) {
+	path := os.Getenv(compactorEnv)
+	if path == "" {
+		t.Skip("child process of TestCompactionNeverBreaksAConcurrentRebuild")
+	}
+	rounds, _ := strconv.Atoi(os.Getenv(compactorEnv + "_ROUNDS"))
+	ctx := context.Background()
+	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".child.sfb", LogRetain: 1, NoBackgroundRebuild: true})
+	db := rawDB(t, path)
+	for r := range rounds {
+		insertIDs(t, db, ids(fmt.Sprintf("child%d", r), 200)...)
+		if err := ix.Rebuild(ctx); err != nil {
+			t.Fatalf("child rebuild %d: %v", r, err)
+		}
+	}
+}
+
+// TestCompactionNeverBreaksAConcurrentRebuild: one process compacts the
+// log aggressively while this one rebuilds in a loop (as the cron job
+// does) and inserts between scans; no rebuild may fail.
+func TestCompactionNeverBreaksAConcurrentRebuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 20000)...)
+	cfg := appConfig(path)
+	cfg.LogRetain = 1
+	if _, err := BuildSnapshot(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 25
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcessCompacts$", "-test.count=1")
+	cmd.Env = append(os.Environ(), compactorEnv+"="+path, compactorEnv+"_ROUNDS="+strconv.Itoa(rounds*2))
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	var failed []error
+	for r := range rounds {
+		insertIDs(t, db, ids(fmt.Sprintf("parent%d", r), 100)...)
+		if _, err := BuildSnapshot(ctx, cfg); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("compacting process: %v\n%s", err, out)
+	}
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d rebuilds failed; first: %v", len(failed), rounds, failed[0])
+	}
+	var floor int64
+	if err := db.QueryRow(`SELECT log_floor FROM syncfilter_sources`).Scan(&floor); err != nil || floor == 0 {
+		t.Fatalf("the log was never compacted (floor %d, %v): the test proves nothing", floor, err)
+	}
+}
