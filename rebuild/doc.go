@@ -29,8 +29,10 @@
 //   - MarkFetched (library's own table) covers, then inserts and commits;
 //   - Update runs the app's function in a transaction on the index's
 //     connection; keys passed to its mark function are covered before the
-//     commit (the function must not call other Index methods: it holds the
-//     only write connection);
+//     commit. An error or a panic in the function rolls the transaction
+//     back (a panic is re-raised). The function must not call the Index:
+//     it holds the only write connection; such a call on its goroutine
+//     returns ErrNestedCall at once;
 //   - Cover covers keys the app is about to commit on its own connection.
 //
 // A crash between cover and commit leaves a key in the filter that is not
@@ -54,9 +56,27 @@
 // query); if it moved, the filter catches up on the new log entries
 // before any of its negatives is trusted. Rows written by the cron job, a
 // second app process or a SQL shell are therefore seen by the next call.
-// A snapshot whose generation the log cannot reach (compacted past it, or
-// a database restored from an older backup) is refused and the filter is
-// rebuilt.
+// A snapshot whose generation the log cannot reach (compacted past it) is
+// refused and the filter is rebuilt.
+//
+// # The database vouches for its snapshots
+//
+// Every save (by Open, Rebuild, Save, Close or the cron job's
+// BuildSnapshot) records the file's checksum, generation and m in
+// syncfilter_snapshots in a transaction that commits before the file is
+// renamed into place. A snapshot is loaded only if that record exists, so
+// a database restored from a backup refuses the snapshot saved after the
+// backup, and a forged file (checksums are public BLAKE3) is refused
+// (ErrNotVouched). Before its payload is read, a snapshot must also be
+// plausible for the source: at most PlausibleFactor times the bits a
+// rebuild would size for the rows it holds (ErrImplausible), so a file
+// cannot make the index allocate more than the database warrants.
+// docs/FORMAT.md lists the checks in order.
+//
+// A rebuild's scan holds a lease (a row in syncfilter_scans, renewed
+// while it runs, expiring after ten minutes if its process died): log
+// compaction by any process keeps every entry the scan will catch up
+// from.
 //
 // # Rebuild
 //
@@ -69,6 +89,13 @@
 // the half-built filter and the previous one answers again. The first
 // Open of a source scans before returning; later Opens with an unusable
 // snapshot serve from SQLite and rebuild in the background.
+//
+// # Keys
+//
+// Keys are valid UTF-8 of at most MaxKeyBytes (64 KiB). Fetched refuses
+// another key with an error; Missing answers every valid key of a page
+// and lists the invalid ones as missing, never as fetched, with an
+// *InvalidKeysError naming their positions.
 //
 // # A guest in the app's database
 //
