@@ -2,7 +2,6 @@ package rebuild
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -36,8 +35,6 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 	ix.rebuildMu.Lock()
 	defer ix.rebuildMu.Unlock()
 	start := time.Now()
-	ix.m.rebuilding.Store(true)
-	defer ix.m.rebuilding.Store(false)
 
 	// The lease keeps log compaction (by any process) from deleting the
 	// entries this rebuild catches up from, until it has published.
@@ -47,7 +44,7 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 		return fmt.Errorf("rebuild: %w", err)
 	}
 	defer ix.st.releaseLease(ctx, l)
-	prev := ix.unpublish()
+	prev := ix.startRebuilding()
 	s, err := ix.scan(ctx, l)
 	if err == nil {
 		if err = ix.publish(ctx, s); err != nil {
@@ -85,78 +82,47 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 }
 
 // scan builds an unpublished filter from one consistent read of the
-// source. The read transaction fixes the snapshot of the database at its
-// first statement, which reads the generation: every row committed up to
-// it is scanned, everything later is in the log after it.
+// source (store.scan): every row committed up to the read's generation is
+// scanned, everything later is in the log after it.
 func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	tx, err := ix.st.r.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("scan source: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-
-	var head, floor, total int64
-	if err := tx.StmtContext(ctx, ix.st.headStmt).QueryRowContext(ctx).Scan(&head, &floor); err != nil {
-		return nil, fmt.Errorf("scan source: %w", err)
-	}
-	if total, err = ix.st.countRows(ctx, tx); err != nil {
-		return nil, fmt.Errorf("scan source: %w", err)
-	}
-	capacity := ix.sizeFor(total)
-	params, err := syncfilter.NewParams(capacity, ix.cfg.FPR)
-	if err != nil {
-		return nil, fmt.Errorf("size filter for %d rows: %w", total, err)
-	}
-	b, err := syncfilter.NewBuilder(params)
-	if err != nil {
-		return nil, err
-	}
-
-	// One builder goroutine owns the new filter's bits: it hashes the
-	// batches the scanning goroutine reads, on the other core, and sets
-	// bits with plain stores since nobody queries the filter yet.
-	batches := make(chan []string, 4)
-	built := make(chan error, 1)
-	go func() {
-		var err error
-		for batch := range batches {
-			if err == nil {
-				if err = b.AddBatch(batch); err != nil {
-					cancel()
+	var (
+		b        *syncfilter.Builder
+		capacity uint64
+		head     uint64
+		total    int64
+		done     int64
+		aliases  [][2]string
+		batch    = make([]string, 0, batchKeys)
+		batches  = make(chan []string, 4)
+		built    = make(chan error, 1)
+	)
+	sized := func(gen uint64, rows int64) error {
+		head, total, capacity = gen, rows, ix.sizeFor(rows)
+		params, err := syncfilter.NewParams(capacity, ix.cfg.FPR)
+		if err != nil {
+			return fmt.Errorf("size filter for %d rows: %w", rows, err)
+		}
+		if b, err = syncfilter.NewBuilder(params); err != nil {
+			return err
+		}
+		// One builder goroutine owns the new filter's bits: it hashes the
+		// batches the scanning goroutine reads, on the other core, and
+		// sets bits with plain stores since nobody queries the filter yet.
+		go func() {
+			var err error
+			for batch := range batches {
+				if err == nil {
+					if err = b.AddBatch(batch); err != nil {
+						cancel()
+					}
 				}
 			}
-		}
-		built <- err
-	}()
-	scanErr := ix.scanRows(ctx, tx, total, batches, l)
-	close(batches)
-	if err := <-built; err != nil {
-		return nil, fmt.Errorf("scan source: %w", err)
+			built <- err
+		}()
+		return nil
 	}
-	if scanErr != nil {
-		return nil, scanErr
-	}
-	f, err := syncfilter.Thaw(b.Image())
-	if err != nil {
-		return nil, err
-	}
-	s := &serving{f: f, capacity: capacity}
-	s.gen.Store(uint64(head))
-	return s, nil
-}
-
-// scanRows streams the key column into batches, noting aliases as it goes.
-func (ix *Index) scanRows(ctx context.Context, tx *sql.Tx, total int64, batches chan<- []string, l *lease) error {
-	rows, err := tx.QueryContext(ctx, `SELECT `+ix.st.qCol+` FROM `+ix.st.qTable+` WHERE `+ix.st.qCol+` IS NOT NULL`)
-	if err != nil {
-		return fmt.Errorf("scan source: %w", err)
-	}
-	defer rows.Close()
-	var done int64
-	var aliases [][2]string
-	batch := make([]string, 0, batchKeys)
 	send := func() error {
 		select {
 		case batches <- batch:
@@ -175,11 +141,7 @@ func (ix *Index) scanRows(ctx context.Context, tx *sql.Tx, total int64, batches 
 		}
 		return nil
 	}
-	for rows.Next() {
-		var key string
-		if err := rows.Scan(&key); err != nil {
-			return fmt.Errorf("scan source: %w", err)
-		}
+	row := func(key string) error {
 		done++
 		if testHookScanRow != nil {
 			if err := testHookScanRow(done); err != nil {
@@ -196,21 +158,34 @@ func (ix *Index) scanRows(ctx context.Context, tx *sql.Tx, total int64, batches 
 		if ix.cfg.Progress != nil && done%ix.cfg.ProgressEvery == 0 {
 			ix.cfg.Progress(done, total)
 		}
+		return nil
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("scan source: %w", err)
+	scanErr := ix.st.scan(ctx, sized, row)
+	if scanErr == nil && len(batch) > 0 {
+		scanErr = send()
 	}
-	if len(batch) > 0 {
-		if err := send(); err != nil {
-			return err
-		}
+	if b == nil { // never sized: no builder goroutine
+		return nil, scanErr
+	}
+	close(batches)
+	if err := <-built; err != nil {
+		return nil, fmt.Errorf("scan source: %w", err)
+	}
+	if scanErr != nil {
+		return nil, scanErr
 	}
 	if err := ix.st.noteAliases(ctx, aliases); err != nil {
-		return err
+		return nil, err
 	}
 	if ix.cfg.Progress != nil {
 		ix.cfg.Progress(done, max(total, done))
 	}
 	ix.m.scanned(done)
-	return nil
+	f, err := syncfilter.Thaw(b.Image())
+	if err != nil {
+		return nil, err
+	}
+	s := &serving{f: f, capacity: capacity}
+	s.gen.Store(head)
+	return s, nil
 }

@@ -241,7 +241,7 @@ func BenchmarkRebuild(b *testing.B) {
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
-		b.ReportMetric(float64(ix.cur.Load().f.Params().Bytes())/(1<<20), "filter-MiB")
+		b.ReportMetric(float64(ix.filter().f.Params().Bytes())/(1<<20), "filter-MiB")
 	})
 	b.Run("bare-scan", func(b *testing.B) {
 		db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))

@@ -11,53 +11,60 @@ import (
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
-// serving is a published filter and how much of the log it covers.
-type serving struct {
-	f        *syncfilter.Filter
-	capacity uint64        // keys the filter was sized for
-	mu       sync.Mutex    // serializes catch-up of this filter
-	gen      atomic.Uint64 // every log entry with seq <= gen is in f
-}
-
 // Index is the gate a sync engine asks "did I fetch this record?". It
 // answers definitively: the filter's "absent" is final, every "maybe" is
-// confirmed in SQLite.
+// confirmed in SQLite. Every method is safe for concurrent use.
 //
-// Open starts at most one background goroutine (a rebuild when the
-// snapshot cannot be used); Close cancels it and waits. Every method is
-// safe for concurrent use.
+// What the index is doing is one state value (state.go): serving(F),
+// bypass, rebuilding or closed. Queries load it without a lock; every
+// transition is made in state.go under mu.
+//
+// The index owns its goroutines: the filter's writer (package syncfilter),
+// a scan's builder while a rebuild runs, and at most one background
+// rebuild, started only under mu and only before Close began (when a
+// snapshot cannot be used at Open, or a filter had to be dropped). Close
+// waits for all of them.
+//
+// Locks, each with one job, taken in this order:
+//
+//	lifeMu    public calls hold it shared for their whole duration, Close
+//	          exclusively: the store is never closed under a call
+//	rebuildMu one rebuild or reload at a time, held for its whole duration
+//	mu        the owner of the state: every transition, every cover (so no
+//	          key slips between a rebuild's replay and its publication),
+//	          closing, and the start of background work
+//	serving.mu, bypassLog.mu   catch-up of one filter, of one bypass
+//
+// The store's generation reader and the metrics have their own, innermost.
 type Index struct {
 	cfg Config
 	st  *store
 
-	cur atomic.Pointer[serving] // the published filter; nil: bypass, every query goes to SQLite
+	lifeMu    sync.RWMutex
+	rebuildMu sync.Mutex
+	mu        sync.Mutex
+	state     atomic.Pointer[state] // stored only under mu; never nil
+	closing   bool                  // under mu: Close began, no background work starts
 
-	// markMu orders covers against publication: Cover, MarkFetched and
-	// Update hold it shared while they hand keys over; publishing and
-	// unpublishing a filter hold it exclusively.
-	markMu     sync.RWMutex
-	pendMu     sync.Mutex
-	pending    []string // keys covered while a rebuild runs unpublished; guarded by pendMu
-	collecting bool     // a rebuild is collecting pending keys; guarded by pendMu
-
-	rebuildMu sync.Mutex // one rebuild or reload at a time
-
-	aliasMu  sync.Mutex // guards aliasGen
-	aliasGen uint64     // in bypass: log entries up to here had their aliases noted
-
-	savedGen atomic.Uint64 // generation of the last snapshot this index saved or loaded
-
-	updater atomic.Int64 // id of the goroutine running Update's function, 0 if none
-
-	lifeMu sync.RWMutex // public calls hold it shared; Close exclusively
-	closed bool         // guarded by lifeMu
-	ctx    context.Context
-	cancel context.CancelFunc
-	bg     sync.WaitGroup // background rebuilds
-	ready  chan struct{}  // closed when the first rebuild or load attempt has ended
+	ctx    context.Context    // of background work; cancelled by Close
+	cancel context.CancelFunc //
+	bg     sync.WaitGroup     // background rebuilds; added to only under mu
+	ready  chan struct{}      // closed when the first rebuild or load attempt has ended
 	once   sync.Once
 
+	savedGen atomic.Uint64 // generation of the last snapshot this index saved or loaded
+	updater  atomic.Int64  // id of the goroutine running Update's function, 0 if none
+
 	m metrics
+}
+
+// newIndex returns an index in bypass over an open store.
+func newIndex(cfg Config, st *store) *Index {
+	ix := &Index{cfg: cfg, st: st, ready: make(chan struct{})}
+	ix.ctx, ix.cancel = context.WithCancel(context.Background())
+	ix.m.started = time.Now()
+	ix.state.Store(&state{mode: modeBypass, log: newBypassLog(0)})
+	return ix
 }
 
 // Open opens the database, attaches the source and makes the filter
@@ -78,9 +85,7 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{cfg: cfg, st: st, ready: make(chan struct{})}
-	ix.ctx, ix.cancel = context.WithCancel(context.Background())
-	ix.m.started = time.Now()
+	ix := newIndex(cfg, st)
 	if cfg.ReadOnly && (fresh || !st.attached) {
 		// Nothing may be scanned into the database's record: answer from
 		// SQLite alone (the aliases were read into memory).
@@ -92,7 +97,7 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 		// A failure after the filter was published (saving the snapshot,
 		// say) leaves a complete filter serving: keep it, the error is in
 		// Stats.LastError. Without a filter, Open fails.
-		if err := ix.Rebuild(ctx); err != nil && ix.cur.Load() == nil {
+		if err := ix.Rebuild(ctx); err != nil && ix.filter() == nil {
 			ix.cancel()
 			st.close()
 			return nil, fmt.Errorf("open index: first scan: %w", err)
@@ -101,7 +106,7 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 		return ix, nil
 	}
 	if cfg.Snapshot != "" {
-		err = ix.load(ctx)
+		err = ix.loadSnapshot(ctx)
 	} else {
 		err = errors.New("no snapshot configured")
 	}
@@ -111,30 +116,20 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 	}
 	ix.m.setSnapshotError(err)
 	if _, floor, herr := st.head(ctx); herr == nil {
-		ix.aliasGen = floor // below the floor, a full scan noted every alias
+		// Below the floor, a full scan noted every alias.
+		ix.state.Store(&state{mode: modeBypass, log: newBypassLog(floor)})
 	}
 	if cfg.NoBackgroundRebuild {
 		ix.markReady()
 		return ix, nil
 	}
-	ix.rebuildInBackground()
+	ix.mu.Lock()
+	ix.startBackground()
+	ix.mu.Unlock()
 	return ix, nil
 }
 
 func (ix *Index) markReady() { ix.once.Do(func() { close(ix.ready) }) }
-
-// rebuildInBackground starts a rebuild on a goroutine owned by the index.
-func (ix *Index) rebuildInBackground() {
-	if ix.ctx.Err() != nil {
-		return // closing
-	}
-	ix.bg.Add(1)
-	go func() {
-		defer ix.bg.Done()
-		defer ix.markReady()
-		_ = ix.Rebuild(ix.ctx) // the error is kept in the metrics
-	}()
-}
 
 // Wait blocks until the index is past its opening rebuild or load, and
 // returns the error of the last rebuild, if it failed.
@@ -154,7 +149,7 @@ func (ix *Index) enter() error {
 		return ErrNestedCall
 	}
 	ix.lifeMu.RLock()
-	if ix.closed {
+	if ix.get().mode == modeClosed {
 		ix.lifeMu.RUnlock()
 		return ErrClosed
 	}
@@ -163,30 +158,33 @@ func (ix *Index) enter() error {
 
 func (ix *Index) leave() { ix.lifeMu.RUnlock() }
 
-// Close stops background work, saves the filter if a snapshot file is
-// configured and the filter covers more than the file does, and closes
-// the database. Calls after Close return ErrClosed.
+// Close stops background work and waits for it, saves the filter if a
+// snapshot file is configured and the filter covers more than the file
+// does, and closes the database. Calls after Close return ErrClosed.
 func (ix *Index) Close(ctx context.Context) error {
-	ix.cancel()
-	ix.bg.Wait()
-	ix.lifeMu.Lock()
-	defer ix.lifeMu.Unlock()
-	if ix.closed {
+	if !ix.beginClose() {
 		return nil
 	}
-	ix.closed = true
+	ix.cancel()
+	ix.bg.Wait() // nothing starts any more: closing is set
+	ix.lifeMu.Lock()
+	defer ix.lifeMu.Unlock()
 	var err error
-	if s := ix.cur.Load(); s != nil && ix.cfg.Snapshot != "" && !ix.cfg.NoSaveOnClose && s.gen.Load() > ix.savedGen.Load() {
+	if s := ix.filter(); s != nil && ix.cfg.Snapshot != "" && !ix.cfg.NoSaveOnClose && s.gen.Load() > ix.savedGen.Load() {
 		if err = ix.save(ctx, s); err != nil {
 			err = fmt.Errorf("close index: %w", err)
 		}
 	}
-	if s := ix.cur.Swap(nil); s != nil {
+	if s := ix.finishClose(); s != nil {
 		_ = s.f.Close()
 	}
 	ix.st.close()
 	return err
 }
+
+// testHookDrop, when set by tests, runs when a query has decided to drop
+// its filter, before the drop.
+var testHookDrop func()
 
 // current returns the filter to trust, caught up with every key committed
 // before the call, or nil in bypass.
@@ -196,10 +194,11 @@ func (ix *Index) current(ctx context.Context) (*serving, error) {
 		return nil, err
 	}
 	for {
-		s := ix.cur.Load()
-		if s == nil {
-			return nil, ix.noteAliasesUpTo(ctx, head, floor)
+		st := ix.get()
+		if st.mode != modeServing {
+			return nil, ix.noteAliasesUpTo(ctx, st.log, head, floor)
 		}
+		s := st.filter
 		if s.gen.Load() >= head {
 			return s, nil
 		}
@@ -207,13 +206,16 @@ func (ix *Index) current(ctx context.Context) (*serving, error) {
 		switch {
 		case err == nil:
 			return s, nil
-		case errors.Is(err, syncfilter.ErrClosed) && ix.cur.Load() != s:
+		case errors.Is(err, syncfilter.ErrClosed) && ix.get() != st:
 			continue // replaced meanwhile: use the new one
 		case errors.Is(err, ErrCannotCatchUp):
 			// The log was compacted past this filter (by another
 			// process's rebuild): stop trusting it and rebuild.
 			ix.m.setError(err)
-			ix.dropFilter(s)
+			if testHookDrop != nil {
+				testHookDrop()
+			}
+			ix.drop(s)
 			continue
 		}
 		return nil, err
@@ -242,97 +244,16 @@ func (ix *Index) catchUp(ctx context.Context, s *serving, head, floor uint64) er
 
 // noteAliasesUpTo is catch-up in bypass: only the alias table needs the
 // log, so that confirmations find non-NFC spellings.
-func (ix *Index) noteAliasesUpTo(ctx context.Context, head, floor uint64) error {
-	ix.aliasMu.Lock()
-	defer ix.aliasMu.Unlock()
-	from := max(ix.aliasGen, floor)
+func (ix *Index) noteAliasesUpTo(ctx context.Context, log *bypassLog, head, floor uint64) error {
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	from := max(log.gen, floor)
 	if from >= head {
 		return nil
 	}
 	if err := ix.readLog(ctx, from, head, nil); err != nil {
 		return fmt.Errorf("note aliases: %w", err)
 	}
-	ix.aliasGen = head
+	log.gen = head
 	return nil
-}
-
-// dropFilter unpublishes s (if still published) and starts a rebuild.
-func (ix *Index) dropFilter(s *serving) {
-	ix.markMu.Lock()
-	dropped := ix.cur.CompareAndSwap(s, nil)
-	ix.markMu.Unlock()
-	if dropped {
-		ix.aliasMu.Lock()
-		ix.aliasGen = s.gen.Load()
-		ix.aliasMu.Unlock()
-		if !ix.cfg.NoBackgroundRebuild {
-			ix.rebuildInBackground()
-		}
-	}
-}
-
-// publish makes s the filter that answers, first giving it the keys
-// covered while no filter was published and everything logged since its
-// generation. markMu is held so no cover slips between.
-func (ix *Index) publish(ctx context.Context, s *serving) error {
-	if head, floor, err := ix.st.head(ctx); err != nil {
-		return err
-	} else if err := ix.catchUp(ctx, s, head, floor); err != nil { // the bulk, without blocking covers
-		return err
-	}
-	ix.markMu.Lock()
-	defer ix.markMu.Unlock()
-	if err := s.f.AddBatch(ctx, ix.takePending(false)); err != nil {
-		return fmt.Errorf("replay covered keys: %w", err)
-	}
-	head, floor, err := ix.st.head(ctx)
-	if err != nil {
-		return err
-	}
-	if err := ix.catchUp(ctx, s, head, floor); err != nil {
-		return err
-	}
-	ix.cur.Store(s)
-	return nil
-}
-
-// unpublish enters bypass and starts collecting covered keys for the
-// filter being built; it returns the filter that was serving.
-func (ix *Index) unpublish() *serving {
-	ix.markMu.Lock()
-	defer ix.markMu.Unlock()
-	ix.takePending(true)
-	prev := ix.cur.Swap(nil)
-	if prev != nil {
-		ix.aliasMu.Lock()
-		ix.aliasGen = max(ix.aliasGen, prev.gen.Load())
-		ix.aliasMu.Unlock()
-	}
-	return prev
-}
-
-// restore puts prev back after a failed rebuild, with the keys covered
-// meanwhile; with no previous filter the index stays in bypass.
-func (ix *Index) restore(ctx context.Context, prev *serving) {
-	ix.markMu.Lock()
-	defer ix.markMu.Unlock()
-	pending := ix.takePending(false)
-	if prev == nil {
-		return
-	}
-	if err := prev.f.AddBatch(context.WithoutCancel(ctx), pending); err != nil {
-		_ = prev.f.Close() // cannot vouch for it: stay in bypass
-		return
-	}
-	ix.cur.Store(prev)
-}
-
-// takePending returns the keys covered so far and empties the queue;
-// collect says whether covers go on queueing (a rebuild starts) or not.
-func (ix *Index) takePending(collect bool) []string {
-	ix.pendMu.Lock()
-	defer ix.pendMu.Unlock()
-	pending := ix.pending
-	ix.pending, ix.collecting = nil, collect
-	return pending
 }

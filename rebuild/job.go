@@ -44,13 +44,12 @@ func BuildSnapshot(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	ix := &Index{cfg: cfg, st: st, ready: make(chan struct{})}
-	ix.ctx, ix.cancel = context.WithCancel(context.Background())
+	ix := newIndex(cfg, st)
 	defer func() { _ = ix.Close(context.WithoutCancel(ctx)) }()
 	if err := ix.Rebuild(ctx); err != nil {
 		return Report{}, err
 	}
-	s := ix.cur.Load()
+	s := ix.filter()
 	info, err := os.Stat(cfg.Snapshot)
 	if err != nil {
 		return Report{}, fmt.Errorf("build snapshot: %w", err)

@@ -6,21 +6,6 @@ import (
 	"fmt"
 )
 
-// cover hands canonical keys to the published filter and returns once its
-// writer set their bits; while a rebuild runs unpublished, it queues them
-// for the new filter instead. Callers hold markMu shared.
-func (ix *Index) cover(ctx context.Context, canon []string) error {
-	if s := ix.cur.Load(); s != nil {
-		return s.f.AddBatch(ctx, canon)
-	}
-	ix.pendMu.Lock()
-	if ix.collecting {
-		ix.pending = append(ix.pending, canon...)
-	}
-	ix.pendMu.Unlock()
-	return nil
-}
-
 // Cover puts keys in the filter before the caller commits them to the
 // source in its own transaction, on its own connection:
 //
@@ -40,8 +25,6 @@ func (ix *Index) Cover(ctx context.Context, keys ...string) error {
 	if err != nil {
 		return fmt.Errorf("cover: %w", err)
 	}
-	ix.markMu.RLock()
-	defer ix.markMu.RUnlock()
 	if err := ix.cover(ctx, canon); err != nil {
 		return fmt.Errorf("cover: %w", err)
 	}
@@ -65,9 +48,7 @@ func (ix *Index) Update(ctx context.Context, fn func(tx *sql.Tx, mark func(keys 
 	if ix.cfg.ReadOnly {
 		return fmt.Errorf("update: %w", ErrReadOnly)
 	}
-	ix.markMu.RLock()
-	defer ix.markMu.RUnlock()
-	tx, err := ix.st.w.BeginTx(ctx, nil)
+	tx, err := ix.st.beginWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("update: %w", err)
 	}
@@ -111,15 +92,8 @@ func (ix *Index) MarkFetched(ctx context.Context, keys ...string) error {
 		if err := ix.cover(ctx, canon); err != nil {
 			return fmt.Errorf("mark fetched: %w", err)
 		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO `+ix.st.qTable+` (`+ix.st.qCol+`) VALUES (?)`)
-		if err != nil {
+		if err := ix.st.insertOwn(ctx, tx, canon); err != nil {
 			return fmt.Errorf("mark fetched: %w", err)
-		}
-		defer stmt.Close()
-		for _, c := range canon {
-			if _, err := stmt.ExecContext(ctx, c); err != nil {
-				return fmt.Errorf("mark fetched: %w", err)
-			}
 		}
 		return nil
 	})

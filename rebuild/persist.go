@@ -95,8 +95,8 @@ func (ix *Index) sizeFor(rows int64) uint64 {
 	return max(ix.cfg.Capacity, uint64(math.Ceil(float64(rows)*ix.cfg.Headroom)), 1024)
 }
 
-// load serves from the snapshot file at Open.
-func (ix *Index) load(ctx context.Context) error {
+// loadSnapshot serves from the snapshot file at Open.
+func (ix *Index) loadSnapshot(ctx context.Context) error {
 	s, err := ix.readSnapshot(ctx)
 	if err != nil {
 		return err
@@ -133,7 +133,7 @@ func (ix *Index) Reload(ctx context.Context) error {
 // it replaces.
 func (ix *Index) adopt(ctx context.Context, s *serving) error {
 	gen := s.gen.Load()
-	prev := ix.cur.Load()
+	prev := ix.filter()
 	if err := ix.publish(ctx, s); err != nil {
 		_ = s.f.Close()
 		return err
@@ -158,7 +158,7 @@ func (ix *Index) Save(ctx context.Context) error {
 	if ix.cfg.ReadOnly {
 		return fmt.Errorf("save: %w", ErrReadOnly)
 	}
-	s := ix.cur.Load()
+	s := ix.filter()
 	if s == nil {
 		return fmt.Errorf("save: %w", ErrNotServing)
 	}

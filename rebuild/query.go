@@ -31,14 +31,9 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 	} else {
 		ix.m.bypass.Add(1)
 	}
-	var found bool
-	if err := ix.st.fetchedStmt.QueryRowContext(ctx, c).Scan(&found); err != nil {
-		return false, fmt.Errorf("fetched: confirm: %w", err)
-	}
-	if !found {
-		if found, err = ix.st.memFetched(ctx, c); err != nil {
-			return false, fmt.Errorf("fetched: %w", err)
-		}
+	found, err := ix.st.fetched(ctx, c)
+	if err != nil {
+		return false, fmt.Errorf("fetched: %w", err)
 	}
 	if s != nil {
 		if found {
@@ -124,57 +119,13 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 	return missing, nil
 }
 
-// confirm looks up canon[i] for every i in ask, confirmChunk keys per
-// query, and returns the set of canonical keys the source holds (under
-// that spelling or, through the alias table, another equivalent one).
+// confirm looks up canon[i] for every i in ask and returns the set of
+// canonical keys the source holds (under that spelling or another
+// equivalent one).
 func (ix *Index) confirm(ctx context.Context, canon []string, ask []int) (map[string]struct{}, error) {
-	found := make(map[string]struct{}, len(ask))
-	if len(ask) == 0 {
-		return found, nil
+	keys := make([]string, len(ask))
+	for j, i := range ask {
+		keys[j] = canon[i]
 	}
-	stmt := ix.st.confirmStmt
-	args := make([]any, confirmChunk)
-	for start := 0; start < len(ask); start += confirmChunk {
-		chunk := ask[start:min(start+confirmChunk, len(ask))]
-		for j := range args {
-			if j < len(chunk) {
-				args[j] = canon[chunk[j]]
-			} else {
-				args[j] = nil // NULL matches nothing: the padding binds no bytes
-			}
-		}
-		rows, err := stmt.QueryContext(ctx, args...)
-		if err != nil {
-			return nil, fmt.Errorf("confirm: %w", err)
-		}
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("confirm: %w", err)
-			}
-			found[k] = struct{}{}
-		}
-		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("confirm: %w", err)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("confirm: %w", err)
-		}
-	}
-	if ix.st.mem != nil && !ix.st.mem.empty() {
-		for _, i := range ask {
-			if _, ok := found[canon[i]]; ok {
-				continue
-			}
-			ok, err := ix.st.memFetched(ctx, canon[i])
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				found[canon[i]] = struct{}{}
-			}
-		}
-	}
-	return found, nil
+	return ix.st.confirm(ctx, keys)
 }

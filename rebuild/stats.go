@@ -18,8 +18,7 @@ type metrics struct {
 	caughtUp  atomic.Uint64 // log entries applied by catch-up
 	loads     atomic.Uint64 // snapshots loaded
 
-	rebuilding atomic.Bool
-	started    time.Time
+	started time.Time
 
 	mu          sync.Mutex
 	rebuilds    uint64
@@ -100,7 +99,7 @@ type Stats struct {
 func (ix *Index) Stats() Stats {
 	m := &ix.m
 	st := Stats{
-		Rebuilding:         m.rebuilding.Load(),
+		Rebuilding:         ix.get().mode == modeRebuilding,
 		Attached:           ix.st.attached,
 		Queries:            m.queries.Load(),
 		DefiniteNegatives:  m.negatives.Load(),
@@ -112,7 +111,7 @@ func (ix *Index) Stats() Stats {
 		SkippedKeys:        m.skipped.Load(),
 		TargetFPR:          ix.cfg.FPR,
 	}
-	if s := ix.cur.Load(); s != nil {
+	if s := ix.filter(); s != nil {
 		fs := s.f.Stats()
 		st.Serving = true
 		st.Generation = s.gen.Load()

@@ -46,10 +46,6 @@ type store struct {
 	mem *memAliases // read-only: aliases the library could not write to the alias table
 }
 
-// confirmChunk is how many keys one confirming query carries (well within
-// SQLite's 32,766 variables); a short last chunk is padded with NULL,
-// which matches nothing, so one prepared statement serves every chunk.
-const confirmChunk = 256
 
 // dsn builds a SQLite URI for path with the driver's options. '%', '?' and
 // '#' in the path are escaped so that they stay part of the file name.
@@ -441,3 +437,65 @@ func (s *store) compactLog(ctx context.Context, upTo uint64) error {
 
 // now is the clock for snapshot creation times.
 var now = func() time.Time { return time.Now().UTC() }
+
+// beginWrite starts a write transaction (BEGIN IMMEDIATE) on the writer.
+func (s *store) beginWrite(ctx context.Context) (*sql.Tx, error) {
+	return s.w.BeginTx(ctx, nil)
+}
+
+// insertOwn inserts canonical keys into the library's own table in tx.
+func (s *store) insertOwn(ctx context.Context, tx *sql.Tx, canon []string) error {
+	stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO `+s.qTable+` (`+s.qCol+`) VALUES (?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, c := range canon {
+		if _, err := stmt.ExecContext(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scan reads the source in one read transaction: first the generation and
+// the row count (handed to sized, before any row), then every key, in
+// table order, handed to row. The transaction fixes the database's state
+// at its first statement, which reads the generation: every row committed
+// up to it is scanned, everything later is in the log after it.
+func (s *store) scan(ctx context.Context, sized func(gen uint64, rows int64) error, row func(key string) error) error {
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("scan source: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var head, floor int64
+	if err := tx.StmtContext(ctx, s.headStmt).QueryRowContext(ctx).Scan(&head, &floor); err != nil {
+		return fmt.Errorf("scan source: %w", err)
+	}
+	total, err := s.countRows(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("scan source: %w", err)
+	}
+	if err := sized(uint64(head), total); err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE `+s.qCol+` IS NOT NULL`)
+	if err != nil {
+		return fmt.Errorf("scan source: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return fmt.Errorf("scan source: %w", err)
+		}
+		if err := row(key); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("scan source: %w", err)
+	}
+	return nil
+}
