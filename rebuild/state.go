@@ -177,6 +177,10 @@ func (ix *Index) drop(s *serving) {
 	}
 }
 
+// testHookBackground, when set by tests, runs at the start of every
+// background goroutine.
+var testHookBackground func()
+
 // startBackground starts a rebuild on a goroutine owned by the index.
 // Callers hold mu, which Close takes to set closing before it waits for
 // background work: nothing starts after Close stopped waiting.
@@ -187,6 +191,9 @@ func (ix *Index) startBackground() {
 	ix.bg.Add(1)
 	go func() {
 		defer ix.bg.Done()
+		if testHookBackground != nil {
+			testHookBackground()
+		}
 		defer ix.markReady()
 		_ = ix.Rebuild(ix.ctx) // the error is kept in the metrics
 	}()

@@ -94,7 +94,7 @@ func stream(r io.Reader, size int64, each func(h *Header, chunk []byte)) (Header
 		}
 	}
 	sum := blake3.New()
-	_, _ = sum.Write(head[:])
+	_, _ = sum.Write(head)
 	buf := make([]byte, min(h.PayloadLen(), chunkBytes))
 	for left := h.PayloadLen(); left > 0; {
 		chunk := buf[:min(left, uint64(len(buf)))]
@@ -130,35 +130,39 @@ func readError(what string, err error) error {
 	return fmt.Errorf("read %s: %w", what, err)
 }
 
-// readHeader reads and checks the header: magic, version, then the
-// header's own checksum and fields. It reads nothing past the header.
-func readHeader(r io.Reader) (Header, *[headerLenV1]byte, error) {
-	var head [headerLenV1]byte
-	if n, err := io.ReadFull(r, head[:prefixLen]); err != nil {
+// readHeader reads and checks the header: magic, version, then (through
+// the version's format) the header's own checksum and fields. It reads
+// nothing past the header.
+func readHeader(r io.Reader) (Header, []byte, error) {
+	var prefix [prefixLen]byte
+	if n, err := io.ReadFull(r, prefix[:]); err != nil {
 		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return Header{}, nil, fmt.Errorf("read header: %w", err)
 		}
-		if n < len(Magic) && !bytes.HasPrefix(Magic[:], head[:n]) {
+		if n < len(Magic) && !bytes.HasPrefix(Magic[:], prefix[:n]) {
 			return Header{}, nil, ErrNotSnapshot
 		}
-		if n < len(Magic) || bytes.Equal(head[:len(Magic)], Magic[:]) {
+		if n < len(Magic) || bytes.Equal(prefix[:len(Magic)], Magic[:]) {
 			return Header{}, nil, fmt.Errorf("%d bytes: %w", n, ErrTruncated)
 		}
 	}
-	if !bytes.Equal(head[:len(Magic)], Magic[:]) {
+	if !bytes.Equal(prefix[:len(Magic)], Magic[:]) {
 		return Header{}, nil, ErrNotSnapshot
 	}
-	if v := Version(binary.LittleEndian.Uint16(head[offVersion:])); v < MinVersion || v > MaxVersion {
-		return Header{}, nil, fmt.Errorf("version %d, this program reads %d to %d: %w", v, MinVersion, MaxVersion, ErrUnsupportedVersion)
-	}
-	if _, err := io.ReadFull(r, head[prefixLen:]); err != nil {
-		return Header{}, nil, readError("header", err)
-	}
-	h, err := unmarshal(&head)
+	f, err := formatOf(Version(binary.LittleEndian.Uint16(prefix[offVersion:])))
 	if err != nil {
 		return Header{}, nil, err
 	}
-	return h, &head, nil
+	head := make([]byte, f.headerLen)
+	copy(head, prefix[:])
+	if _, err := io.ReadFull(r, head[prefixLen:]); err != nil {
+		return Header{}, nil, readError("header", err)
+	}
+	h, err := f.unmarshal(head)
+	if err != nil {
+		return Header{}, nil, err
+	}
+	return h, head, nil
 }
 
 // Verify reads one snapshot from r and checks it completely, as Decode

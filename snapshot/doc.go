@@ -22,7 +22,23 @@
 // allocates much more than the input really holds. CheckNormalization and
 // CheckDataset then say whether an intact snapshot may be used here
 // (ErrIncompatible). A refused snapshot is rebuilt from the source of
-// truth; its parameters are never guessed.
+// truth; its parameters are never guessed. Only bytes that were read and
+// are wrong get these sentinels: a read error of the file (EIO, say) is
+// returned wrapped as it came, and a path that is not a regular file is
+// ErrNotRegular.
+//
+// Decoding dispatches on the version through a table of formats
+// (format.go): a new version is an entry, not a fork of the decoder.
+//
+// # Large files and untrusted claims
+//
+// Verify and VerifyFile check a snapshot to its last byte while streaming
+// it (header, checksum, and the filter's health computed on the way) in
+// constant memory, whatever m the header claims. ReadClaim reads only the
+// header and the stored checksum, so that a loader can compare them with
+// what it trusts (package rebuild asks the database) before it reads and
+// allocates the payload. WriteFileCommit lets such a loader record the
+// checksum before the file is renamed into place.
 //
 // # Caveats
 //

@@ -37,13 +37,17 @@ func encode(w io.Writer, h Header, img *syncfilter.Image) (sum [checksumLen]byte
 	if h.UnicodeVersion == "" {
 		h.UnicodeVersion = normalize.UnicodeVersion()
 	}
-	head, err := h.marshal()
+	f, err := formatOf(MaxVersion)
+	if err != nil {
+		return sum, fmt.Errorf("encode snapshot: %w", err)
+	}
+	head, err := f.marshal(&h)
 	if err != nil {
 		return sum, fmt.Errorf("encode snapshot: %w", err)
 	}
 	hash := blake3.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, hash), chunkBytes)
-	_, _ = bw.Write(head[:]) // errors resurface at Flush
+	_, _ = bw.Write(head) // errors resurface at Flush
 	var buf [8]byte
 	for _, word := range img.Words() {
 		binary.LittleEndian.PutUint64(buf[:], word)

@@ -29,6 +29,32 @@ const (
 	MaxVersion = Version1 // newest version this package reads and the one it writes
 )
 
+// format is what this package knows of one version: the length of its
+// header and how to write and parse it. Reading dispatches on the version
+// through formats, so a new version is an entry here, not a fork of the
+// decoder (pebble's sstable TableFormat is the model). Everything after the
+// header (payload of m/8 bytes, 32-byte BLAKE3-256 checksum over header
+// and payload) is the same in every version so far.
+type format struct {
+	headerLen int
+	marshal   func(h *Header) ([]byte, error)
+	unmarshal func(b []byte) (Header, error)
+}
+
+// formats maps every version from MinVersion to MaxVersion to its format.
+var formats = map[Version]format{
+	Version1: {headerLen: headerLenV1, marshal: marshalV1, unmarshal: unmarshalV1},
+}
+
+// formatOf returns the format of v, or ErrUnsupportedVersion.
+func formatOf(v Version) (format, error) {
+	f, ok := formats[v]
+	if !ok || v < MinVersion || v > MaxVersion {
+		return format{}, fmt.Errorf("version %d, this program reads %d to %d: %w", v, MinVersion, MaxVersion, ErrUnsupportedVersion)
+	}
+	return f, nil
+}
+
 // Magic starts every snapshot. The high first byte and the CR LF, ^Z, LF
 // tail (after PNG) catch text-mode transfers and truncation to 7 bits.
 var Magic = [8]byte{0x89, 'S', 'F', 'B', '\r', '\n', 0x1a, '\n'}
@@ -78,12 +104,23 @@ type Header struct {
 // PayloadLen is the number of payload bytes: m/8.
 func (h *Header) PayloadLen() uint64 { return h.Params.M / 8 }
 
-// Size is the total encoded length: header, payload and checksum.
-func (h *Header) Size() uint64 { return headerLenV1 + h.PayloadLen() + checksumLen }
+// Size is the total encoded length: header, payload and checksum. A zero
+// Version means the version this package writes.
+func (h *Header) Size() uint64 {
+	v := h.Version
+	if v == 0 {
+		v = MaxVersion
+	}
+	f, err := formatOf(v)
+	if err != nil {
+		return 0
+	}
+	return uint64(f.headerLen) + h.PayloadLen() + checksumLen
+}
 
-// marshal writes the version 1 header, header checksum included.
-func (h *Header) marshal() ([headerLenV1]byte, error) {
-	var b [headerLenV1]byte
+// marshalV1 writes the version 1 header, header checksum included.
+func marshalV1(h *Header) ([]byte, error) {
+	b := make([]byte, headerLenV1)
 	if err := h.Params.Validate(); err != nil {
 		return b, fmt.Errorf("encode header: %w", err)
 	}
@@ -112,9 +149,10 @@ func (h *Header) marshal() ([headerLenV1]byte, error) {
 	return b, nil
 }
 
-// unmarshal parses a version 1 header whose magic and version were
-// checked, in a fixed order: header checksum, then each field.
-func unmarshal(b *[headerLenV1]byte) (Header, error) {
+// unmarshalV1 parses a version 1 header (len(b) == headerLenV1) whose
+// magic and version were checked, in a fixed order: header length, header
+// checksum, then each field.
+func unmarshalV1(b []byte) (Header, error) {
 	le := binary.LittleEndian
 	if n := le.Uint16(b[offHeaderLen:]); n != headerLenV1 {
 		return Header{}, fmt.Errorf("header length %d, version 1 has %d: %w", n, headerLenV1, ErrCorruptHeader)

@@ -234,7 +234,7 @@ func TestNotASnapshot(t *testing.T) {
 func forgeHeader(t testing.TB, m uint64) []byte {
 	p := testParams(t, 1)
 	h := Header{Params: p, Created: created, Policy: "nfc/1", UnicodeVersion: "15.0.0"}
-	b, err := h.marshal()
+	b, err := marshalV1(&h)
 	if err != nil {
 		t.Fatal(err)
 	}

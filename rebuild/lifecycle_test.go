@@ -1,0 +1,132 @@
+package rebuild
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// compactPast makes ix's filter impossible to catch up: another index on
+// the same database inserts rows, rebuilds and compacts the log past it.
+func compactPast(t *testing.T, path string) {
+	t.Helper()
+	other := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1})
+	insertIDs(t, rawDB(t, path), ids("compact", 50)...)
+	if err := other.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCloseWinsAgainstADroppingQuery forces the interleaving where a query
+// drops its filter (and would start a background rebuild) while Close
+// runs: nothing may start once Close began, and Close returns with no
+// goroutine of the index left.
+func TestCloseWinsAgainstADroppingQuery(t *testing.T) {
+	path := appDB(t, ids("seed", 500)...)
+	ix := open(t, appConfig(path))
+	compactPast(t, path)
+
+	reached, release := make(chan struct{}), make(chan struct{})
+	var started atomic.Int32
+	testHookDrop = func() { close(reached); <-release }
+	testHookBackground = func() { started.Add(1) }
+	t.Cleanup(func() { testHookDrop, testHookBackground = nil, nil })
+
+	queried := make(chan error, 1)
+	go func() {
+		_, err := ix.Fetched(context.Background(), "seed-0000001")
+		queried <- err
+	}()
+	<-reached // the query decided to drop its filter
+	closed := make(chan error, 1)
+	go func() { closed <- ix.Close(context.Background()) }()
+	for { // wait until Close has begun
+		ix.mu.Lock()
+		closing := ix.closing
+		ix.mu.Unlock()
+		if closing {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-queried; err != nil {
+		t.Fatalf("the query: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if n := started.Load(); n != 0 {
+		t.Fatalf("%d background rebuild(s) started after Close began", n)
+	}
+	if mode := ix.get().mode; mode != modeClosed {
+		t.Fatalf("state after Close: %v", mode)
+	}
+}
+
+// TestNoGoroutineOutlivesClose opens and closes the index many times with
+// queries in flight (and background rebuilds started by dropped filters):
+// afterwards no goroutine is left.
+func TestNoGoroutineOutlivesClose(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 2000)...)
+	cfg := appConfig(path)
+	warm := open(t, cfg) // first attach and snapshot, outside the count
+	if err := warm.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	baseline := runtime.NumGoroutine()
+	probe := append(ids("seed", 100), ids("never", 100)...)
+	for cycle := range 30 {
+		ix, err := Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for q := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					var err error
+					if q%2 == 0 {
+						_, err = ix.Missing(ctx, probe)
+					} else {
+						_, err = ix.Fetched(ctx, probe[q])
+					}
+					if errors.Is(err, ErrClosed) {
+						return
+					}
+					if err != nil {
+						t.Errorf("query: %v", err)
+						return
+					}
+				}
+			}()
+		}
+		if cycle%3 == 0 {
+			go func() { _ = ix.Rebuild(ctx) }() // a rebuild in flight too
+		}
+		time.Sleep(2 * time.Millisecond)
+		if err := ix.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > baseline {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), baseline, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
