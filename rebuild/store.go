@@ -46,7 +46,6 @@ type store struct {
 	mem *memAliases // read-only: aliases the library could not write to the alias table
 }
 
-
 // dsn builds a SQLite URI for path with the driver's options. '%', '?' and
 // '#' in the path are escaped so that they stay part of the file name.
 func dsn(path string, opts string) string {
