@@ -91,18 +91,22 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 		b        *syncfilter.Builder
 		capacity uint64
 		head     uint64
-		total    int64
+		counts   ScanCounts
+		total    int64 // text keys to read
 		done     int64
+		invalid  int64
 		aliases  [][2]string
 		batch    = make([]string, 0, batchKeys)
 		batches  = make(chan []string, 4)
 		built    = make(chan error, 1)
 	)
-	sized := func(gen uint64, rows int64) error {
-		head, total, capacity = gen, rows, ix.sizeFor(rows)
+	sized := func(gen uint64, c ScanCounts) error {
+		counts = c
+		total = c.Rows - c.SkippedNull - c.SkippedBlob
+		head, capacity = gen, ix.sizeFor(total)
 		params, err := syncfilter.NewParams(capacity, ix.cfg.FPR)
 		if err != nil {
-			return fmt.Errorf("size filter for %d rows: %w", rows, err)
+			return fmt.Errorf("size filter for %d rows: %w", total, err)
 		}
 		if b, err = syncfilter.NewBuilder(params); err != nil {
 			return err
@@ -154,6 +158,8 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 					return err
 				}
 			}
+		} else {
+			invalid++
 		}
 		if ix.cfg.Progress != nil && done%ix.cfg.ProgressEvery == 0 {
 			ix.cfg.Progress(done, total)
@@ -180,7 +186,8 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 	if ix.cfg.Progress != nil {
 		ix.cfg.Progress(done, max(total, done))
 	}
-	ix.m.scanned(done)
+	counts.Keys, counts.SkippedText = done-invalid, invalid
+	ix.m.scanned(counts)
 	f, err := syncfilter.Thaw(b.Image())
 	if err != nil {
 		return nil, err

@@ -3,8 +3,11 @@ package rebuild
 import (
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"time"
+
+	"github.com/syncfilter/syncfilter/snapshot"
 )
 
 // Config says where the source of truth is and how to size and keep the
@@ -56,6 +59,15 @@ type Config struct {
 	// stored spellings included. Update, MarkFetched, Rebuild and Save
 	// return ErrReadOnly. This is what `syncfilter check` uses.
 	ReadOnly bool
+
+	// SnapshotMode is the permission of snapshot files written. Default
+	// 0600 (snapshot.FileMode): only the writer's user reads it, which
+	// suits an app writing its own file. When the cron job runs as
+	// another user than the app, give the app read access (0640 with a
+	// shared group, or 0644): an app that cannot read the file serves
+	// from SQLite and rebuilds at every Open. The hash key in the file is
+	// a secret only if adversaries choose record ids.
+	SnapshotMode os.FileMode
 
 	// ReplaceForeignFile lets snapshot saves replace an existing file that
 	// is not a snapshot, or the snapshot of another dataset (by default
@@ -109,6 +121,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReadOnly {
 		c.NoSaveOnClose, c.NoBackgroundRebuild = true, true
+	}
+	if c.SnapshotMode == 0 {
+		c.SnapshotMode = snapshot.FileMode
+	}
+	if c.SnapshotMode&^os.ModePerm != 0 || c.SnapshotMode&0o600 != 0o600 {
+		return bad("snapshot mode %v: want a permission the owner can read and write", c.SnapshotMode)
 	}
 	if c.FPR == 0 {
 		c.FPR = 0.01

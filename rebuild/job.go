@@ -10,7 +10,8 @@ import (
 // Report describes a snapshot written by BuildSnapshot.
 type Report struct {
 	Snapshot   string        // the file written
-	Rows       int64         // rows scanned
+	Rows       int64         // rows of the table (Counts.Rows)
+	Counts     ScanCounts    // keys inserted and rows skipped, by reason
 	Generation uint64        // log generation the snapshot covers
 	M          uint64        // filter bits
 	K          uint32        // positions per key
@@ -55,11 +56,11 @@ func BuildSnapshot(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, fmt.Errorf("build snapshot: %w", err)
 	}
 	ix.m.mu.Lock()
-	rows := ix.m.lastRows
+	counts := ix.m.lastScan
 	ix.m.mu.Unlock()
 	p := s.f.Params()
 	return Report{
-		Snapshot: cfg.Snapshot, Rows: rows, Generation: ix.savedGen.Load(),
+		Snapshot: cfg.Snapshot, Rows: counts.Rows, Counts: counts, Generation: ix.savedGen.Load(),
 		M: p.M, K: p.K, Capacity: s.capacity, Bytes: info.Size(), Took: time.Since(start),
 	}, nil
 }

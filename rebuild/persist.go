@@ -176,7 +176,7 @@ func (ix *Index) save(ctx context.Context, s *serving) error {
 	}
 	h := snapshot.Header{Capacity: s.capacity, Generation: gen, DatasetID: ix.st.datasetID, Created: now()}
 	record := func(sum [32]byte) error { return ix.st.recordSnapshot(ctx, sum, gen, img.Params().M) }
-	if err := snapshot.WriteFileCommit(ix.cfg.Snapshot, h, img, record); err != nil {
+	if err := snapshot.WriteFileCommit(ix.cfg.Snapshot, h, img, ix.cfg.SnapshotMode, record); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
 	for old := ix.savedGen.Load(); old < gen && !ix.savedGen.CompareAndSwap(old, gen); old = ix.savedGen.Load() {

@@ -24,14 +24,23 @@ type metrics struct {
 	rebuilds    uint64
 	lastRebuild time.Time
 	lastTook    time.Duration
-	lastRows    int64 // rows read by the last successful scan
+	lastScan    ScanCounts // of the last successful scan
 	lastErr     error // of the last rebuild, or of a catch-up that forced one
 	snapErr     error // why the snapshot was not used at Open
 }
 
-func (m *metrics) scanned(rows int64) {
+// ScanCounts are what one full scan of the source found.
+type ScanCounts struct {
+	Rows        int64 // rows of the table
+	Keys        int64 // keys inserted into the filter
+	SkippedText int64 // text ids skipped: not valid UTF-8, or longer than MaxKeyBytes
+	SkippedBlob int64 // ids stored as BLOB (never equal to a text id)
+	SkippedNull int64 // rows whose id is NULL
+}
+
+func (m *metrics) scanned(c ScanCounts) {
 	m.mu.Lock()
-	m.lastRows = rows
+	m.lastScan = c
 	m.mu.Unlock()
 }
 

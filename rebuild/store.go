@@ -458,11 +458,12 @@ func (s *store) insertOwn(ctx context.Context, tx *sql.Tx, canon []string) error
 }
 
 // scan reads the source in one read transaction: first the generation and
-// the row count (handed to sized, before any row), then every key, in
-// table order, handed to row. The transaction fixes the database's state
+// the counts of rows (handed to sized, before any row), then every text
+// key, in table order, handed to row. NULL and BLOB ids are counted, not
+// read: no text query can equal them. The transaction fixes the database's state
 // at its first statement, which reads the generation: every row committed
 // up to it is scanned, everything later is in the log after it.
-func (s *store) scan(ctx context.Context, sized func(gen uint64, rows int64) error, row func(key string) error) error {
+func (s *store) scan(ctx context.Context, sized func(gen uint64, c ScanCounts) error, row func(key string) error) error {
 	tx, err := s.r.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("scan source: %w", err)
@@ -472,14 +473,16 @@ func (s *store) scan(ctx context.Context, sized func(gen uint64, rows int64) err
 	if err := tx.StmtContext(ctx, s.headStmt).QueryRowContext(ctx).Scan(&head, &floor); err != nil {
 		return fmt.Errorf("scan source: %w", err)
 	}
-	total, err := s.countRows(ctx, tx)
-	if err != nil {
+	var c ScanCounts
+	var ids int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), count(`+s.qCol+`), coalesce(sum(typeof(`+s.qCol+`) = 'blob'), 0) FROM `+s.qTable).Scan(&c.Rows, &ids, &c.SkippedBlob); err != nil {
 		return fmt.Errorf("scan source: %w", err)
 	}
-	if err := sized(uint64(head), total); err != nil {
+	c.SkippedNull = c.Rows - ids
+	if err := sized(uint64(head), c); err != nil {
 		return err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE `+s.qCol+` IS NOT NULL`)
+	rows, err := tx.QueryContext(ctx, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE typeof(`+s.qCol+`) = 'text'`)
 	if err != nil {
 		return fmt.Errorf("scan source: %w", err)
 	}

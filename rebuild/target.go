@@ -82,8 +82,10 @@ func resolved(p string) string {
 	return filepath.Join(dir, base)
 }
 
-// checkTargetDir makes sure the snapshot's directory exists, so that a job
-// whose only product is the file fails before it scans, not after.
+// checkTargetDir makes sure a snapshot can be created in the target's
+// directory (it exists, is a directory, and a file can be created in it:
+// a probe file is created and removed), so that a job whose only product
+// is the file fails before it scans, not after.
 func checkTargetDir(target string) error {
 	dir := filepath.Dir(target)
 	d, err := os.Stat(dir)
@@ -93,5 +95,11 @@ func checkTargetDir(target string) error {
 	if !d.IsDir() {
 		return fmt.Errorf("check snapshot path %s: %s is not a directory: %w", target, dir, ErrUnsafeTarget)
 	}
+	probe, err := os.CreateTemp(dir, filepath.Base(target)+".probe-*")
+	if err != nil {
+		return fmt.Errorf("check snapshot path %s: cannot create files in %s: %w", target, dir, err)
+	}
+	_ = probe.Close()
+	_ = os.Remove(probe.Name())
 	return nil
 }

@@ -37,17 +37,21 @@ var testHookChunkWritten func()
 // new one at path, never a mix; the temporary file is removed on error,
 // and ones left by crashed writers are swept (see StaleTemp).
 func WriteFile(path string, h Header, img *syncfilter.Image) error {
-	return WriteFileCommit(path, h, img, nil)
+	return WriteFileCommit(path, h, img, FileMode, nil)
 }
 
-// WriteFileCommit is WriteFile with a last step before the rename: commit
+// WriteFileCommit is WriteFile with the file's permission (mode; 0 means
+// FileMode) and a last step before the rename: commit
 // receives the checksum of the complete, synced temporary file, and an
 // error from it removes the file and leaves path as it was. A loader that
 // trusts only snapshots it has a record of (package rebuild records them
 // in the database) records the checksum there: a crash after the record
 // and before the rename leaves a record of a file that never appeared,
 // which vouches for nothing.
-func WriteFileCommit(path string, h Header, img *syncfilter.Image, commit func(sum [32]byte) error) (err error) {
+func WriteFileCommit(path string, h Header, img *syncfilter.Image, mode os.FileMode, commit func(sum [32]byte) error) (err error) {
+	if mode == 0 {
+		mode = FileMode
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -63,7 +67,7 @@ func WriteFileCommit(path string, h Header, img *syncfilter.Image, commit func(s
 			_ = os.Remove(tmp.Name())
 		}
 	}()
-	if err := tmp.Chmod(FileMode); err != nil && runtime.GOOS != "windows" {
+	if err := tmp.Chmod(mode.Perm()); err != nil && runtime.GOOS != "windows" {
 		return fmt.Errorf("chmod temp file: %w", err)
 	}
 	var w io.Writer = tmp

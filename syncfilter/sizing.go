@@ -34,6 +34,13 @@ func blockedFPR(n, blocks float64, k uint32) float64 {
 func plan(n uint64, fpr float64) (blocks uint64, k uint32, ok bool) {
 	const maxBlocks = MaxBits / BlockBits
 	nf := float64(n)
+	// No Bloom filter of m bits holds n keys below 0.6185^(m/n), the rate
+	// at the best k (unblocked; blocking only adds): refuse at once
+	// whatever is hopeless, instead of summing Poisson terms around a huge
+	// mean.
+	if math.Pow(0.6185, MaxBits/nf) > fpr {
+		return 0, 0, false
+	}
 	for kk := uint32(1); kk <= MaxK; kk++ {
 		if blockedFPR(nf, maxBlocks, kk) > fpr {
 			continue

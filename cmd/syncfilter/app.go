@@ -9,16 +9,20 @@ import (
 	"os"
 	"strings"
 
+	"golang.org/x/term"
+
 	"github.com/syncfilter/syncfilter/rebuild"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
-// Exit codes.
+// Exit codes, documented in the README and in `syncfilter help`.
 const (
 	exitOK       = 0
-	exitFailure  = 1 // runtime failure: missing file, SQLite error
-	exitUsage    = 2 // bad flag or argument
-	exitSnapshot = 3 // the snapshot is invalid
+	exitFailure  = 1 // runtime failure: missing file, I/O or SQLite error
+	exitUsage    = 2 // bad command, flag or argument
+	exitSnapshot = 3 // the snapshot is invalid, or intact but unusable by this build
+	exitInvalid  = 4 // query, check: some keys were invalid (each answered "invalid"); the others were answered
+	exitMissing  = 5 // check --exit-code: some keys are missing (and none was invalid)
 )
 
 // usageError marks an error as the caller's: a bad flag or argument.
@@ -30,18 +34,29 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
+// exitError ends a command with a given status after it printed its
+// output (some keys invalid or missing): not a failure to report.
+type exitError struct {
+	code int
+	msg  string // printed on stderr unless empty
+}
+
+func (e *exitError) Error() string { return e.msg }
+
 // app holds the process's streams; every subcommand writes through it.
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	terminal       bool // stderr is a terminal: draw progress bars
+	width          int  // its width in columns (terminal only)
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
-	if f, ok := stderr.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			a.terminal = true
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		a.terminal = true
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			a.width = w
 		}
 	}
 	return a
@@ -49,6 +64,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
 
 type command struct {
 	name, args, summary string
+	examples            []string
 	run                 func(a *app, ctx context.Context, args []string) error
 }
 
@@ -56,46 +72,86 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"rebuild", "--db PATH --table NAME --column NAME --out FILE [--fpr P] [--capacity N] [--headroom H] [--force] [--allow-unindexed] [--json]",
-			"scan the table and atomically replace the snapshot FILE (the cron job)", (*app).rebuild},
-		{"inspect", "FILE [--json]", "print a snapshot's header and health", (*app).inspect},
-		{"verify", "FILE", "exit 0 if the snapshot is valid and usable by this build, else print why and exit 3", (*app).verify},
-		{"query", "FILE [-0] [KEY...]", "print maybe or absent for each key (arguments, or stdin lines)", (*app).query},
-		{"check", "--db PATH --table NAME --column NAME [--snapshot FILE] [-0] [KEY...]",
-			"print fetched or missing for each key: the definitive answer (read-only)", (*app).check},
+		{"rebuild", "--db PATH --table NAME --column NAME --out FILE [flags]",
+			"scan the table and atomically replace the snapshot FILE (the cron job)",
+			[]string{
+				"syncfilter rebuild --db app.db --table records --column id --out records.sfb",
+				"syncfilter rebuild --db app.db --table records --column id --out records.sfb --json --metrics-file /var/lib/node_exporter/syncfilter.prom",
+			}, (*app).rebuild},
+		{"status", "--db PATH --table NAME --column NAME [--snapshot FILE] [--json]",
+			"show what the library keeps in the database and whether the snapshot is usable (read-only)",
+			[]string{"syncfilter status --db app.db --table records --column id --snapshot records.sfb"}, (*app).status},
+		{"inspect", "FILE [--json]", "print a snapshot's header and health (streams the file)",
+			[]string{"syncfilter inspect records.sfb", "syncfilter inspect records.sfb --json"}, (*app).inspect},
+		{"verify", "FILE", "exit 0 if the snapshot is valid and usable by this build, else print why and exit 3",
+			[]string{"syncfilter verify records.sfb && echo ok"}, (*app).verify},
+		{"query", "FILE [-0] [--json] [KEY...]", "print maybe or absent for each key (arguments, or stdin as it arrives)",
+			[]string{"syncfilter query records.sfb id-1 id-2", "cut -f1 ids.tsv | syncfilter query records.sfb --json"}, (*app).query},
+		{"check", "--db PATH --table NAME --column NAME [--snapshot FILE] [-0] [--json] [--exit-code] [KEY...]",
+			"print fetched or missing for each key: the definitive answer (read-only)",
+			[]string{
+				"syncfilter check --db app.db --table records --column id id-1 id-2",
+				"syncfilter check --db app.db --table records --column id --snapshot records.sfb --exit-code < ids.txt",
+			}, (*app).check},
 		{"detach", "--db PATH --table NAME --column NAME [--snapshot FILE]",
-			"remove the filter's tables, triggers and record from the database (and its snapshot FILE)", (*app).detach},
-		{"demo", "[--dir DIR]", "seed a SQLite database, build a filter and sync pages of ids", (*app).demo},
-		{"help", "[COMMAND]", "show this help, or a command's", (*app).help},
+			"remove the filter's tables, triggers and record from the database (and its snapshot FILE)",
+			[]string{"syncfilter detach --db app.db --table records --column id --snapshot records.sfb"}, (*app).detach},
+		{"demo", "[--dir DIR] [--records N]", "seed a SQLite database, build a filter and sync pages of ids",
+			[]string{"syncfilter demo", "syncfilter demo --dir /tmp/sf --records 50000"}, (*app).demo},
+		{"version", "", "print the versions of this build: module, formats, normalization, SQLite",
+			[]string{"syncfilter version", "syncfilter --version"}, (*app).version},
+		{"help", "[COMMAND]", "show this help, or a command's", []string{"syncfilter help rebuild"}, (*app).help},
 	}
 }
 
 func (a *app) run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
-		a.usage()
+		a.usage(a.stderr)
 		return exitUsage
 	}
 	name := args[0]
-	if name == "-h" || name == "-help" || name == "--help" {
+	switch name {
+	case "-h", "-help", "--help":
 		name = "help"
+	case "-version", "--version", "-V":
+		name = "version"
 	}
 	for _, c := range commands {
 		if c.name == name {
 			return a.exit(c.name, c.run(a, ctx, args[1:]))
 		}
 	}
-	fmt.Fprintf(a.stderr, "syncfilter: unknown command %q (run syncfilter help)\n", name)
+	msg := fmt.Sprintf("syncfilter: unknown command %q", name)
+	if s := nearest(name, commandNames()); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	fmt.Fprintln(a.stderr, msg)
+	fmt.Fprintln(a.stderr, "run syncfilter help")
 	return exitUsage
 }
 
-// exit prints err in one line and maps it to an exit code.
+func commandNames() []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return names
+}
+
+// exit prints err in one line on stderr and maps it to an exit status.
 func (a *app) exit(cmd string, err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	var ue *usageError
+	var ee *exitError
 	code := exitFailure
 	switch {
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintf(a.stderr, "syncfilter %s: %s\n", cmd, ee.msg)
+		}
+		return ee.code
 	case errors.As(err, &ue), errors.Is(err, rebuild.ErrBadName), errors.Is(err, rebuild.ErrBadConfig):
 		code = exitUsage
 	case isInvalidSnapshot(err):
@@ -103,13 +159,18 @@ func (a *app) exit(cmd string, err error) int {
 	case errors.Is(err, context.Canceled):
 		err = errors.New("interrupted")
 	}
-	fmt.Fprintf(a.stderr, "syncfilter %s: %s\n", cmd, oneLine(err.Error()))
+	// The library names its own step ("rebuild: ..."): say it once.
+	msg := strings.TrimPrefix(oneLine(err.Error()), cmd+": ")
+	fmt.Fprintf(a.stderr, "syncfilter %s: %s\n", cmd, msg)
 	if code == exitUsage {
 		fmt.Fprintf(a.stderr, "run syncfilter help %s\n", cmd)
 	}
 	return code
 }
 
+// isInvalidSnapshot reports whether err is a verdict on a snapshot's
+// bytes (read whole and wrong, or intact and unusable here), as opposed
+// to a failure to read it.
 func isInvalidSnapshot(err error) bool {
 	for _, s := range []error{snapshot.ErrNotSnapshot, snapshot.ErrUnsupportedVersion, snapshot.ErrTruncated,
 		snapshot.ErrCorruptHeader, snapshot.ErrChecksum, snapshot.ErrTrailingData, snapshot.ErrIncompatible} {
@@ -122,50 +183,131 @@ func isInvalidSnapshot(err error) bool {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func (a *app) usage() {
-	fmt.Fprintln(a.stderr, "usage: syncfilter COMMAND [ARGS]")
-	fmt.Fprintln(a.stderr)
+// usage prints the list of commands.
+func (a *app) usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: syncfilter COMMAND [ARGS]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "A persisted Bloom filter in front of a SQLite table of fetched record ids.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands {
-		fmt.Fprintf(a.stderr, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(a.stderr)
-	fmt.Fprintln(a.stderr, "Run syncfilter help COMMAND, or syncfilter COMMAND -h, for its flags.")
-	fmt.Fprintln(a.stderr, "Exit codes: 0 success, 1 runtime failure, 2 usage error, 3 invalid snapshot.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run syncfilter help COMMAND, or syncfilter COMMAND --help, for its flags and examples.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Exit status: 0 success; 1 runtime failure (missing file, I/O or SQLite error);")
+	fmt.Fprintln(w, "2 usage error; 3 invalid snapshot, or one this build cannot use; 4 some keys invalid")
+	fmt.Fprintln(w, "(query, check: the others were answered); 5 some keys missing (check --exit-code).")
 }
 
 func (a *app) help(_ context.Context, args []string) error {
-	if len(args) == 0 {
-		a.usage()
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		a.usage(a.stdout)
 		return nil
 	}
 	for _, c := range commands {
-		if c.name == args[0] && c.name != "help" {
-			return c.run(a, context.Background(), []string{"-h"})
+		if c.name == args[0] {
+			return c.run(a, context.Background(), []string{"--help"})
 		}
 	}
-	if args[0] == "help" {
-		a.usage()
-		return nil
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if s := nearest(args[0], commandNames()); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
-	return usagef("unknown command %q", args[0])
+	return usagef("%s", msg)
 }
 
-// flags returns a flag set for cmd whose -h prints the command's usage.
+// flags returns a flag set for cmd whose --help prints the command's
+// usage, flags and examples on stdout.
 func (a *app) flags(cmd string) *flag.FlagSet {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(a.stderr)
-	fs.Usage = func() {
-		for _, c := range commands {
-			if c.name == cmd {
-				fmt.Fprintf(a.stderr, "usage: syncfilter %s %s\n\n%s.\n", c.name, c.args, strings.ToUpper(c.summary[:1])+c.summary[1:])
-			}
+	fs.SetOutput(io.Discard) // parse reports errors itself
+	fs.Usage = func() { a.commandHelp(fs, cmd) }
+	return fs
+}
+
+func (a *app) commandHelp(fs *flag.FlagSet, cmd string) {
+	w := a.stdout
+	for _, c := range commands {
+		if c.name != cmd {
+			continue
 		}
+		fmt.Fprintf(w, "usage: syncfilter %s %s\n\n%s.\n", c.name, c.args, strings.ToUpper(c.summary[:1])+c.summary[1:])
 		hasFlags := false
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 		if hasFlags {
-			fmt.Fprintln(a.stderr, "\nFlags:")
-			fs.PrintDefaults()
+			fmt.Fprintln(w, "\nFlags:")
+			printFlags(w, fs)
+		}
+		if len(c.examples) > 0 {
+			fmt.Fprintln(w, "\nExamples:")
+			for _, e := range c.examples {
+				fmt.Fprintf(w, "  %s\n", e)
+			}
 		}
 	}
-	return fs
+}
+
+// printFlags lists the flags as they are typed: --name (one dash for the
+// one-letter -0).
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		name, usage := flag.UnquoteUsage(f)
+		line := "  " + dash + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			line += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w, line)
+	})
+}
+
+// nearest returns the candidate closest to s by edit distance, if close
+// enough to be a plausible typo.
+func nearest(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		if d := editDistance(s, c); bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" || bestD > max(1, len(best)/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Damerau–Levenshtein distance (adjacent swaps count
+// one), so that "rebiuld" is one step from "rebuild".
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild"
 )
@@ -15,6 +17,10 @@ func (a *app) check(ctx context.Context, args []string) error {
 	column := fs.String("column", "", "key column `name`")
 	snap := fs.String("snapshot", "", "snapshot `file` to load, verify and catch up (without it, SQLite answers alone)")
 	nul := fs.Bool("0", false, "keys on stdin are NUL-separated; so are the output records")
+	asJSON := fs.Bool("json", false, `print one JSON object per key: {"key": ..., "answer": ...}`)
+	exitCode := fs.Bool("exit-code", false, "exit with status 5 if any key is missing")
+	busy := 5 * time.Second
+	fs.Var(duration{&busy}, "busy-timeout", "how long to wait for a lock held by another process")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -22,13 +28,9 @@ func (a *app) check(ctx context.Context, args []string) error {
 	if err := required(fs, "db", "table", "column"); err != nil {
 		return err
 	}
-	keys, err := a.readKeys(pos, *nul)
-	if err != nil {
-		return err
-	}
 	// Read-only: check changes nothing in the database or on disk.
 	ix, err := rebuild.Open(ctx, rebuild.Config{
-		Path: *db, Table: *table, Column: *column, Snapshot: *snap, ReadOnly: true,
+		Path: *db, Table: *table, Column: *column, Snapshot: *snap, ReadOnly: true, BusyTimeout: busy,
 	})
 	if err != nil {
 		return err
@@ -40,19 +42,52 @@ func (a *app) check(ctx context.Context, args []string) error {
 	case *snap != "" && st.SnapshotError != nil:
 		fmt.Fprintf(a.stderr, "syncfilter check: snapshot not used, answering from SQLite: %s\n", oneLine(st.SnapshotError.Error()))
 	}
-	missing, err := ix.Missing(ctx, keys)
+	out := &output{w: bufio.NewWriter(a.stdout), nul: *nul, json: *asJSON, stderr: a.stderr, cmd: "check"}
+	missingAny := false
+	texts := make([]string, 0, batchKeys)
+	err = a.streamKeys(pos, *nul, func(batch []key) error {
+		texts = texts[:0]
+		for _, k := range batch {
+			if k.tooLong { // only its first bytes were kept: never ask about them
+				texts = append(texts, "\xff")
+				continue
+			}
+			texts = append(texts, k.text)
+		}
+		missing, err := ix.Missing(ctx, texts)
+		bad := map[int]error{}
+		var ike *rebuild.InvalidKeysError
+		if errors.As(err, &ike) {
+			for _, ke := range ike.Keys {
+				bad[ke.Index] = ke.Err
+			}
+		} else if err != nil {
+			return err
+		}
+		next := 0
+		for i, k := range batch {
+			if next < len(missing) && missing[next] == texts[i] {
+				next++
+				if why, isBad := bad[i]; isBad {
+					out.reject(k, why)
+					continue
+				}
+				missingAny = true
+				out.answer(k.text, "missing")
+				continue
+			}
+			out.answer(k.text, "fetched")
+		}
+		return out.w.Flush()
+	})
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(a.stdout)
-	next := 0
-	for _, k := range keys {
-		verdict := "fetched"
-		if next < len(missing) && missing[next] == k {
-			verdict = "missing"
-			next++
-		}
-		a.answer(w, verdict, k, *nul)
+	if err := out.done(); err != nil {
+		return err
 	}
-	return w.Flush()
+	if *exitCode && missingAny {
+		return &exitError{code: exitMissing}
+	}
+	return nil
 }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
 func (a *app) query(_ context.Context, args []string) error {
 	fs := a.flags("query")
 	nul := fs.Bool("0", false, "keys on stdin are NUL-separated; so are the output records")
+	asJSON := fs.Bool("json", false, `print one JSON object per key: {"key": ..., "answer": ...}`)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -18,28 +20,51 @@ func (a *app) query(_ context.Context, args []string) error {
 	if len(pos) == 0 {
 		return usagef("want a snapshot FILE, then keys (or keys on stdin)")
 	}
-	keys, err := a.readKeys(pos[1:], *nul)
-	if err != nil {
-		return err
-	}
 	s, err := snapshot.ReadFile(pos[0])
 	if err != nil {
 		return err
 	}
 	if err := s.CheckNormalization(); err != nil {
-		fmt.Fprintf(a.stderr, "syncfilter query: warning: %v; answers may be wrong for keys with characters new in one of the versions\n", err)
+		return fmt.Errorf("%s is intact but unusable here: %w", pos[0], err)
 	}
-	maybe, err := s.Image.MightContainBatch(make([]bool, 0, len(keys)), keys)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	w := bufio.NewWriter(a.stdout)
-	for i, k := range keys {
-		verdict := "absent"
-		if maybe[i] {
-			verdict = "maybe"
+	out := &output{w: bufio.NewWriter(a.stdout), nul: *nul, json: *asJSON, stderr: a.stderr, cmd: "query"}
+	maybe := make([]bool, 0, batchKeys)
+	valid := make([]string, 0, batchKeys)
+	err = a.streamKeys(pos[1:], *nul, func(batch []key) error {
+		valid = valid[:0]
+		bad := make(map[int]error)
+		for i, k := range batch {
+			if k.tooLong {
+				bad[i] = nil
+				continue
+			}
+			if _, err := normalize.String(k.text); err != nil {
+				bad[i] = err
+				continue
+			}
+			valid = append(valid, k.text)
 		}
-		a.answer(w, verdict, k, *nul)
+		var err error
+		if maybe, err = s.Image.MightContainBatch(maybe[:0], valid); err != nil {
+			return err
+		}
+		j := 0
+		for i, k := range batch {
+			if why, isBad := bad[i]; isBad {
+				out.reject(k, why)
+				continue
+			}
+			verdict := "absent"
+			if maybe[j] {
+				verdict = "maybe"
+			}
+			j++
+			out.answer(k.text, verdict)
+		}
+		return out.w.Flush()
+	})
+	if err != nil {
+		return err
 	}
-	return w.Flush()
+	return out.done()
 }

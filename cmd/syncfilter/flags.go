@@ -4,13 +4,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // parse sets the flags of fs found anywhere in args (before or after the
 // positional arguments, as in `inspect FILE --json`) and returns the
-// positional arguments. "--" ends the flags: every later argument is
-// positional, even one starting with "-". "-h" prints the usage.
+// positional arguments. Flags are written --name or --name=value (one
+// dash works too); "--" ends the flags: every later argument is
+// positional, even one starting with "-". -h and --help print the
+// command's help on stdout.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for i := 0; i < len(args); i++ {
@@ -29,19 +34,25 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		f := fs.Lookup(name)
 		if f == nil {
-			return nil, usagef("unknown flag %s", arg)
+			msg := fmt.Sprintf("unknown flag %s", arg)
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			if s := nearest(name, names); s != "" {
+				msg += fmt.Sprintf("; did you mean --%s?", s)
+			}
+			return nil, usagef("%s", msg)
 		}
 		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() && !hasValue {
 			value = "true"
 		} else if !hasValue {
 			if i+1 >= len(args) {
-				return nil, usagef("flag %s needs a value", arg)
+				return nil, usagef("flag --%s needs a value", name)
 			}
 			i++
 			value = args[i]
 		}
 		if err := fs.Set(name, value); err != nil {
-			return nil, usagef("invalid value %q for flag -%s: %v", value, name, unwrapAll(err))
+			return nil, usagef("invalid value %q for flag --%s: %v", value, name, unwrapAll(err))
 		}
 	}
 	return pos, nil
@@ -57,14 +68,21 @@ func unwrapAll(err error) error {
 	}
 }
 
-// required reports the first of the named string flags left empty.
+// required reports every named string flag left empty, at once.
 func required(fs *flag.FlagSet, names ...string) error {
+	var missing []string
 	for _, n := range names {
 		if fs.Lookup(n).Value.String() == "" {
-			return usagef("flag --%s is required", n)
+			missing = append(missing, "--"+n)
 		}
 	}
-	return nil
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return usagef("flag %s is required", missing[0])
+	}
+	return usagef("flags %s are required", strings.Join(missing, ", "))
 }
 
 // exactly checks the count of positional arguments.
@@ -75,21 +93,106 @@ func exactly(pos []string, n int, what string) error {
 	return nil
 }
 
-// fraction is a float flag constrained to (0, 1).
+// Flag values that parse the whole argument strictly: "0.5x" or "1e3junk"
+// are refused, not read as their prefix.
+
+// fraction is a number in (0, 1).
 type fraction struct{ v *float64 }
 
 func (f fraction) String() string {
 	if f.v == nil {
 		return ""
 	}
-	return fmt.Sprint(*f.v)
+	return strconv.FormatFloat(*f.v, 'g', -1, 64)
 }
 
 func (f fraction) Set(s string) error {
-	var x float64
-	if _, err := fmt.Sscan(s, &x); err != nil || !(x > 0 && x < 1) {
-		return fmt.Errorf("want a number between 0 and 1")
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(x > 0 && x < 1) {
+		return fmt.Errorf("want a number between 0 and 1, exclusive")
 	}
 	*f.v = x
+	return nil
+}
+
+// bounded is a finite number in [lo, hi].
+type bounded struct {
+	v      *float64
+	lo, hi float64
+}
+
+func (b bounded) String() string {
+	if b.v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*b.v, 'g', -1, 64)
+}
+
+func (b bounded) Set(s string) error {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(x) || x < b.lo || x > b.hi {
+		return fmt.Errorf("want a number from %g to %g", b.lo, b.hi)
+	}
+	*b.v = x
+	return nil
+}
+
+// count is a whole number in [0, hi].
+type count struct {
+	v  *uint64
+	hi uint64
+}
+
+func (c count) String() string {
+	if c.v == nil {
+		return ""
+	}
+	return strconv.FormatUint(*c.v, 10)
+}
+
+func (c count) Set(s string) error {
+	x, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || x > c.hi {
+		return fmt.Errorf("want a whole number from 0 to %d", c.hi)
+	}
+	*c.v = x
+	return nil
+}
+
+// duration is a Go duration ("5s", "250ms") in [0, 1h].
+type duration struct{ v *time.Duration }
+
+func (d duration) String() string {
+	if d.v == nil {
+		return ""
+	}
+	return d.v.String()
+}
+
+func (d duration) Set(s string) error {
+	x, err := time.ParseDuration(s)
+	if err != nil || x < 0 || x > time.Hour {
+		return fmt.Errorf("want a duration such as 5s or 250ms, at most 1h")
+	}
+	*d.v = x
+	return nil
+}
+
+// fileMode is an octal permission such as 0644.
+type fileMode struct{ v *uint32 }
+
+func (m fileMode) String() string {
+	if m.v == nil {
+		return ""
+	}
+	return fmt.Sprintf("%04o", *m.v)
+}
+
+func (m fileMode) Set(s string) error {
+	x, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || x > 0o777 || x&0o600 != 0o600 {
+		return fmt.Errorf("want an octal permission from 0600 to 0777 that the owner can read and write")
+	}
+	*m.v = uint32(x)
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,84 +12,214 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/syncfilter/syncfilter/normalize"
+	"github.com/syncfilter/syncfilter/rebuild"
 )
 
-// maxKeyBytes bounds one key read from stdin, so that a stream without a
-// separator cannot grow memory without bound.
-const maxKeyBytes = 1 << 20
+// maxKeyBytes is the longest key query and check accept: the library's
+// limit, applied exactly (a key of exactly this many bytes is accepted).
+const maxKeyBytes = rebuild.MaxKeyBytes
 
-// readKeys returns the keys to answer: the positional arguments if any,
-// else stdin split on newlines (a trailing CR is dropped) or, with nul, on
-// NUL bytes. Every key must be valid UTF-8.
-func (a *app) readKeys(args []string, nul bool) ([]string, error) {
-	keys := args
-	if len(keys) == 0 {
-		var err error
-		if keys, err = splitInput(a.stdin, nul); err != nil {
-			return nil, err
-		}
-	}
-	for i, k := range keys {
-		if _, err := normalize.String(k); err != nil {
-			return nil, usagef("key %d (%s): %v", i+1, display(k), err)
-		}
-	}
-	return keys, nil
+// Batches of keys are answered together, for speed, but never held back
+// waiting for more input: a batch ends at batchKeys keys, batchBytes
+// bytes, or as soon as no further key is already waiting.
+const (
+	batchKeys  = 4096
+	batchBytes = 1 << 20
+)
+
+// key is one input record: its text, and why it cannot be a key (too
+// long: only its first bytes are kept).
+type key struct {
+	text    string
+	tooLong bool
 }
 
-func splitInput(r io.Reader, nul bool) ([]string, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), maxKeyBytes)
-	if nul {
-		sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-			if i := bytes.IndexByte(data, 0); i >= 0 {
-				return i + 1, data[:i], nil
+// streamKeys hands the keys to answer to each, in batches: the arguments
+// if any, else stdin as it arrives (split on newlines, a trailing CR
+// dropped, or with nul on NUL bytes). Memory stays bounded whatever the
+// input: one batch and a short queue.
+func (a *app) streamKeys(args []string, nul bool, each func([]key) error) error {
+	if len(args) > 0 {
+		for len(args) > 0 {
+			n := min(len(args), batchKeys)
+			batch := make([]key, n)
+			for i, k := range args[:n] {
+				batch[i] = key{text: k, tooLong: len(k) > maxKeyBytes}
 			}
-			if atEOF && len(data) > 0 {
-				return len(data), data, nil
+			if err := each(batch); err != nil {
+				return err
 			}
-			return 0, nil, nil
-		})
-	}
-	var keys []string
-	for sc.Scan() {
-		k := sc.Text()
-		if !nul {
-			k = strings.TrimSuffix(k, "\r")
+			args = args[n:]
 		}
-		keys = append(keys, k)
+		return nil
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, usagef("read keys: a key longer than %d bytes", maxKeyBytes)
+	keys := make(chan key, 256)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(keys)
+		readErr <- readKeys(a.stdin, nul, keys)
+	}()
+	for first := range keys {
+		batch, size := []key{first}, len(first.text)
+	more:
+		for len(batch) < batchKeys && size < batchBytes {
+			select {
+			case k, ok := <-keys:
+				if !ok {
+					break more
+				}
+				batch, size = append(batch, k), size+len(k.text)
+			default:
+				break more // input ran dry: answer what we have now
+			}
 		}
-		return nil, fmt.Errorf("read keys: %w", err)
+		if err := each(batch); err != nil {
+			go func() { // let the reader finish into the void
+				for range keys {
+				}
+			}()
+			return err
+		}
 	}
-	return keys, nil
+	if err := <-readErr; err != nil {
+		return fmt.Errorf("read keys: %w", err)
+	}
+	return nil
 }
 
-// answer writes one result record: the verdict, a tab, the key. Records end
-// with a newline, or with NUL when the keys came NUL-separated. In
-// newline mode a key holding control characters is written quoted, so
-// that every record stays on one line.
-func (a *app) answer(w *bufio.Writer, verdict, key string, nul bool) {
-	w.WriteString(verdict)
-	w.WriteByte('\t')
+// readKeys splits r into keys and sends them. A line longer than
+// maxKeyBytes is sent as tooLong with its first bytes only; the rest of it
+// is skipped without being held.
+func readKeys(r io.Reader, nul bool, out chan<- key) error {
+	delim := byte('\n')
 	if nul {
-		w.WriteString(key)
-		w.WriteByte(0)
+		delim = 0
+	}
+	br := bufio.NewReaderSize(r, maxKeyBytes+2) // the key, a CR, the delimiter
+	for {
+		line, err := br.ReadSlice(delim)
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			out <- key{text: string(line[:64]), tooLong: true}
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice(delim)
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		case errors.Is(err, io.EOF):
+			if len(line) > 0 {
+				out <- toKey(line, nul)
+			}
+			return nil
+		case err != nil:
+			return err
+		}
+		out <- toKey(line[:len(line)-1], nul)
+	}
+}
+
+func toKey(b []byte, nul bool) key {
+	if !nul {
+		b = bytes.TrimSuffix(b, []byte{'\r'})
+	}
+	return key{text: string(b), tooLong: len(b) > maxKeyBytes}
+}
+
+// output writes one record per key, text or JSON.
+type output struct {
+	w       *bufio.Writer
+	nul     bool // records end with NUL; keys are written raw
+	json    bool
+	invalid int // keys answered "invalid"
+	keys    int
+	stderr  io.Writer
+	cmd     string
+}
+
+// answer writes the verdict for k.
+func (o *output) answer(k string, verdict string) {
+	o.keys++
+	if o.json {
+		b, _ := json.Marshal(struct {
+			Key    string `json:"key"`
+			Answer string `json:"answer"`
+		}{k, verdict})
+		o.w.Write(b)
+		o.w.WriteByte('\n')
 		return
 	}
-	w.WriteString(display(key))
-	w.WriteByte('\n')
+	o.w.WriteString(verdict)
+	o.w.WriteByte('\t')
+	if o.nul {
+		o.w.WriteString(k)
+		o.w.WriteByte(0)
+		return
+	}
+	o.w.WriteString(display(k))
+	o.w.WriteByte('\n')
 }
 
-// display returns key as is, or Go-quoted if it holds a control character
-// or is not valid UTF-8.
-func display(key string) string {
-	if !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0 {
-		return strconv.Quote(key)
+// reject writes an "invalid" record for k and says why on stderr.
+func (o *output) reject(k key, why error) {
+	o.invalid++
+	text := k.text
+	if k.tooLong {
+		why = fmt.Errorf("longer than %d bytes", maxKeyBytes)
 	}
-	return key
+	fmt.Fprintf(o.stderr, "syncfilter %s: key %d (%s%s): %v\n", o.cmd, o.keys+1, display(text), map[bool]string{true: "...", false: ""}[k.tooLong], why)
+	if o.json {
+		b, _ := json.Marshal(struct {
+			Key    string `json:"key"`
+			Answer string `json:"answer"`
+			Error  string `json:"error"`
+		}{text, "invalid", why.Error()})
+		o.keys++
+		o.w.Write(b)
+		o.w.WriteByte('\n')
+		return
+	}
+	if k.tooLong && !o.nul {
+		o.keys++
+		o.w.WriteString("invalid\t" + strconv.Quote(text) + "...\n")
+		return
+	}
+	o.answer(text, "invalid")
+}
+
+// done returns the run's outcome once every key was answered.
+func (o *output) done() error {
+	if err := o.w.Flush(); err != nil {
+		return err
+	}
+	if o.invalid > 0 {
+		return &exitError{code: exitInvalid, msg: fmt.Sprintf("%d of %d keys invalid (answered \"invalid\"; the others were answered)", o.invalid, o.keys)}
+	}
+	return nil
+}
+
+// display returns a key as printed in text records: as is, unless it is
+// empty, begins or ends with a space, or holds a double quote, a control
+// character (C0, DEL, C1), U+2028, U+2029, or bytes that are not UTF-8;
+// then it is printed double-quoted with Go escapes (strconv.Quote), which
+// strconv.Unquote reverses. A printed key that starts with a double quote
+// is therefore always a quoted one.
+func display(k string) string {
+	if needsQuote(k) {
+		return strconv.Quote(k)
+	}
+	return k
+}
+
+func needsQuote(k string) bool {
+	if k == "" || k[0] == ' ' || k[len(k)-1] == ' ' || !utf8.ValidString(k) {
+		return true
+	}
+	return strings.IndexFunc(k, func(r rune) bool {
+		return r == '"' || unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
+	}) >= 0
 }

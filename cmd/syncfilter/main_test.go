@@ -241,9 +241,7 @@ func TestUsageErrors(t *testing.T) {
 		{"inspect", "a", "b"},
 		{"verify"},
 		{"query"},
-		{"query", out, "bad\xff"},
 		{"check", "--db", db, "--table", "records"},
-		{"check", "--db", db, "--table", "records", "--column", "id", "x\xc3"},
 		{"demo", "--records", "5"},
 		{"help", "nope"},
 	} {
@@ -263,7 +261,7 @@ func TestUsageErrors(t *testing.T) {
 func TestHelp(t *testing.T) {
 	r := run(t, "", "help").must(t, 0)
 	for _, c := range commands {
-		if !strings.Contains(r.stderr, c.name) {
+		if !strings.Contains(r.stdout, c.name) {
 			t.Errorf("help does not list %s", c.name)
 		}
 	}
@@ -272,8 +270,8 @@ func TestHelp(t *testing.T) {
 			continue
 		}
 		r := run(t, "", c.name, "-h").must(t, 0)
-		if !strings.Contains(r.stderr, "usage: syncfilter "+c.name) {
-			t.Errorf("%s -h: %q", c.name, r.stderr)
+		if !strings.Contains(r.stdout, "usage: syncfilter "+c.name) || r.stderr != "" {
+			t.Errorf("%s -h: stdout %q, stderr %q", c.name, r.stdout, r.stderr)
 		}
 		run(t, "", "help", c.name).must(t, 0)
 	}

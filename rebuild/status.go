@@ -1,0 +1,117 @@
+package rebuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/syncfilter/syncfilter/snapshot"
+)
+
+// Status is what the database records about a source and what its
+// snapshot file is worth, read without changing anything (Describe).
+type Status struct {
+	Table, Column string // as SQLite stores them
+	Attached      bool   // the library's record of the source is complete
+	DatasetID     [16]byte
+	Rows          int64  // rows whose id is not NULL
+	Generation    uint64 // the newest log entry
+	LogFloor      uint64 // log entries up to here were compacted away
+	LogEntries    int64  // log entries kept
+	Aliases       int64  // stored non-NFC spellings noted
+	Triggers      int    // of the source's two triggers, how many exist
+	Records       int64  // snapshot records (syncfilter_snapshots) of the source
+
+	Snapshot *SnapshotStatus // nil when no snapshot file was given
+}
+
+// SnapshotStatus describes the snapshot file of a source.
+type SnapshotStatus struct {
+	Path         string
+	Usable       bool   // the index would serve from it
+	Reason       error  // why not, when it is not
+	Generation   uint64 // the state of the source it covers
+	Lag          uint64 // log entries committed after it
+	Items        uint64
+	Capacity     uint64
+	FillRatio    float64
+	EstimatedFPR float64
+	RebuildDue   bool // EstimatedFPR above FPR × RebuildFactor
+	Bytes        int64
+}
+
+// Describe reports the state of a source and of its snapshot (cfg.Snapshot,
+// optional) read-only: the database is opened read-only and nothing is
+// created or written (cfg.ReadOnly is implied).
+func Describe(ctx context.Context, cfg Config) (Status, error) {
+	cfg.ReadOnly = true
+	ix, err := Open(ctx, cfg)
+	if err != nil {
+		return Status{}, err
+	}
+	defer ix.Close(ctx)
+	s := ix.st
+	out := Status{Table: s.table, Column: s.column, Attached: s.attached, DatasetID: s.datasetID}
+	if out.Rows, err = s.countRows(ctx, nil); err != nil {
+		return Status{}, err
+	}
+	if s.attached {
+		if err := s.describe(ctx, &out); err != nil {
+			return Status{}, err
+		}
+	}
+	if cfg.Snapshot == "" {
+		return out, nil
+	}
+	st := ix.Stats()
+	snap := &SnapshotStatus{Path: cfg.Snapshot, Usable: st.Serving, Reason: st.SnapshotError}
+	if !st.Attached && snap.Reason == nil {
+		snap.Reason = errors.New("the source is not attached: the database vouches for no snapshot")
+	}
+	h, health, _, err := snapshot.VerifyFile(cfg.Snapshot)
+	if err != nil {
+		if snap.Reason == nil {
+			snap.Reason = err
+		}
+		out.Snapshot = snap
+		return out, nil
+	}
+	snap.Generation, snap.Items, snap.Capacity = h.Generation, h.Items, h.Capacity
+	snap.FillRatio, snap.EstimatedFPR = health.FillRatio, health.EstimatedFPR
+	snap.RebuildDue = health.EstimatedFPR > ix.cfg.FPR*ix.cfg.RebuildFactor
+	if out.Generation > h.Generation {
+		snap.Lag = out.Generation - h.Generation
+	}
+	if info, err := os.Stat(cfg.Snapshot); err == nil {
+		snap.Bytes = info.Size()
+	}
+	out.Snapshot = snap
+	return out, nil
+}
+
+// describe fills in the source's log, aliases, triggers and records.
+func (s *store) describe(ctx context.Context, out *Status) error {
+	var head, floor int64
+	err := s.r.QueryRowContext(ctx, `SELECT
+		coalesce((SELECT max(seq) FROM `+s.logTable+`), 0),
+		(SELECT log_floor FROM `+sourcesTable+` WHERE id = ?),
+		(SELECT count(*) FROM `+s.logTable+`),
+		(SELECT count(*) FROM `+s.aliasTable+`),
+		(SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?))`,
+		s.id, s.insTrigger, s.updTrigger).Scan(&head, &floor, &out.LogEntries, &out.Aliases, &out.Triggers)
+	if err != nil {
+		return fmt.Errorf("describe source: %w", err)
+	}
+	out.Generation, out.LogFloor = uint64(head), uint64(floor)
+	var exists bool
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, snapshotsTable).Scan(&exists); err != nil {
+		return fmt.Errorf("describe source: %w", err)
+	}
+	if exists {
+		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM `+snapshotsTable+` WHERE source = ?`, s.id).Scan(&out.Records); err != nil {
+			return fmt.Errorf("describe source: %w", err)
+		}
+	}
+	return nil
+}
