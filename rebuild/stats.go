@@ -25,8 +25,8 @@ type metrics struct {
 	lastRebuild time.Time
 	lastTook    time.Duration
 	lastScan    ScanCounts // of the last successful scan
-	lastErr     error // of the last rebuild, or of a catch-up that forced one
-	snapErr     error // why the snapshot was not used at Open
+	lastErr     error      // of the last rebuild, or of a catch-up that forced one
+	snapErr     error      // why the snapshot was not used at Open
 }
 
 // ScanCounts are what one full scan of the source found.
