@@ -5,11 +5,9 @@ go 1.26.8
 require (
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/zeebo/blake3 v0.2.4
+	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
 	golang.org/x/text v0.44.0
 )
 
-require (
-	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/term v0.48.0 // indirect
-)
+require github.com/klauspost/cpuid/v2 v2.0.12 // indirect

@@ -9,15 +9,16 @@ import (
 
 // Report describes a snapshot written by BuildSnapshot.
 type Report struct {
-	Snapshot   string        // the file written
-	Rows       int64         // rows of the table (Counts.Rows)
-	Counts     ScanCounts    // keys inserted and rows skipped, by reason
-	Generation uint64        // log generation the snapshot covers
-	M          uint64        // filter bits
-	K          uint32        // positions per key
-	Capacity   uint64        // keys the filter was sized for
-	Bytes      int64         // size of the snapshot file
-	Took       time.Duration // from start to the renamed, synced file
+	Snapshot     string        // the file written
+	Rows         int64         // rows of the table (Counts.Rows)
+	Counts       ScanCounts    // keys inserted and rows skipped, by reason
+	Generation   uint64        // log generation the snapshot covers
+	M            uint64        // filter bits
+	K            uint32        // positions per key
+	Capacity     uint64        // keys the filter was sized for
+	EstimatedFPR float64       // from the bits written
+	Bytes        int64         // size of the snapshot file
+	Took         time.Duration // from start to the renamed, synced file
 }
 
 // BuildSnapshot is the cron job: it scans the source and atomically
@@ -59,8 +60,9 @@ func BuildSnapshot(ctx context.Context, cfg Config) (Report, error) {
 	counts := ix.m.lastScan
 	ix.m.mu.Unlock()
 	p := s.f.Params()
+	health := s.f.Stats()
 	return Report{
 		Snapshot: cfg.Snapshot, Rows: counts.Rows, Counts: counts, Generation: ix.savedGen.Load(),
-		M: p.M, K: p.K, Capacity: s.capacity, Bytes: info.Size(), Took: time.Since(start),
+		M: p.M, K: p.K, Capacity: s.capacity, EstimatedFPR: health.EstimatedFPR, Bytes: info.Size(), Took: time.Since(start),
 	}, nil
 }

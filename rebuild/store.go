@@ -2,6 +2,7 @@ package rebuild
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"database/sql"
 	"fmt"
@@ -73,7 +74,7 @@ func openStore(ctx context.Context, cfg *Config, beforeAttach func(row sourceRow
 	}
 	if mode != "rwc" {
 		if _, err := os.Stat(cfg.Path); err != nil {
-			return nil, false, fmt.Errorf("open database: %w (%w)", err, ErrNoSource)
+			return nil, false, fmt.Errorf("open database: %w", &noDatabase{cfg.Path, err})
 		}
 	}
 	busy := strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10)
@@ -501,3 +502,20 @@ func (s *store) scan(ctx context.Context, sized func(gen uint64, c ScanCounts) e
 	}
 	return nil
 }
+
+// noDatabase is a database file that is not there (or not reachable): the
+// source is missing with it (errors.Is ErrNoSource), and the cause stays
+// visible (errors.Is os.ErrNotExist).
+type noDatabase struct {
+	path string
+	err  error
+}
+
+func (e *noDatabase) Error() string {
+	if errors.Is(e.err, os.ErrNotExist) {
+		return e.path + " does not exist (the library never creates an app's database)"
+	}
+	return e.err.Error()
+}
+
+func (e *noDatabase) Unwrap() []error { return []error{e.err, ErrNoSource} }

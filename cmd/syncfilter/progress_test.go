@@ -2,24 +2,63 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 )
 
-func TestProgressFormats(t *testing.T) {
-	var term, log bytes.Buffer
-	pt, pl := newProgress(&term, true), newProgress(&log, false)
-	for _, p := range []*progress{pt, pl} {
-		p.every = 0 // every update draws
-		p.update(500, 1000)
-		p.update(1000, 1000)
-		p.finish()
+// fakeClock advances by step at every reading.
+func fakeClock(step time.Duration) func() time.Time {
+	t := time.Date(2026, 12, 1, 3, 17, 0, 0, time.UTC)
+	return func() time.Time { t = t.Add(step); return t }
+}
+
+func TestProgressOffATerminal(t *testing.T) {
+	var log bytes.Buffer
+	p := newProgress(&log, false, 0)
+	p.now, p.every = fakeClock(3*time.Second), 5*time.Second
+	for done := int64(10_000); done <= 100_000; done += 10_000 {
+		p.update(done, 100_000)
 	}
-	if !strings.Contains(term.String(), "\r[") || !strings.Contains(term.String(), "1000/1000 rows") || !strings.HasSuffix(term.String(), "\n") {
-		t.Fatalf("terminal bar: %q", term.String())
-	}
+	p.update(100_000, 100_000) // reported twice by the scan: printed never (the summary says it)
+	p.finish()
 	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
-	if len(lines) != 2 || strings.Contains(log.String(), "\r") || !strings.Contains(lines[0], "500/1000 rows (50%)") {
-		t.Fatalf("log lines: %q", log.String())
+	stamp := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ syncfilter rebuild: \d+/100000 rows`)
+	for _, l := range lines {
+		if !stamp.MatchString(l) {
+			t.Fatalf("log line %q lacks its RFC 3339 UTC time", l)
+		}
+	}
+	if strings.Contains(lines[0], "eta") || strings.Contains(lines[0], "rows/s") {
+		t.Fatalf("the first line guesses a rate: %q", lines[0])
+	}
+	if !strings.Contains(lines[1], "eta") {
+		t.Fatalf("no ETA once the rate is known: %q", lines[1])
+	}
+	if strings.Contains(log.String(), "100000/100000") || strings.Contains(log.String(), "\r") {
+		t.Fatalf("log: %q", log.String())
+	}
+}
+
+func TestProgressFitsTheTerminal(t *testing.T) {
+	for _, width := range []int{20, 40, 60, 132} {
+		var term bytes.Buffer
+		p := newProgress(&term, true, width)
+		p.now, p.every = fakeClock(2*time.Second), 0
+		for done := int64(0); done <= 12_345_678; done += 1_234_567 {
+			p.update(done, 12_345_678)
+		}
+		p.finish()
+		for _, frame := range strings.Split(strings.TrimSuffix(term.String(), "\n"), "\r") {
+			frame = strings.TrimSuffix(frame, "\x1b[K")
+			if n := utf8.RuneCountInString(frame); n >= width {
+				t.Fatalf("width %d: a %d-column frame would wrap: %q", width, n, frame)
+			}
+		}
+		if !strings.HasSuffix(term.String(), "\n") {
+			t.Fatalf("width %d: the bar's line is not ended", width)
+		}
 	}
 }
