@@ -2,9 +2,9 @@ package rebuild
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
