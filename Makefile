@@ -9,13 +9,13 @@ FUZZ_TARGETS = \
 	./syncfilter:FuzzKeyedSumMatchesReference \
 	./snapshot:FuzzDecode
 
-.PHONY: demo test fmt-check vet portable race fixtures fixtures-check fuzz-short fuzz bench soak lint
+.PHONY: demo test fmt-check vet portable race unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
 	$(GO) run ./cmd/syncfilter demo
 
-test: fmt-check vet portable fixtures-check race fuzz-short
+test: fmt-check vet portable fixtures-check unicode-newer race fuzz-short
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -34,6 +34,15 @@ portable:
 
 race:
 	$(GO) test -race -count=1 ./...
+
+# The canonical form is NFC as of Unicode 15.0.0 (normalize.PinnedUnicode).
+# Go 1.27 builds golang.org/x/text with Unicode 17.0.0 tables: the same
+# tests and fixtures must pass there, byte for byte. The go command fetches
+# that toolchain from the Go module proxy (about 76 MB, once per machine).
+NEWER_GO ?= go1.27.3
+unicode-newer:
+	GOTOOLCHAIN=$(NEWER_GO) $(GO) test -count=1 ./normalize/... ./syncfilter ./snapshot ./fixtures
+	GOTOOLCHAIN=$(NEWER_GO) $(GO) run ./cmd/fixturegen -out fixtures -check
 
 # Regenerate the fixtures of the current format version (refuses to change
 # released files), or check byte for byte that this code still produces them.

@@ -4,7 +4,7 @@
 // # Notation
 //
 // Let c(s) be the canonical form of a key s: s in Unicode Normalization Form
-// C (NFC), encoded as UTF-8. Two keys are the same key when their canonical
+// C (NFC) as defined by Unicode 15.0.0 ([PinnedUnicode]), encoded as UTF-8. Two keys are the same key when their canonical
 // forms are equal byte for byte. NFC folds canonically equivalent spellings
 // together: "é" written as U+00E9 and as "e" U+0301, Hangul syllables and
 // their conjoining jamo, U+212B ANGSTROM SIGN and U+00C5, combining marks in
@@ -15,11 +15,15 @@
 // # Policy
 //
 // The rules above are named by [Policy]. A persisted filter records the
-// policy and the Unicode version of the normalization tables in use
-// ([UnicodeVersion]); a reader whose policy or Unicode version differs must
-// not trust the filter (Unicode only promises that NFC is stable for
-// characters assigned in both versions). Any future rule, such as case
-// folding, gets a new policy identifier.
+// policy and the Unicode version that defines c ([UnicodeVersion], always
+// 15.0.0 under policy nfc/1); a reader whose policy or version differs must
+// not trust the filter. The version is pinned, not taken from the tables
+// this program is built with ([TablesVersion]): Unicode only promises that
+// NFC is stable for characters assigned in both versions, so newer tables
+// reproduce 15.0.0's NFC by treating code points unassigned in 15.0.0 as
+// 15.0.0 did (pinned.go). A program built with Unicode 17 tables (Go 1.27)
+// thus computes the same c and keeps every snapshot usable. Any future rule,
+// such as case folding or a newer Unicode, gets a new policy identifier.
 //
 // # Cost
 //

@@ -1,19 +1,34 @@
 package normalize
 
 import (
+	"sort"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
 
-// Policy identifies the canonicalization rules: NFC, UTF-8, nothing else.
-// It is recorded in persisted filters and must change whenever c(s) could
-// change for any valid s.
+// Policy identifies the canonicalization rules: NFC as of Unicode
+// PinnedUnicode, UTF-8, nothing else. It is recorded in persisted filters
+// and must change whenever c(s) could change for any valid s.
 const Policy = "nfc/1"
 
-// UnicodeVersion returns the version of the Unicode normalization tables
-// compiled into this program (golang.org/x/text/unicode/norm.Version).
-func UnicodeVersion() string { return norm.Version }
+// PinnedUnicode is the Unicode version whose NFC defines c under Policy:
+// newer normalization tables reproduce it exactly (see pinned.go).
+const PinnedUnicode = "15.0.0"
+
+// UnicodeVersion returns the Unicode version that defines c: always
+// PinnedUnicode, whatever tables this program was built with (see
+// TablesVersion). Persisted filters record it.
+func UnicodeVersion() string { return PinnedUnicode }
+
+// TablesVersion returns the version of the normalization tables compiled
+// into this program (golang.org/x/text/unicode/norm.Version, chosen by the
+// Go version it is built with).
+func TablesVersion() string { return norm.Version }
+
+// samePin reports whether the tables are the pinned version, so that
+// norm.NFC is c for every string.
+var samePin = norm.Version == PinnedUnicode
 
 // String returns c(s). It returns s itself, without allocating, when s is
 // already canonical.
@@ -24,13 +39,18 @@ func String(s string) (string, error) {
 	if err := validate(s); err != nil {
 		return "", err
 	}
+	if !samePin && !allAssigned(s) {
+		return string(appendPinned(nil, s)), nil
+	}
 	if isNFC(s) {
 		return s, nil
 	}
 	return norm.NFC.String(s), nil
 }
 
-// Append appends c(s) to dst and returns the extended buffer.
+// Append appends c(s) to dst and returns the extended buffer. What dst
+// already holds does not affect c(s): the key is normalized on its own,
+// not joined with the bytes before it.
 func Append(dst []byte, s string) ([]byte, error) {
 	if isASCII(s) {
 		return append(dst, s...), nil
@@ -38,12 +58,27 @@ func Append(dst []byte, s string) ([]byte, error) {
 	if err := validate(s); err != nil {
 		return dst, err
 	}
-	return norm.NFC.AppendString(dst, s), nil
+	if !samePin && !allAssigned(s) {
+		return appendPinned(dst, s), nil
+	}
+	if isNFC(s) {
+		return append(dst, s...), nil
+	}
+	return append(dst, norm.NFC.String(s)...), nil
 }
 
 // IsCanonical reports whether s is valid UTF-8 and equal to c(s).
 func IsCanonical(s string) bool {
-	return isASCII(s) || (utf8.ValidString(s) && isNFC(s))
+	if isASCII(s) {
+		return true
+	}
+	if !utf8.ValidString(s) {
+		return false
+	}
+	if !samePin && !allAssigned(s) {
+		return string(appendPinned(nil, s)) == s
+	}
+	return isNFC(s)
 }
 
 // isNFC reports whether valid UTF-8 s is in NFC. The quick-check span
@@ -85,4 +120,10 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// isAssigned reports whether r was assigned in PinnedUnicode.
+func isAssigned(r rune) bool {
+	i := sort.Search(len(assigned), func(i int) bool { return assigned[i][1] >= r })
+	return i < len(assigned) && assigned[i][0] <= r
 }

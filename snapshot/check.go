@@ -9,10 +9,12 @@ import (
 
 // CheckNormalization reports whether keys canonicalized by this program
 // land where they landed when the snapshot was built: the normalization
-// policy and the Unicode version of the tables must both match. NFC is
-// stable only for characters assigned in both Unicode versions, so a
-// snapshot from another version is refused (ErrIncompatible) rather than
-// trusted; rebuilding it costs one scan of the source.
+// policy and the Unicode version that defines it must both match. Under
+// policy nfc/1 that version is pinned to 15.0.0 whatever tables the
+// program is built with (package normalize reproduces 15.0.0's NFC with
+// newer tables), so a toolchain upgrade does not invalidate snapshots.
+// Anything else is refused (ErrIncompatible) rather than trusted;
+// rebuilding costs one scan of the source.
 func (h *Header) CheckNormalization() error {
 	if h.Policy != normalize.Policy {
 		return fmt.Errorf("normalization policy %q, this program uses %q: %w", h.Policy, normalize.Policy, ErrIncompatible)

@@ -25,12 +25,14 @@ type versionInfo struct {
 	FormatWritten  int    `json:"format_written"`
 	Normalization  string `json:"normalization"`
 	UnicodeVersion string `json:"unicode_version"`
+	UnicodeTables  string `json:"unicode_tables"`
 	SQLite         string `json:"sqlite"`
 }
 
 func buildVersion() versionInfo {
 	v := versionInfo{Module: "github.com/syncfilter/syncfilter", Version: "(devel)", Go: runtime.Version(),
-		FormatWritten: int(snapshot.MaxVersion), Normalization: normalize.Policy, UnicodeVersion: normalize.UnicodeVersion()}
+		FormatWritten: int(snapshot.MaxVersion), Normalization: normalize.Policy, UnicodeVersion: normalize.UnicodeVersion(),
+		UnicodeTables: normalize.TablesVersion()}
 	for f := snapshot.MinVersion; f <= snapshot.MaxVersion; f++ {
 		v.FormatsRead = append(v.FormatsRead, int(f))
 	}
@@ -79,7 +81,7 @@ func (a *app) version(_ context.Context, args []string) error {
 	fmt.Fprintf(a.stdout, "revision       %s %s\n", rev, v.RevisionTime)
 	fmt.Fprintf(a.stdout, "go             %s\n", v.Go)
 	fmt.Fprintf(a.stdout, "snapshots      reads format %v, writes format %d\n", v.FormatsRead, v.FormatWritten)
-	fmt.Fprintf(a.stdout, "normalization  %s, Unicode %s\n", v.Normalization, v.UnicodeVersion)
+	fmt.Fprintf(a.stdout, "normalization  %s, Unicode %s (tables %s)\n", v.Normalization, v.UnicodeVersion, v.UnicodeTables)
 	fmt.Fprintf(a.stdout, "sqlite         %s\n", v.SQLite)
 	return nil
 }
