@@ -81,11 +81,11 @@ func TestPinnedNFCIsExact(t *testing.T) {
 // their 15.0.0 form.
 func TestPinnedKnownCases(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{"\U00016D67\U00016D67", "\U00016D67\U00016D67"},             // Kirat Rai AI: composes to U+16D68 since 16.0
+		{"\U00016D67\U00016D67", "\U00016D67\U00016D67"},               // Kirat Rai AI: composes to U+16D68 since 16.0
 		{"x\U00016D67\U00016D67\u00e9", "x\U00016D67\U00016D67\u00e9"}, // with assigned neighbours
 		{"e\U00016D67\u0301", "e\U00016D67\u0301"},                     // the unassigned code point blocks composition
 		{"e\u0301\U00016D67", "\u00e9\U00016D67"},                      // the assigned run before it is normalized
-		{"\U000113C2\U000113C2", "\U000113C2\U000113C2"},             // Tulu-Tigalari (16.0)
+		{"\U000113C2\U000113C2", "\U000113C2\U000113C2"},               // Tulu-Tigalari (16.0)
 		{"\U00016D68", "\U00016D68"},                                   // the new precomposed letter stays as it is
 	} {
 		got, err := normalize.String(tc.in)
