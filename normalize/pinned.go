@@ -52,3 +52,10 @@ func appendPinned(dst []byte, s string) []byte {
 	}
 	return append(dst, norm.NFC.String(s[start:])...)
 }
+
+// AssignedRanges returns the code points assigned in PinnedUnicode, as
+// sorted inclusive ranges: the data a reader with newer normalization
+// tables needs to reproduce c (fixtures/v1 publishes it as text).
+func AssignedRanges() [][2]rune {
+	return append([][2]rune(nil), assigned[:]...)
+}

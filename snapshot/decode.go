@@ -108,10 +108,16 @@ func stream(r io.Reader, size int64, each func(h *Header, chunk []byte)) (Header
 	if _, err := io.ReadFull(r, want[:]); err != nil {
 		return Header{}, want, readError("checksum", err)
 	}
+	var extra [1]byte
 	if got := sum.Sum(nil); !bytes.Equal(got, want[:]) {
+		// The length decides before the checksum, however the bytes are
+		// read: a longer input is trailing data, as it is when its size
+		// is known in advance.
+		if n, _ := io.ReadFull(r, extra[:]); n > 0 {
+			return Header{}, want, ErrTrailingData
+		}
 		return Header{}, want, ErrChecksum
 	}
-	var extra [1]byte
 	switch n, err := io.ReadFull(r, extra[:]); {
 	case n > 0:
 		return Header{}, want, ErrTrailingData

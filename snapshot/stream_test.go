@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -173,4 +174,61 @@ func encodeTestSnapshot(t testing.TB) []byte {
 	t.Helper()
 	_, data := build(t, testParams(t, 5000), keys("stream", 5000))
 	return data
+}
+
+// kindOf names the sentinel of err, or "ok".
+func kindOf(err error) string {
+	for _, k := range []struct {
+		name string
+		err  error
+	}{{"not_a_snapshot", ErrNotSnapshot}, {"unsupported_version", ErrUnsupportedVersion}, {"truncated", ErrTruncated},
+		{"corrupt_header", ErrCorruptHeader}, {"checksum_mismatch", ErrChecksum}, {"trailing_data", ErrTrailingData}} {
+		if errors.Is(err, k.err) {
+			return k.name
+		}
+	}
+	if err != nil {
+		return "other: " + err.Error()
+	}
+	return "ok"
+}
+
+// TestErrorKindDoesNotDependOnHowBytesAreRead: for every truncation,
+// insertion, append and many bit flips of a real snapshot, decoding a
+// stream of unknown size and reading the same bytes as a file (size known
+// first) name the same kind.
+func TestErrorKindDoesNotDependOnHowBytesAreRead(t *testing.T) {
+	data := encodeTestSnapshot(t)
+	path := filepath.Join(t.TempDir(), "s.sfb")
+	var variants [][]byte
+	for n := 0; n <= len(data); n += max(1, len(data)/300) {
+		variants = append(variants, data[:n])
+	}
+	for _, at := range []int{0, 5, 12, 100, 191, 192, 300, len(data) - 40, len(data) - 32, len(data) - 1, len(data)} {
+		for _, ins := range [][]byte{{0}, make([]byte, 8), make([]byte, 32), make([]byte, 64)} {
+			v := append(append(append([]byte(nil), data[:at]...), ins...), data[at:]...)
+			variants = append(variants, v)
+		}
+	}
+	for i := 0; i < len(data)*8; i += 7 {
+		v := bytes.Clone(data)
+		v[i/8] ^= 1 << (i % 8)
+		variants = append(variants, v)
+	}
+	for _, v := range variants {
+		_, streamErr := Decode(bytes.NewReader(v))
+		_, _, _, verifyErr := Verify(bytes.NewReader(v))
+		if err := os.WriteFile(path, v, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, fileErr := ReadFile(path)
+		_, _, _, vfErr := VerifyFile(path)
+		kinds := []string{kindOf(streamErr), kindOf(verifyErr), kindOf(fileErr), kindOf(vfErr)}
+		if kinds[0] != kinds[1] || kinds[0] != kinds[2] || kinds[0] != kinds[3] {
+			t.Fatalf("%d bytes: stream %s, verify %s, file %s, verify file %s", len(v), kinds[0], kinds[1], kinds[2], kinds[3])
+		}
+		if len(v) > len(data) && kinds[0] != "trailing_data" && !strings.HasPrefix(kinds[0], "corrupt") && kinds[0] != "not_a_snapshot" && kinds[0] != "unsupported_version" {
+			t.Fatalf("%d bytes, longer than the snapshot: %s", len(v), kinds[0])
+		}
+	}
 }

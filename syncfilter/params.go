@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math"
+
+	"github.com/syncfilter/syncfilter/normalize"
 )
 
 // Layout names how a digest becomes bit positions. It is recorded in
@@ -152,4 +154,19 @@ func (p Params) BitsPerKey(n uint64) float64 {
 func randomKey() (k [32]byte) {
 	_, _ = rand.Read(k[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return k
+}
+
+// Positions returns the k bit positions of key in [0, m) under p, in
+// derivation order, duplicates included, without a bit array: for
+// known-answer vectors at any m. Queries never need it.
+func (p Params) Positions(key string) ([]uint64, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := normalize.String(key)
+	if err != nil {
+		return nil, err
+	}
+	d := newKeyHasher(p.Key).sum(c)
+	return positions(&d, p.M/BlockBits, p.K), nil
 }

@@ -185,6 +185,18 @@ func generate(unicodeVersion string) (map[string][]byte, error) {
 	if out[man.Vectors], err = marshal(vec); err != nil {
 		return nil, err
 	}
+	// Added after version 1 was released, beside its files (which stay
+	// byte-identical): the conformance kit of docs/FORMAT.md.
+	conf, files, err := conformance(out)
+	if err != nil {
+		return nil, err
+	}
+	for name, b := range files {
+		out[name] = b
+	}
+	if out["conformance.json"], err = marshal(conf); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
