@@ -18,12 +18,12 @@ import (
 // language must reproduce, beyond the released fixtures. docs/FORMAT.md
 // ("Conformance") documents every field.
 type Conformance struct {
-	Policy         string          `json:"policy"`
-	UnicodeVersion string          `json:"unicode_version"`
-	AssignedFile   string          `json:"unicode_assigned"`
-	VectorSets     []VectorSet     `json:"vector_sets"`
-	InvalidKeys    []InvalidKey    `json:"invalid_keys"`
-	Snapshots      []string        `json:"snapshots"`
+	Policy         string           `json:"policy"`
+	UnicodeVersion string           `json:"unicode_version"`
+	AssignedFile   string           `json:"unicode_assigned"`
+	VectorSets     []VectorSet      `json:"vector_sets"`
+	InvalidKeys    []InvalidKey     `json:"invalid_keys"`
+	Snapshots      []string         `json:"snapshots"`
 	Damaged        []DamagedVariant `json:"damaged"`
 }
 
