@@ -148,9 +148,15 @@ func readHeader(r io.Reader) (Header, []byte, error) {
 		if n < len(Magic) && !bytes.HasPrefix(Magic[:], prefix[:n]) {
 			return Header{}, nil, ErrNotSnapshot
 		}
-		if n < len(Magic) || bytes.Equal(prefix[:len(Magic)], Magic[:]) {
-			return Header{}, nil, fmt.Errorf("%d bytes: %w", n, ErrTruncated)
+		if n >= len(Magic) && !bytes.Equal(prefix[:len(Magic)], Magic[:]) {
+			return Header{}, nil, ErrNotSnapshot
 		}
+		if n >= offVersion+2 { // the version is there: judge it first
+			if _, err := formatOf(Version(binary.LittleEndian.Uint16(prefix[offVersion:]))); err != nil {
+				return Header{}, nil, err
+			}
+		}
+		return Header{}, nil, fmt.Errorf("%d bytes: %w", n, ErrTruncated)
 	}
 	if !bytes.Equal(prefix[:len(Magic)], Magic[:]) {
 		return Header{}, nil, ErrNotSnapshot

@@ -232,3 +232,29 @@ func TestErrorKindDoesNotDependOnHowBytesAreRead(t *testing.T) {
 		}
 	}
 }
+
+// TestShortInputsFollowTheDecisionTable: the first steps of FORMAT.md's
+// table, for inputs shorter than a header.
+func TestShortInputsFollowTheDecisionTable(t *testing.T) {
+	v2 := append(Magic[:], 2, 0)
+	v1 := append(Magic[:], 1, 0)
+	for _, tc := range []struct {
+		in   []byte
+		want string
+	}{
+		{nil, "truncated"},
+		{Magic[:5], "truncated"},
+		{[]byte("hello"), "not_a_snapshot"},
+		{[]byte("hello, world"), "not_a_snapshot"},
+		{Magic[:], "truncated"},
+		{v2, "unsupported_version"},
+		{append(v2, 0xc0), "unsupported_version"},
+		{v1, "truncated"},
+		{append(v1, 192, 0, 1), "truncated"},
+	} {
+		_, err := Decode(bytes.NewReader(tc.in))
+		if got := kindOf(err); got != tc.want {
+			t.Errorf("% x: %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
