@@ -187,25 +187,28 @@ func (ix *Index) Close(ctx context.Context) error {
 var testHookDrop func()
 
 // current returns the filter to trust, caught up with every key committed
-// before the call, or nil in bypass.
-func (ix *Index) current(ctx context.Context) (*serving, error) {
-	head, floor, err := ix.st.head(ctx)
+// before the call, or nil in bypass; aliases says whether confirmations
+// must look in the alias table (it had rows, or this process added some).
+func (ix *Index) current(ctx context.Context) (_ *serving, aliases bool, err error) {
+	v, err := ix.st.generation(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	head, floor := v.head, v.floor
+	defer func() { aliases = v.aliases || ix.st.notedAliases.Load() }()
 	for {
 		st := ix.get()
 		if st.mode != modeServing {
-			return nil, ix.noteAliasesUpTo(ctx, st.log, head, floor)
+			return nil, false, ix.noteAliasesUpTo(ctx, st.log, head, floor)
 		}
 		s := st.filter
 		if s.gen.Load() >= head {
-			return s, nil
+			return s, false, nil
 		}
 		err := ix.catchUp(ctx, s, head, floor)
 		switch {
 		case err == nil:
-			return s, nil
+			return s, false, nil
 		case errors.Is(err, syncfilter.ErrClosed) && ix.get() != st:
 			continue // replaced meanwhile: use the new one
 		case errors.Is(err, ErrCannotCatchUp):
@@ -218,7 +221,7 @@ func (ix *Index) current(ctx context.Context) (*serving, error) {
 			ix.drop(s)
 			continue
 		}
-		return nil, err
+		return nil, false, err
 	}
 }
 

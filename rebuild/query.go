@@ -19,7 +19,7 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 		return false, fmt.Errorf("fetched: %w", err)
 	}
 	ix.m.queries.Add(1)
-	s, err := ix.current(ctx)
+	s, aliases, err := ix.current(ctx)
 	if err != nil {
 		return false, fmt.Errorf("fetched: %w", err)
 	}
@@ -31,7 +31,7 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 	} else {
 		ix.m.bypass.Add(1)
 	}
-	found, err := ix.st.fetched(ctx, c)
+	found, err := ix.st.fetched(ctx, c, aliases)
 	if err != nil {
 		return false, fmt.Errorf("fetched: %w", err)
 	}
@@ -61,7 +61,7 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 	defer ix.leave()
 	canon, valid, bad := canonicalPage(keys)
 	ix.m.queries.Add(uint64(len(keys)))
-	s, err := ix.current(ctx)
+	s, aliases, err := ix.current(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("missing: %w", err)
 	}
@@ -93,7 +93,7 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 	} else {
 		ix.m.bypass.Add(uint64(len(ask)))
 	}
-	found, err := ix.confirm(ctx, canon, ask)
+	found, err := ix.confirm(ctx, canon, ask, aliases)
 	if err != nil {
 		return nil, fmt.Errorf("missing: %w", err)
 	}
@@ -122,10 +122,10 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 // confirm looks up canon[i] for every i in ask and returns the set of
 // canonical keys the source holds (under that spelling or another
 // equivalent one).
-func (ix *Index) confirm(ctx context.Context, canon []string, ask []int) (map[string]struct{}, error) {
+func (ix *Index) confirm(ctx context.Context, canon []string, ask []int, aliases bool) (map[string]struct{}, error) {
 	keys := make([]string, len(ask))
 	for j, i := range ask {
 		keys[j] = canon[i]
 	}
-	return ix.st.confirm(ctx, keys)
+	return ix.st.confirm(ctx, keys, aliases)
 }

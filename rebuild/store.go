@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
@@ -41,8 +42,10 @@ type store struct {
 	insTrigger    string // syncfilter_ins_<id>, syncfilter_upd_<id>: log inserts and re-keys
 	updTrigger    string
 
-	headStmt, fetchedStmt, confirmStmt, aliasStmt, existsStmt *sql.Stmt
-	gen                                                       *genReader // the per-call generation check
+	headStmt, fetchedStmt, aliasStmt, existsStmt *sql.Stmt
+	gen                                          *genReader // the per-call generation check
+	confirms                                     confirmStmts
+	notedAliases                                 atomic.Bool // this process inserted aliases: look them up
 
 	mem *memAliases // read-only: aliases the library could not write to the alias table
 }
@@ -152,11 +155,12 @@ func (s *store) close() {
 	if s.gen != nil {
 		s.gen.close()
 	}
-	for _, st := range []*sql.Stmt{s.headStmt, s.fetchedStmt, s.confirmStmt, s.aliasStmt, s.existsStmt} {
+	for _, st := range []*sql.Stmt{s.headStmt, s.fetchedStmt, s.aliasStmt, s.existsStmt} {
 		if st != nil {
 			_ = st.Close()
 		}
 	}
+	s.confirms.close()
 	_ = s.r.Close()
 	_ = s.w.Close()
 }
@@ -304,30 +308,21 @@ func (s *store) prepare(ctx context.Context) (err error) {
 		}
 		return st
 	}
-	headQuery := `SELECT 0, 0`
+	headQuery := `SELECT 0, 0, 0`
 	if s.attached {
 		headQuery = `SELECT
 		coalesce((SELECT max(seq) FROM ` + s.logTable + `), 0),
-		(SELECT log_floor FROM ` + sourcesTable + ` WHERE id = ` + strconv.FormatInt(s.id, 10) + `)`
+		(SELECT log_floor FROM ` + sourcesTable + ` WHERE id = ` + strconv.FormatInt(s.id, 10) + `),
+		EXISTS (SELECT 1 FROM ` + s.aliasTable + `)`
 	}
 	s.headStmt = prep(s.r, headQuery)
 	s.existsStmt = prep(s.r, `SELECT EXISTS (SELECT 1 FROM `+s.qTable+` WHERE `+s.qCol+` = ?1)`)
-	params := make([]string, confirmChunk)
-	for i := range params {
-		params[i] = "?" + strconv.Itoa(i+1)
-	}
-	in := "(" + strings.Join(params, ", ") + ")"
 	if s.attached {
 		s.fetchedStmt = prep(s.r, `SELECT EXISTS (SELECT 1 FROM `+s.qTable+` WHERE `+s.qCol+` = ?1)
 		OR EXISTS (SELECT 1 FROM `+s.aliasTable+` a WHERE a.canon = ?1
 			AND EXISTS (SELECT 1 FROM `+s.qTable+` t WHERE t.`+s.qCol+` = a.stored))`)
-		s.confirmStmt = prep(s.r, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE `+s.qCol+` IN `+in+`
-		UNION ALL
-		SELECT a.canon FROM `+s.aliasTable+` a WHERE a.canon IN `+in+`
-			AND EXISTS (SELECT 1 FROM `+s.qTable+` t WHERE t.`+s.qCol+` = a.stored)`)
 	} else {
 		s.fetchedStmt = s.existsStmt // closing a statement twice is harmless
-		s.confirmStmt = prep(s.r, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE `+s.qCol+` IN `+in)
 	}
 	if !s.readOnly {
 		s.aliasStmt = prep(s.w, `INSERT OR IGNORE INTO `+s.aliasTable+` (canon, stored) VALUES (?, ?)`)
@@ -335,16 +330,36 @@ func (s *store) prepare(ctx context.Context) (err error) {
 	if err == nil {
 		s.gen, err = newGenReader(ctx, s.r, headQuery)
 	}
+	if err == nil && s.walMode(ctx) {
+		s.gen.wal = mapWalIndex(s.path)
+	}
 	return err
+}
+
+// walMode reports whether the database is in WAL mode: only then does
+// the wal-index say when a transaction commits. (Leaving WAL needs every
+// other connection closed, and the index keeps one open.)
+func (s *store) walMode(ctx context.Context) bool {
+	var mode string
+	return s.r.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode) == nil && strings.EqualFold(mode, "wal")
 }
 
 // head returns the newest log sequence number (the generation of the
 // source) and the log floor (rows at or below it may have been deleted).
 func (s *store) head(ctx context.Context) (head, floor uint64, err error) {
+	v, err := s.generation(ctx)
+	return v.head, v.floor, err
+}
+
+// generation returns the generation, the floor and whether confirmations
+// must look at aliases, as of a moment during the call.
+func (s *store) generation(ctx context.Context) (genValue, error) {
 	if err := ctx.Err(); err != nil {
-		return 0, 0, err
+		return genValue{}, err
 	}
-	return s.gen.read()
+	v, err := s.gen.read()
+	v.aliases = v.aliases || s.notedAliases.Load()
+	return v, err
 }
 
 // logSince streams the keys logged with after < seq <= upTo, in order.
@@ -382,6 +397,7 @@ func (s *store) noteAliases(ctx context.Context, pairs [][2]string) error {
 	if err != nil {
 		return fmt.Errorf("note aliases: %w", err)
 	}
+	s.notedAliases.Store(true)
 	st := tx.StmtContext(ctx, s.aliasStmt)
 	for _, p := range pairs {
 		if _, err := st.ExecContext(ctx, p[0], p[1]); err != nil {
@@ -471,7 +487,8 @@ func (s *store) scan(ctx context.Context, sized func(gen uint64, c ScanCounts) e
 	}
 	defer func() { _ = tx.Rollback() }()
 	var head, floor int64
-	if err := tx.StmtContext(ctx, s.headStmt).QueryRowContext(ctx).Scan(&head, &floor); err != nil {
+	var aliases bool
+	if err := tx.StmtContext(ctx, s.headStmt).QueryRowContext(ctx).Scan(&head, &floor, &aliases); err != nil {
 		return fmt.Errorf("scan source: %w", err)
 	}
 	var c ScanCounts

@@ -1,0 +1,187 @@
+package rebuild
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/syncfilter/syncfilter/normalize"
+)
+
+// The grid of issue "gate speed": Missing against the best hand-written
+// SQLite check, one `SELECT id FROM records WHERE id IN (...)` per page
+// (ids NFC-normalized first, as a careful engineer would), for pages of
+// 100, 1,000 and 10,000 ids with 0, 50, 90 and 100% of them new:
+//
+//	go test -run '^$' -bench 'Grid|FetchedOne' -benchmem -count 6 ./rebuild
+
+// gridPage returns size ids, newPct percent of them not in the table,
+// spread evenly; page p of a run uses other ids than page p-1.
+func gridPage(p, size, newPct int) []string {
+	out := make([]string, size)
+	for i := range out {
+		n := uint64(p*size + i)
+		if (i*newPct)/100 != ((i+1)*newPct)/100 { // exactly newPct% of the page, spread evenly
+			out[i] = benchID(benchRows + n) // new
+		} else {
+			out[i] = benchID(n * 7919 % benchRows) // already fetched
+		}
+	}
+	return out
+}
+
+// inListLookup is the baseline: one IN (...) query per page.
+type inListLookup struct {
+	db    *sql.DB
+	stmts map[int]*sql.Stmt
+}
+
+func newInList(b *testing.B, path string) *inListLookup {
+	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	l := &inListLookup{db: db, stmts: map[int]*sql.Stmt{}}
+	b.Cleanup(func() {
+		for _, s := range l.stmts {
+			_ = s.Close()
+		}
+		_ = db.Close()
+	})
+	return l
+}
+
+// missing returns the ids of page not in the table, in order.
+func (l *inListLookup) missing(page []string) ([]string, error) {
+	st, ok := l.stmts[len(page)]
+	if !ok {
+		var err error
+		q := `SELECT id FROM records WHERE id IN (?` + strings.Repeat(`, ?`, len(page)-1) + `)`
+		if st, err = l.db.Prepare(q); err != nil {
+			return nil, err
+		}
+		l.stmts[len(page)] = st
+	}
+	args := make([]any, len(page))
+	canon := make([]string, len(page))
+	for i, id := range page {
+		c, err := normalize.String(id)
+		if err != nil {
+			return nil, err
+		}
+		canon[i], args[i] = c, c
+	}
+	rows, err := st.Query(args...)
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[string]struct{}, len(page))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		found[id] = struct{}{}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, id := range page {
+		if _, ok := found[canon[i]]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+func BenchmarkGrid(b *testing.B) {
+	path := benchDB(b)
+	for _, size := range []int{100, 1000, 10_000} {
+		for _, newPct := range []int{0, 50, 90, 100} {
+			pages := make([][]string, 32)
+			want := size * newPct / 100
+			for p := range pages {
+				pages[p] = gridPage(p, size, newPct)
+			}
+			name := fmt.Sprintf("page=%d/new=%d%%", size, newPct)
+			b.Run(name+"/syncfilter", func(b *testing.B) {
+				ix := benchIndex(b, path)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					missing, err := ix.Missing(context.Background(), pages[i%len(pages)])
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(missing) != want {
+						b.Fatalf("%d missing, want %d", len(missing), want)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/id")
+			})
+			b.Run(name+"/in-list", func(b *testing.B) {
+				l := newInList(b, path)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					missing, err := l.missing(pages[i%len(pages)])
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(missing) != want {
+						b.Fatalf("%d missing, want %d", len(missing), want)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/id")
+			})
+		}
+	}
+}
+
+// BenchmarkFetchedOne asks about one id per op, stored or new, against a
+// prepared `SELECT 1 FROM records WHERE id = ?` (id NFC-normalized first).
+func BenchmarkFetchedOne(b *testing.B) {
+	path := benchDB(b)
+	for _, kind := range []string{"stored", "new"} {
+		id := func(i int) string {
+			if kind == "new" {
+				return benchID(benchRows + uint64(i))
+			}
+			return benchID(uint64(i) * 7919 % benchRows)
+		}
+		ids := make([]string, 4096)
+		for i := range ids {
+			ids[i] = id(i)
+		}
+		b.Run(kind+"/syncfilter", func(b *testing.B) {
+			ix := benchIndex(b, path)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ok, err := ix.Fetched(context.Background(), ids[i%len(ids)])
+				if err != nil || ok != (kind == "stored") {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+		b.Run(kind+"/prepared-select", func(b *testing.B) {
+			stmt := preparedLookup(b, path)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c, _ := normalize.String(ids[i%len(ids)])
+				var one int
+				err := stmt.QueryRow(c).Scan(&one)
+				if found := err == nil; found != (kind == "stored") && !errors.Is(err, sql.ErrNoRows) {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
