@@ -79,6 +79,17 @@ type Config struct {
 	// saves the filter when it covers more than the file).
 	NoSaveOnClose bool
 
+	// NoAutoRebuild: never rebuild because the filter filled up; the app
+	// watches Stats.RebuildDue and calls Rebuild itself (or runs the cron
+	// job). By default, when the estimated false-positive rate exceeds
+	// FPR × RebuildFactor, the index rebuilds in the background by itself
+	// (every query goes to SQLite meanwhile), sized for the rows then.
+	NoAutoRebuild bool
+
+	// AutoRebuildEvery is the least time between two automatic rebuilds.
+	// Default 1 minute.
+	AutoRebuildEvery time.Duration
+
 	// NoBackgroundRebuild: when the snapshot is missing or refused, serve
 	// every query from SQLite until the caller runs Rebuild, instead of
 	// rebuilding in the background.
@@ -120,7 +131,13 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.ReadOnly {
-		c.NoSaveOnClose, c.NoBackgroundRebuild = true, true
+		c.NoSaveOnClose, c.NoBackgroundRebuild, c.NoAutoRebuild = true, true, true
+	}
+	if c.AutoRebuildEvery == 0 {
+		c.AutoRebuildEvery = time.Minute
+	}
+	if c.AutoRebuildEvery < 0 {
+		return bad("auto-rebuild interval %v", c.AutoRebuildEvery)
 	}
 	if c.SnapshotMode == 0 {
 		c.SnapshotMode = snapshot.FileMode

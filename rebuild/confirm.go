@@ -3,65 +3,56 @@ package rebuild
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 )
 
-// confirmSizes are the sizes of the prepared IN (...) statements that
-// confirm a page's maybes: a batch of n keys uses the smallest size that
-// holds it (the rest of the list is NULL, which matches nothing and binds
-// no bytes), or the largest repeatedly. A page of 10,000 maybes takes
-// three statements; SQLite allows 32,766 variables.
-var confirmSizes = [...]int{16, 64, 256, 1024, 4096}
+// confirmMax is the most keys one confirmation statement carries: the
+// keys travel as one JSON array parameter (json_each), so one prepared
+// statement serves every page size with no padding, and SQLite looks the
+// keys up in sorted order, as it does for an IN (...) list.
+const confirmMax = 1 << 15
 
-// confirmStmts holds the confirmation statements, prepared on first use:
-// one per size, with and without the alias lookup.
+// confirmStmts holds the two confirmation statements, prepared on first
+// use: with and without the alias lookup.
 type confirmStmts struct {
 	mu    sync.Mutex // guards stmts
-	stmts map[confirmKey]*sql.Stmt
+	stmts [2]*sql.Stmt
 }
 
-type confirmKey struct {
-	size    int
-	aliases bool
-}
-
-func (c *confirmStmts) get(ctx context.Context, s *store, k confirmKey) (*sql.Stmt, error) {
+func (c *confirmStmts) get(ctx context.Context, s *store, aliases bool) (*sql.Stmt, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if st, ok := c.stmts[k]; ok {
-		return st, nil
+	i := 0
+	if aliases {
+		i = 1
 	}
-	params := make([]string, k.size)
-	for i := range params {
-		params[i] = "?" + strconv.Itoa(i+1)
+	if c.stmts[i] != nil {
+		return c.stmts[i], nil
 	}
-	in := "(" + strings.Join(params, ", ") + ")"
-	q := `SELECT ` + s.qCol + ` FROM ` + s.qTable + ` WHERE ` + s.qCol + ` IN ` + in
-	if k.aliases {
-		q += ` UNION ALL SELECT a.canon FROM ` + s.aliasTable + ` a WHERE a.canon IN ` + in + `
+	q := `SELECT ` + s.qCol + ` FROM ` + s.qTable + ` WHERE ` + s.qCol + ` IN (SELECT value FROM json_each(?1))`
+	if aliases {
+		q += ` UNION ALL SELECT a.canon FROM ` + s.aliasTable + ` a WHERE a.canon IN (SELECT value FROM json_each(?1))
 			AND EXISTS (SELECT 1 FROM ` + s.qTable + ` t WHERE t.` + s.qCol + ` = a.stored)`
 	}
 	st, err := s.r.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("prepare confirmation: %w", err)
 	}
-	if c.stmts == nil {
-		c.stmts = map[confirmKey]*sql.Stmt{}
-	}
-	c.stmts[k] = st
+	c.stmts[i] = st
 	return st, nil
 }
 
 func (c *confirmStmts) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, st := range c.stmts {
-		_ = st.Close()
+	for i, st := range c.stmts {
+		if st != nil {
+			_ = st.Close()
+		}
+		c.stmts[i] = nil
 	}
-	c.stmts = nil
 }
 
 // fetched reports whether the source holds the canonical key c under any
@@ -90,33 +81,18 @@ func (s *store) confirm(ctx context.Context, keys []string, aliases bool) (map[s
 	if len(keys) == 0 {
 		return found, nil
 	}
-	aliases = aliases && s.attached
-	largest := confirmSizes[len(confirmSizes)-1]
-	args := make([]any, 0, min(len(keys), largest))
-	for start := 0; start < len(keys); {
-		n := min(len(keys)-start, largest)
-		size := largest
-		for _, sz := range confirmSizes {
-			if sz >= n {
-				size = sz
-				break
-			}
-		}
-		st, err := s.confirms.get(ctx, s, confirmKey{size, aliases})
+	st, err := s.confirms.get(ctx, s, aliases && s.attached)
+	if err != nil {
+		return nil, err
+	}
+	for start := 0; start < len(keys); start += confirmMax {
+		list, err := json.Marshal(keys[start:min(start+confirmMax, len(keys))])
 		if err != nil {
+			return nil, fmt.Errorf("confirm: %w", err)
+		}
+		if err := collect(ctx, st, []any{string(list)}, found); err != nil {
 			return nil, err
 		}
-		args = args[:0]
-		for _, k := range keys[start : start+n] {
-			args = append(args, k)
-		}
-		for len(args) < size {
-			args = append(args, nil) // NULL matches nothing
-		}
-		if err := collect(ctx, st, args, found); err != nil {
-			return nil, err
-		}
-		start += n
 	}
 	if s.mem != nil && !s.mem.empty() {
 		for _, k := range keys {

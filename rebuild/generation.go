@@ -26,9 +26,10 @@ type genReader struct {
 	stmt driver.Stmt    // prepared on conn's driver connection
 	vals []driver.Value // the row, reused
 
-	wal  *walIndex                // nil: no fast path
-	last atomic.Pointer[genValue] // the last exact read, with the header seen before it
-	fast atomic.Uint64            // reads answered from the header (for tests and Stats)
+	wal    *walIndex                // nil: no fast path
+	last   atomic.Pointer[genValue] // the last exact read, with the header seen before it
+	fast   atomic.Uint64            // reads answered from the header (Stats)
+	exacts atomic.Uint64            // reads that ran the query (Stats)
 }
 
 // genValue is one exact read of the generation.
@@ -83,6 +84,7 @@ func (g *genReader) read() (v genValue, err error) {
 func (g *genReader) exact() (v genValue, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.exacts.Add(1)
 	err = g.conn.Raw(func(any) error {
 		//lint:ignore SA1019 the context-free call spares the driver a goroutine per query
 		rows, err := g.stmt.Query(nil)

@@ -54,6 +54,7 @@ type Index struct {
 
 	savedGen atomic.Uint64 // generation of the last snapshot this index saved or loaded
 	updater  atomic.Int64  // id of the goroutine running Update's function, 0 if none
+	lastAuto time.Time     // under mu: when the last automatic rebuild started
 
 	m metrics
 }
@@ -208,6 +209,7 @@ func (ix *Index) current(ctx context.Context) (_ *serving, aliases bool, err err
 		err := ix.catchUp(ctx, s, head, floor)
 		switch {
 		case err == nil:
+			ix.checkDue(s)
 			return s, false, nil
 		case errors.Is(err, syncfilter.ErrClosed) && ix.get() != st:
 			continue // replaced meanwhile: use the new one

@@ -319,7 +319,7 @@ func TestInvalidKeys(t *testing.T) {
 
 func TestStatsRebuildDue(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "own.db")
-	ix := open(t, Config{Path: path, Capacity: 1024, FPR: 0.01})
+	ix := open(t, Config{Path: path, Capacity: 1024, FPR: 0.01, NoAutoRebuild: true}) // the app watches RebuildDue
 	ctx := context.Background()
 	if st := ix.Stats(); st.RebuildDue || st.Capacity != 2048 && st.Capacity != 1024 {
 		t.Fatalf("fresh index: %+v", st)

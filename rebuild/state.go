@@ -52,10 +52,11 @@ type state struct {
 
 // serving is a published filter and how much of the log it covers.
 type serving struct {
-	f        *syncfilter.Filter
-	capacity uint64        // keys the filter was sized for
-	mu       sync.Mutex    // serializes catch-up of this filter
-	gen      atomic.Uint64 // every log entry with seq <= gen is in f
+	f           *syncfilter.Filter
+	capacity    uint64        // keys the filter was sized for
+	mu          sync.Mutex    // serializes catch-up of this filter
+	gen         atomic.Uint64 // every log entry with seq <= gen is in f
+	checkedOnes atomic.Uint64 // bits set when checkDue last scanned f (auto.go)
 }
 
 // bypassLog is the catch-up point of a bypass: with no filter to insert
@@ -88,15 +89,23 @@ func (ix *Index) set(st *state) { ix.state.Store(st) }
 // key is covered into a filter that is being replaced after its
 // replacement took the queue.
 func (ix *Index) cover(ctx context.Context, canon []string) error {
+	s, err := ix.coverLocked(ctx, canon)
+	if err == nil {
+		ix.checkDue(s) // after mu is released: a rebuild may start
+	}
+	return err
+}
+
+func (ix *Index) coverLocked(ctx context.Context, canon []string) (*serving, error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	switch st := ix.get(); st.mode {
 	case modeServing:
-		return st.filter.f.AddBatch(ctx, canon)
+		return st.filter, st.filter.f.AddBatch(ctx, canon)
 	case modeRebuilding:
 		st.pending = append(st.pending, canon...)
 	}
-	return nil
+	return nil, nil
 }
 
 // startRebuilding enters modeRebuilding and returns the filter that was

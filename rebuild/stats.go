@@ -25,6 +25,8 @@ type metrics struct {
 	lastRebuild time.Time
 	lastTook    time.Duration
 	lastScan    ScanCounts // of the last successful scan
+	autos       uint64     // automatic rebuilds started
+	autoReason  string     // why the last one started
 	lastErr     error      // of the last rebuild, or of a catch-up that forced one
 	snapErr     error      // why the snapshot was not used at Open
 }
@@ -52,6 +54,13 @@ func (m *metrics) rebuildDone(start time.Time, err error) {
 		m.rebuilds++
 		m.lastRebuild, m.lastTook = time.Now(), time.Since(start)
 	}
+}
+
+func (m *metrics) autoStarted(reason string) {
+	m.mu.Lock()
+	m.autos++
+	m.autoReason = reason
+	m.mu.Unlock()
 }
 
 func (m *metrics) setError(err error) {
@@ -85,10 +94,12 @@ type Stats struct {
 	FalsePositives     uint64 // filter maybes that SQLite refuted
 	BypassLookups      uint64 // keys answered by SQLite because no filter served
 	CaughtUp           uint64 // log entries inserted by catch-up
+	FreshnessQueries   uint64 // generation checks that ran the query (something committed, or no WAL)
+	FreshnessFast      uint64 // generation checks answered by the wal-index header alone
 	SkippedKeys        uint64 // stored keys that are not valid UTF-8: no query can name them
 
 	Generation     uint64  // the log generation the filter covers
-	Items          uint64  // keys inserted into the filter, repeats included
+	Items          uint64  // keys inserted into the filter, each once (a key marked by Update and then caught up from the log counts once)
 	EstimatedItems float64 // distinct keys, estimated from its bits
 	Capacity       uint64  // keys the filter was sized for
 	FillRatio      float64
@@ -97,6 +108,8 @@ type Stats struct {
 	RebuildDue     bool // EstimatedFPR > TargetFPR × RebuildFactor
 
 	Rebuilds      uint64
+	AutoRebuilds  uint64 // rebuilds the index started because the filter was due (see Config.NoAutoRebuild)
+	AutoReason    string // why the last automatic rebuild started
 	LastRebuild   time.Time
 	LastRebuildIn time.Duration
 	LastError     error // of the last rebuild (or forced rebuild), nil if it succeeded
@@ -117,6 +130,8 @@ func (ix *Index) Stats() Stats {
 		FalsePositives:     m.falsePos.Load(),
 		BypassLookups:      m.bypass.Load(),
 		CaughtUp:           m.caughtUp.Load(),
+		FreshnessQueries:   ix.st.gen.exacts.Load(),
+		FreshnessFast:      ix.st.gen.fast.Load(),
 		SkippedKeys:        m.skipped.Load(),
 		TargetFPR:          ix.cfg.FPR,
 	}
@@ -124,12 +139,13 @@ func (ix *Index) Stats() Stats {
 		fs := s.f.Stats()
 		st.Serving = true
 		st.Generation = s.gen.Load()
-		st.Items, st.EstimatedItems, st.Capacity = fs.Items, fs.EstimatedItems, s.capacity
+		st.Items, st.EstimatedItems, st.Capacity = fs.Distinct, fs.EstimatedItems, s.capacity
 		st.FillRatio, st.EstimatedFPR = fs.FillRatio, fs.EstimatedFPR
 		st.RebuildDue = fs.EstimatedFPR > ix.cfg.FPR*ix.cfg.RebuildFactor
 	}
 	m.mu.Lock()
 	st.Rebuilds, st.LastRebuild, st.LastRebuildIn = m.rebuilds, m.lastRebuild, m.lastTook
+	st.AutoRebuilds, st.AutoReason = m.autos, m.autoReason
 	st.LastError, st.SnapshotError = m.lastErr, m.snapErr
 	m.mu.Unlock()
 	return st

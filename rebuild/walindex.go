@@ -1,6 +1,9 @@
 package rebuild
 
-import "sync/atomic"
+import (
+	"runtime/debug"
+	"sync/atomic"
+)
 
 // The fast freshness check. In WAL mode, every SQLite connection of every
 // process shares the wal-index (the database's "-shm" file, mapped in
@@ -19,17 +22,32 @@ import "sync/atomic"
 // host's byte order (compared, never interpreted).
 type walHeader [12]uint32
 
-// walIndex is a read-only view of a -shm file's first page.
+// walIndex is a read-only view of a -shm file's first page, shared by
+// every index of the process on that file and never unmapped (see
+// walindex_unix.go for why its descriptor is never closed).
 type walIndex struct {
-	words []uint32 // the mapped page, as words; nil when unmapped
-	unmap func()
+	words  []uint32    // the mapped page, as words
+	file   any         // the descriptor, kept open
+	path   string      // the -shm file's name
+	unmap  func()      // unmaps and closes, once the file is gone (walindex_unix.go)
+	broken atomic.Bool // a read faulted, or the file is gone: no fast path any more
 }
 
-// header returns the wal-index header if both copies agree.
+// header returns the wal-index header if both copies agree. A fault while
+// reading (the file truncated under the mapping, which SQLite's own lock
+// prevents while the index has a connection open) disables the fast path
+// instead of crashing the process.
 func (w *walIndex) header() (h walHeader, ok bool) {
-	if w == nil || len(w.words) < 24 {
+	if w == nil || len(w.words) < 24 || w.broken.Load() {
 		return h, false
 	}
+	defer func() {
+		if recover() != nil {
+			w.broken.Store(true)
+			h, ok = walHeader{}, false
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var h2 walHeader
 	for i := range h {
 		h[i] = atomic.LoadUint32(&w.words[i])
@@ -42,8 +60,5 @@ func (w *walIndex) header() (h walHeader, ok bool) {
 	return h, h == h2 && h[3] != 0
 }
 
-func (w *walIndex) close() {
-	if w != nil && w.unmap != nil {
-		w.unmap()
-	}
-}
+// close is nothing: the mapping outlives the index (see walIndex).
+func (w *walIndex) close() {}

@@ -28,8 +28,9 @@ type Filter struct {
 	maybes    atomic.Uint64 // queries answered "maybe"
 	_         [56]byte
 
-	items atomic.Uint64 // keys applied, repeats included; written by the writer
-	ones  atomic.Uint64 // bits set; written by the writer
+	items    atomic.Uint64 // keys applied, repeats included; written by the writer
+	distinct atomic.Uint64 // keys applied that set at least one bit; written by the writer
+	ones     atomic.Uint64 // bits set; written by the writer
 
 	touched uint64 // written by the writer only, so that its prefetching loads are kept
 
@@ -56,6 +57,7 @@ func start(b bitset, items, ones uint64) *Filter {
 		exited: make(chan struct{}),
 	}
 	f.items.Store(items)
+	f.distinct.Store(items) // what came before counts as it was counted
 	f.ones.Store(ones)
 	go f.run()
 	return f
@@ -120,6 +122,14 @@ type Counters struct {
 // the filter's health together with its counters.
 func (f *Filter) Stats() Stats {
 	s := f.health(f.items.Load(), f.ones.Load())
+	s.Distinct = f.distinct.Load()
 	s.Counters = f.Counters()
 	return s
+}
+
+// Load returns, without scanning, the keys applied (repeats included),
+// those that set at least one bit, and the bits set: enough to tell
+// cheaply whether the filter is filling up.
+func (f *Filter) Load() (items, distinct, ones uint64) {
+	return f.items.Load(), f.distinct.Load(), f.ones.Load()
 }

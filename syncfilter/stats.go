@@ -9,6 +9,7 @@ import (
 // Stats describe a filter's health, for operators deciding on a rebuild.
 type Stats struct {
 	Items          uint64  // keys inserted, repeats included
+	Distinct       uint64  // keys inserted that set at least one new bit (Filter only): a repeat counts once; a new key whose bits were all set already (a false positive at insert time) does not count
 	BitsSet        uint64  // bits set to one
 	FillRatio      float64 // BitsSet / m
 	EstimatedFPR   float64 // expected rate for keys never inserted, from the bits

@@ -59,7 +59,7 @@ func (f *Filter) apply(r *request) {
 		// access overtake it, so first touch the lines of a group with
 		// plain loads, which the CPU overlaps, then set the bits.
 		const group = 16
-		var added, touched uint64
+		var added, touched, fresh uint64
 		locs := r.locs[:r.n]
 		for start := 0; start < len(locs); start += group {
 			g := locs[start:min(start+group, len(locs))]
@@ -67,18 +67,23 @@ func (f *Filter) apply(r *request) {
 				touched += f.words[g[i].word]
 			}
 			for i := range g {
-				added += g[i].set(f.words)
+				if a := g[i].set(f.words); a > 0 {
+					added += a
+					fresh++
+				}
 			}
 		}
 		f.touched = touched
 		f.ones.Add(added)
 		f.items.Add(uint64(r.n))
+		f.distinct.Add(fresh)
 	case opReset:
 		for i := range f.words {
 			atomic.StoreUint64(&f.words[i], 0)
 		}
 		f.ones.Store(0)
 		f.items.Store(0)
+		f.distinct.Store(0)
 	case opImage:
 		words := make([]uint64, len(f.words))
 		copy(words, f.words) // plain reads: this goroutine is the only writer

@@ -1,0 +1,196 @@
+package rebuild
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const hammerEnv = "SYNCFILTER_REBUILD_HAMMER_DB"
+
+// TestChildProcessHammers is not a test: it is the writing process of
+// TestFreshnessUnderAHammeringWriter. It commits one id per transaction,
+// in order, as fast as it can.
+func TestChildProcessHammers(t *testing.T) {
+	path := os.Getenv(hammerEnv)
+	if path == "" {
+		t.Skip("child process of TestFreshnessUnderAHammeringWriter")
+	}
+	n, _ := strconv.Atoi(os.Getenv(hammerEnv + "_N"))
+	db := rawDB(t, path)
+	db.SetMaxOpenConns(1)
+	for i := range n {
+		mustExec(t, db, `INSERT INTO records (id) VALUES (?)`, fmt.Sprintf("hammer-%07d", i))
+	}
+}
+
+// TestFreshnessUnderAHammeringWriter: while another process commits in a
+// tight loop, every id committed before a call is reported fetched, by
+// Fetched and by Missing, whether the generation came from the wal-index
+// header or from the query; both paths are exercised.
+func TestFreshnessUnderAHammeringWriter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 1000)...)
+	ix := open(t, appConfig(path))
+	const n = 3000
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcessHammers$", "-test.count=1")
+	cmd.Env = append(os.Environ(), hammerEnv+"="+path, hammerEnv+"_N="+strconv.Itoa(n))
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	reader := rawDB(t, path)
+	checked, wrong := 0, 0
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("writer: %v\n%s", err, out)
+			}
+			running = false
+		default:
+		}
+		var last sql.NullString
+		if err := reader.QueryRow(`SELECT max(id) FROM records WHERE id LIKE 'hammer-%'`).Scan(&last); err != nil {
+			t.Fatal(err)
+		}
+		if !last.Valid {
+			continue
+		}
+		top, _ := strconv.Atoi(strings.TrimPrefix(last.String, "hammer-"))
+		// Every id up to top was committed before the calls below began.
+		ok, err := ix.Fetched(ctx, last.String)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			wrong++
+		}
+		var page []string
+		for i := max(0, top-20); i <= top; i++ {
+			page = append(page, fmt.Sprintf("hammer-%07d", i))
+		}
+		page = append(page, fmt.Sprintf("hammer-%07d", top+n)) // never written
+		missing, err := ix.Missing(ctx, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(missing) != 1 || missing[0] != page[len(page)-1] {
+			wrong++
+		}
+		checked++
+	}
+	st := ix.Stats()
+	if wrong > 0 {
+		t.Fatalf("%d of %d checks reported committed ids missing", wrong, checked)
+	}
+	if st.FreshnessFast == 0 || st.FreshnessQueries == 0 {
+		t.Fatalf("fast path %d, query %d: one path never ran", st.FreshnessFast, st.FreshnessQueries)
+	}
+	t.Logf("%d checks, freshness: %d from the header, %d by query", checked, st.FreshnessFast, st.FreshnessQueries)
+}
+
+// TestGrowingCollectionStaysUseful: a collection that starts with 1,000
+// rows and grows to 51,000 through pages of Missing then Update ends with
+// an estimated false-positive rate within twice the target, without the
+// app ever calling Rebuild; Stats says why it rebuilt.
+func TestGrowingCollectionStaysUseful(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("start", 1000)...)
+	cfg := appConfig(path)
+	cfg.AutoRebuildEvery = time.Millisecond // the test grows in seconds, not days
+	ix := open(t, cfg)
+	next := 0
+	for total := 1000; total < 51_000; {
+		page := ids(fmt.Sprintf("grow%05d", next), 500)
+		next++
+		missing, err := ix.Missing(ctx, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = ix.Update(ctx, func(tx *sql.Tx, mark func(...string) error) error {
+			if err := mark(missing...); err != nil {
+				return err
+			}
+			for _, id := range missing {
+				if _, err := tx.Exec(`INSERT INTO records (id) VALUES (?)`, id); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(missing)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st := ix.Stats()
+		if st.Serving && !st.Rebuilding {
+			if st.EstimatedFPR > 2*st.TargetFPR {
+				// One more insert re-checks; a rebuild due may still start.
+				if time.Now().After(deadline) {
+					t.Fatalf("estimated rate %.4f > 2 × %.4f after %d automatic rebuilds", st.EstimatedFPR, st.TargetFPR, st.AutoRebuilds)
+				}
+			} else {
+				if st.AutoRebuilds == 0 || !strings.Contains(st.AutoReason, "estimated false-positive rate") {
+					t.Fatalf("no automatic rebuild reported: %d, %q", st.AutoRebuilds, st.AutoReason)
+				}
+				t.Logf("%d automatic rebuilds; rate %.4f; capacity %d; last: %s", st.AutoRebuilds, st.EstimatedFPR, st.Capacity, st.AutoReason)
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no filter serving")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	expect(t, ix, set(ids("start", 1000)), append(ids("start", 100), ids("never", 100)...))
+}
+
+// TestUpdateCountsAKeyOnce: a key marked through Update is counted once
+// in Stats.Items, though the catch-up inserts it again.
+func TestUpdateCountsAKeyOnce(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 100)...)
+	ix := open(t, appConfig(path))
+	before := ix.Stats().Items
+	marked := ids("marked", 50)
+	err := ix.Update(ctx, func(tx *sql.Tx, mark func(...string) error) error {
+		if err := mark(marked...); err != nil {
+			return err
+		}
+		for _, id := range marked {
+			if _, err := tx.Exec(`INSERT INTO records (id) VALUES (?)`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Fetched(ctx, "marked-0000001"); err != nil { // catches up on the 50 log entries
+		t.Fatal(err)
+	}
+	st := ix.Stats()
+	if st.CaughtUp < 50 {
+		t.Fatalf("caught up %d entries: the test proves nothing", st.CaughtUp)
+	}
+	if got := st.Items - before; got > 50 || got < 45 {
+		t.Fatalf("Items grew by %d for 50 keys marked and caught up", got)
+	}
+}
