@@ -20,11 +20,15 @@
 // in a side table, syncfilter_alias_<n>, mapping canonical form to stored
 // form, and a confirmation looks in both.
 //
-// # Ordering: cover, then commit
+// # Storing records: nothing to do
 //
-// At every moment the filter covers every committed key. A key reaches the
-// filter (its bits set by the filter's writer goroutine, acknowledged)
-// before the transaction that stores it commits:
+// The app stores fetched records as it always did, on any connection: the
+// triggers log every inserted id, and the next Fetched or Missing catches
+// up on the log before it trusts a negative. The calls below hand keys to
+// the filter before the transaction that stores them commits. They are an
+// optional shortcut that buys nothing measurable, since the next call
+// catches up from the log anyway (BenchmarkMarkBuys: pages of 100 records
+// stored and asked about cost the same with and without mark):
 //
 //   - MarkFetched (library's own table) covers, then inserts and commits;
 //   - Update runs the app's function in a transaction on the index's
@@ -52,9 +56,12 @@
 // snapshot of another database, another table, or a database deleted and
 // created again is refused.
 //
-// Every Fetched and Missing call first reads the generation (one small
-// query); if it moved, the filter catches up on the new log entries
-// before any of its negatives is trusted. Rows written by the cron job, a
+// Every Fetched and Missing call first checks the generation; if it moved,
+// the filter catches up on the new log entries before any of its negatives
+// is trusted. In WAL mode the check costs a few dozen nanoseconds while
+// nothing commits: the wal-index header (the -shm file, shared by every
+// connection of every process) says whether any transaction committed
+// since the last exact read; only then does one small query run. Rows written by the cron job, a
 // second app process or a SQL shell are therefore seen by the next call.
 // A snapshot whose generation the log cannot reach (compacted past it) is
 // refused and the filter is rebuilt.
@@ -124,5 +131,8 @@
 // A Bloom filter cannot forget: deleted records stay "maybe" and cost one
 // lookup each, and every filter fills up. Stats reports items against
 // capacity, the estimated false-positive rate and RebuildDue; rebuild then
-// (in process, or with the `syncfilter rebuild` cron job and Reload).
+// (in process, or with the `syncfilter rebuild` cron job and Reload). By
+// default the index does it by itself: when the estimated rate passes
+// FPR × RebuildFactor it rebuilds in the background, at most once per
+// Config.AutoRebuildEvery (Config.NoAutoRebuild turns this off).
 package rebuild
