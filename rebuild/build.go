@@ -3,6 +3,7 @@ package rebuild
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/syncfilter/syncfilter/syncfilter"
@@ -92,39 +93,52 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 		capacity uint64
 		head     uint64
 		counts   ScanCounts
-		total    int64 // text keys to read
+		total    atomic.Int64 // rows counted for sizing (another snapshot: close enough), for progress
 		done     int64
 		invalid  int64
 		aliases  [][2]string
 		batch    = make([]string, 0, batchKeys)
-		batches  = make(chan []string, 4)
+		batches  = make(chan []string, 64) // room for the rows read while the count runs
 		built    = make(chan error, 1)
 	)
-	sized := func(gen uint64, c ScanCounts) error {
-		counts = c
-		total = c.Rows - c.SkippedNull - c.SkippedBlob
-		head, capacity = gen, ix.sizeFor(total)
-		params, err := syncfilter.NewParams(capacity, ix.cfg.FPR)
+	// Sizing needs the row count, which costs a pass of its own: it runs
+	// on another connection at the same time as the scan (a count from a
+	// slightly different snapshot sizes the filter just as well), and the
+	// builder goroutine waits for it before it hashes the first batch.
+	counted := make(chan error, 1)
+	go func() {
+		n, err := ix.st.countRows(ctx, nil)
+		total.Store(n)
+		counted <- err
+	}()
+	// One builder goroutine owns the new filter's bits: it hashes the
+	// batches the scanning goroutine reads, on the other core, and sets
+	// bits with plain stores since nobody queries the filter yet.
+	go func() {
+		err := <-counted
+		if err == nil {
+			capacity = ix.sizeFor(total.Load())
+			var params syncfilter.Params
+			if params, err = syncfilter.NewParams(capacity, ix.cfg.FPR); err != nil {
+				err = fmt.Errorf("size filter for %d rows: %w", total.Load(), err)
+			} else {
+				b, err = syncfilter.NewBuilder(params)
+			}
+		}
 		if err != nil {
-			return fmt.Errorf("size filter for %d rows: %w", total, err)
+			cancel()
 		}
-		if b, err = syncfilter.NewBuilder(params); err != nil {
-			return err
-		}
-		// One builder goroutine owns the new filter's bits: it hashes the
-		// batches the scanning goroutine reads, on the other core, and
-		// sets bits with plain stores since nobody queries the filter yet.
-		go func() {
-			var err error
-			for batch := range batches {
-				if err == nil {
-					if err = b.AddBatch(batch); err != nil {
-						cancel()
-					}
+		for batch := range batches {
+			if err == nil {
+				if err = b.AddBatch(batch); err != nil {
+					cancel()
 				}
 			}
-			built <- err
-		}()
+		}
+		built <- err
+	}()
+	sized := func(gen uint64) error {
+		head = gen
 		return nil
 	}
 	send := func() error {
@@ -162,16 +176,14 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 			invalid++
 		}
 		if ix.cfg.Progress != nil && done%ix.cfg.ProgressEvery == 0 {
-			ix.cfg.Progress(done, total)
+			ix.cfg.Progress(done, max(total.Load(), done))
 		}
 		return nil
 	}
-	scanErr := ix.st.scan(ctx, sized, row)
+	nulls, blobs, scanErr := ix.st.scan(ctx, sized, row)
+	counts.SkippedNull, counts.SkippedBlob = nulls, blobs
 	if scanErr == nil && len(batch) > 0 {
 		scanErr = send()
-	}
-	if b == nil { // never sized: no builder goroutine
-		return nil, scanErr
 	}
 	close(batches)
 	if err := <-built; err != nil {
@@ -184,8 +196,9 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 		return nil, err
 	}
 	if ix.cfg.Progress != nil {
-		ix.cfg.Progress(done, max(total, done))
+		ix.cfg.Progress(done, done)
 	}
+	counts.Rows = done + counts.SkippedNull + counts.SkippedBlob
 	counts.Keys, counts.SkippedText = done-invalid, invalid
 	ix.m.scanned(counts)
 	f, err := syncfilter.Thaw(b.Image())

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,6 +44,7 @@ type store struct {
 	insTrigger    string // syncfilter_ins_<id>, syncfilter_upd_<id>: log inserts and re-keys
 	updTrigger    string
 
+	headQuery                                    string
 	headStmt, fetchedStmt, aliasStmt, existsStmt *sql.Stmt
 	gen                                          *genReader // the per-call generation check
 	confirms                                     confirmStmts
@@ -315,6 +318,7 @@ func (s *store) prepare(ctx context.Context) (err error) {
 		(SELECT log_floor FROM ` + sourcesTable + ` WHERE id = ` + strconv.FormatInt(s.id, 10) + `),
 		EXISTS (SELECT 1 FROM ` + s.aliasTable + `)`
 	}
+	s.headQuery = headQuery
 	s.headStmt = prep(s.r, headQuery)
 	s.existsStmt = prep(s.r, `SELECT EXISTS (SELECT 1 FROM `+s.qTable+` WHERE `+s.qCol+` = ?1)`)
 	if s.attached {
@@ -474,50 +478,100 @@ func (s *store) insertOwn(ctx context.Context, tx *sql.Tx, canon []string) error
 	return nil
 }
 
-// scan reads the source in one read transaction: first the generation and
-// the counts of rows (handed to sized, before any row), then every text
-// key, in table order, handed to row. NULL and BLOB ids are counted, not
-// read: no text query can equal them. The transaction fixes the database's state
-// at its first statement, which reads the generation: every row committed
-// up to it is scanned, everything later is in the log after it.
-func (s *store) scan(ctx context.Context, sized func(gen uint64, c ScanCounts) error, row func(key string) error) error {
-	tx, err := s.r.BeginTx(ctx, nil)
+// scan reads the source in one read transaction: first the generation
+// (handed to sized, before any row), then every key, in table order,
+// handed to row. NULL and BLOB ids are counted, not handed over (no text
+// query can equal them): the counts come back at the end. The transaction
+// fixes the database's state at its first statement, which reads the
+// generation: every row committed up to it is scanned, everything later is
+// in the log after it.
+//
+// The rows are read through the driver directly, on a connection of the
+// pool held for the scan, with one reused value slice: below the per-row
+// cost of database/sql's Rows. ctx is checked every 4,096 rows.
+func (s *store) scan(ctx context.Context, sized func(gen uint64) error, row func(key string) error) (nulls, blobs int64, err error) {
+	conn, err := s.r.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("scan source: %w", err)
+		return 0, 0, fmt.Errorf("scan source: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	var head, floor int64
-	var aliases bool
-	if err := tx.StmtContext(ctx, s.headStmt).QueryRowContext(ctx).Scan(&head, &floor, &aliases); err != nil {
-		return fmt.Errorf("scan source: %w", err)
-	}
-	var c ScanCounts
-	var ids int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*), count(`+s.qCol+`), coalesce(sum(typeof(`+s.qCol+`) = 'blob'), 0) FROM `+s.qTable).Scan(&c.Rows, &ids, &c.SkippedBlob); err != nil {
-		return fmt.Errorf("scan source: %w", err)
-	}
-	c.SkippedNull = c.Rows - ids
-	if err := sized(uint64(head), c); err != nil {
-		return err
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE typeof(`+s.qCol+`) = 'text'`)
-	if err != nil {
-		return fmt.Errorf("scan source: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var key string
-		if err := rows.Scan(&key); err != nil {
-			return fmt.Errorf("scan source: %w", err)
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		begin, ok1 := dc.(driver.ConnBeginTx)
+		prep, ok2 := dc.(driver.ConnPrepareContext)
+		if !ok1 || !ok2 {
+			return errors.New("driver cannot begin or prepare with a context")
 		}
-		if err := row(key); err != nil {
+		tx, err := begin.BeginTx(ctx, driver.TxOptions{})
+		if err != nil {
 			return err
 		}
+		defer func() { _ = tx.Rollback() }()
+		query := func(q string) (driver.Rows, func(), error) {
+			st, err := prep.PrepareContext(ctx, q)
+			if err != nil {
+				return nil, nil, err
+			}
+			// No cancellation hook per row: the statement runs under a
+			// context that never ends, and ctx is checked between rows.
+			rows, err := st.(driver.StmtQueryContext).QueryContext(context.Background(), nil)
+			if err != nil {
+				_ = st.Close()
+				return nil, nil, err
+			}
+			return rows, func() { _ = rows.Close(); _ = st.Close() }, nil
+		}
+		rows, done, err := query(s.headQuery)
+		if err != nil {
+			return err
+		}
+		head := make([]driver.Value, 3)
+		err = rows.Next(head)
+		done()
+		if err != nil {
+			return err
+		}
+		gen, _ := head[0].(int64)
+		if err := sized(uint64(gen)); err != nil {
+			return err
+		}
+		rows, done, err = query(`SELECT ` + s.qCol + ` FROM ` + s.qTable)
+		if err != nil {
+			return err
+		}
+		defer done()
+		dest := make([]driver.Value, 1)
+		for n := 0; ; n++ {
+			if n%4096 == 0 {
+				if err := ctx.Err(); err != nil {
+					return context.Cause(ctx)
+				}
+			}
+			if err := rows.Next(dest); err != nil {
+				if err == io.EOF {
+					return nil
+				}
+				return err
+			}
+			switch v := dest[0].(type) {
+			case string:
+				if err := row(v); err != nil {
+					return err
+				}
+			case nil:
+				nulls++
+			case []byte:
+				blobs++
+			default: // a number in a TEXT column cannot be: affinity made it text
+				if err := row(fmt.Sprint(v)); err != nil {
+					return err
+				}
+			}
+		}
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("scan source: %w", err)
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("scan source: %w", err)
-	}
-	return nil
+	return nulls, blobs, nil
 }
 
 // noDatabase is a database file that is not there (or not reachable): the
