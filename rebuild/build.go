@@ -93,52 +93,39 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 		capacity uint64
 		head     uint64
 		counts   ScanCounts
-		total    atomic.Int64 // rows counted for sizing (another snapshot: close enough), for progress
+		total    atomic.Int64 // rows counted for sizing, for progress
 		done     int64
 		invalid  int64
 		aliases  [][2]string
 		batch    = make([]string, 0, batchKeys)
-		batches  = make(chan []string, 64) // room for the rows read while the count runs
+		batches  = make(chan []string, 4)
 		built    = make(chan error, 1)
 	)
-	// Sizing needs the row count, which costs a pass of its own: it runs
-	// on another connection at the same time as the scan (a count from a
-	// slightly different snapshot sizes the filter just as well), and the
-	// builder goroutine waits for it before it hashes the first batch.
-	counted := make(chan error, 1)
-	go func() {
-		n, err := ix.st.countRows(ctx, nil)
-		total.Store(n)
-		counted <- err
-	}()
-	// One builder goroutine owns the new filter's bits: it hashes the
-	// batches the scanning goroutine reads, on the other core, and sets
-	// bits with plain stores since nobody queries the filter yet.
-	go func() {
-		err := <-counted
-		if err == nil {
-			capacity = ix.sizeFor(total.Load())
-			var params syncfilter.Params
-			if params, err = syncfilter.NewParams(capacity, ix.cfg.FPR); err != nil {
-				err = fmt.Errorf("size filter for %d rows: %w", total.Load(), err)
-			} else {
-				b, err = syncfilter.NewBuilder(params)
-			}
-		}
+	sized := func(gen uint64, rows int64) error {
+		head = gen
+		total.Store(rows)
+		capacity = ix.sizeFor(rows)
+		params, err := syncfilter.NewParams(capacity, ix.cfg.FPR)
 		if err != nil {
-			cancel()
+			return fmt.Errorf("size filter for %d rows: %w", rows, err)
 		}
-		for batch := range batches {
-			if err == nil {
-				if err = b.AddBatch(batch); err != nil {
-					cancel()
+		if b, err = syncfilter.NewBuilder(params); err != nil {
+			return err
+		}
+		// One builder goroutine owns the new filter's bits: it hashes the
+		// batches the scanning goroutine reads, on the other core, and
+		// sets bits with plain stores since nobody queries the filter yet.
+		go func() {
+			var err error
+			for batch := range batches {
+				if err == nil {
+					if err = b.AddBatch(batch); err != nil {
+						cancel()
+					}
 				}
 			}
-		}
-		built <- err
-	}()
-	sized := func(gen uint64) error {
-		head = gen
+			built <- err
+		}()
 		return nil
 	}
 	send := func() error {
@@ -184,6 +171,9 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 	counts.SkippedNull, counts.SkippedBlob = nulls, blobs
 	if scanErr == nil && len(batch) > 0 {
 		scanErr = send()
+	}
+	if b == nil { // never sized: no builder goroutine
+		return nil, scanErr
 	}
 	close(batches)
 	if err := <-built; err != nil {

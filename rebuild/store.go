@@ -479,8 +479,8 @@ func (s *store) insertOwn(ctx context.Context, tx *sql.Tx, canon []string) error
 }
 
 // scan reads the source in one read transaction: first the generation
-// (handed to sized, before any row), then every key, in table order,
-// handed to row. NULL and BLOB ids are counted, not handed over (no text
+// and the row count (handed to sized, before any row), then every key, in
+// table order, handed to row. NULL and BLOB ids are counted, not handed over (no text
 // query can equal them): the counts come back at the end. The transaction
 // fixes the database's state at its first statement, which reads the
 // generation: every row committed up to it is scanned, everything later is
@@ -489,7 +489,7 @@ func (s *store) insertOwn(ctx context.Context, tx *sql.Tx, canon []string) error
 // The rows are read through the driver directly, on a connection of the
 // pool held for the scan, with one reused value slice: below the per-row
 // cost of database/sql's Rows. ctx is checked every 4,096 rows.
-func (s *store) scan(ctx context.Context, sized func(gen uint64) error, row func(key string) error) (nulls, blobs int64, err error) {
+func (s *store) scan(ctx context.Context, sized func(gen uint64, rows int64) error, row func(key string) error) (nulls, blobs int64, err error) {
 	conn, err := s.r.Conn(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("scan source: %w", err)
@@ -530,8 +530,19 @@ func (s *store) scan(ctx context.Context, sized func(gen uint64) error, row func
 		if err != nil {
 			return err
 		}
+		rows, done, err = query(`SELECT count(*) FROM ` + s.qTable)
+		if err != nil {
+			return err
+		}
+		count := make([]driver.Value, 1)
+		err = rows.Next(count)
+		done()
+		if err != nil {
+			return err
+		}
 		gen, _ := head[0].(int64)
-		if err := sized(uint64(gen)); err != nil {
+		total, _ := count[0].(int64)
+		if err := sized(uint64(gen), total); err != nil {
 			return err
 		}
 		rows, done, err = query(`SELECT ` + s.qCol + ` FROM ` + s.qTable)
