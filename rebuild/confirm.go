@@ -16,9 +16,57 @@ const confirmMax = 1 << 15
 
 // confirmStmts holds the two confirmation statements, prepared on first
 // use: with and without the alias lookup.
+//
+// One connection is kept for confirmations ("hot"): its page cache stays
+// warm with the key column's index, which a pool rotating over connections
+// would spread thin. A confirmation that finds it busy (another Missing at
+// the same time) uses the pool instead.
 type confirmStmts struct {
-	mu    sync.Mutex // guards stmts
+	mu    sync.Mutex // guards stmts and hot's statements
 	stmts [2]*sql.Stmt
+
+	hotMu    sync.Mutex // held while a confirmation runs on hot
+	hot      *sql.Conn
+	hotStmts [2]*sql.Stmt // prepared on hot
+}
+
+// query returns the confirmation SQL.
+func confirmSQL(s *store, aliases bool) string {
+	q := `SELECT ` + s.qCol + ` FROM ` + s.qTable + ` WHERE ` + s.qCol + ` IN (SELECT value FROM json_each(?1))`
+	if aliases {
+		q += ` UNION ALL SELECT a.canon FROM ` + s.aliasTable + ` a WHERE a.canon IN (SELECT value FROM json_each(?1))
+			AND EXISTS (SELECT 1 FROM ` + s.qTable + ` t WHERE t.` + s.qCol + ` = a.stored)`
+	}
+	return q
+}
+
+// hotStmt returns the statement prepared on the hot connection, if the
+// connection is free: the caller then holds hotMu and calls release.
+func (c *confirmStmts) hotStmt(ctx context.Context, s *store, aliases bool) (st *sql.Stmt, release func()) {
+	if !c.hotMu.TryLock() {
+		return nil, nil
+	}
+	i := 0
+	if aliases {
+		i = 1
+	}
+	if c.hot == nil {
+		conn, err := s.r.Conn(ctx)
+		if err != nil {
+			c.hotMu.Unlock()
+			return nil, nil
+		}
+		c.hot = conn
+	}
+	if c.hotStmts[i] == nil {
+		st, err := c.hot.PrepareContext(ctx, confirmSQL(s, aliases))
+		if err != nil {
+			c.hotMu.Unlock()
+			return nil, nil
+		}
+		c.hotStmts[i] = st
+	}
+	return c.hotStmts[i], c.hotMu.Unlock
 }
 
 func (c *confirmStmts) get(ctx context.Context, s *store, aliases bool) (*sql.Stmt, error) {
@@ -31,12 +79,7 @@ func (c *confirmStmts) get(ctx context.Context, s *store, aliases bool) (*sql.St
 	if c.stmts[i] != nil {
 		return c.stmts[i], nil
 	}
-	q := `SELECT ` + s.qCol + ` FROM ` + s.qTable + ` WHERE ` + s.qCol + ` IN (SELECT value FROM json_each(?1))`
-	if aliases {
-		q += ` UNION ALL SELECT a.canon FROM ` + s.aliasTable + ` a WHERE a.canon IN (SELECT value FROM json_each(?1))
-			AND EXISTS (SELECT 1 FROM ` + s.qTable + ` t WHERE t.` + s.qCol + ` = a.stored)`
-	}
-	st, err := s.r.PrepareContext(ctx, q)
+	st, err := s.r.PrepareContext(ctx, confirmSQL(s, aliases))
 	if err != nil {
 		return nil, fmt.Errorf("prepare confirmation: %w", err)
 	}
@@ -47,11 +90,19 @@ func (c *confirmStmts) get(ctx context.Context, s *store, aliases bool) (*sql.St
 func (c *confirmStmts) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, st := range c.stmts {
-		if st != nil {
-			_ = st.Close()
+	c.hotMu.Lock()
+	defer c.hotMu.Unlock()
+	for i := range c.stmts {
+		for _, st := range []*sql.Stmt{c.stmts[i], c.hotStmts[i]} {
+			if st != nil {
+				_ = st.Close()
+			}
 		}
-		c.stmts[i] = nil
+		c.stmts[i], c.hotStmts[i] = nil, nil
+	}
+	if c.hot != nil {
+		_ = c.hot.Close()
+		c.hot = nil
 	}
 }
 
@@ -81,9 +132,15 @@ func (s *store) confirm(ctx context.Context, keys []string, aliases bool) (map[s
 	if len(keys) == 0 {
 		return found, nil
 	}
-	st, err := s.confirms.get(ctx, s, aliases && s.attached)
-	if err != nil {
-		return nil, err
+	aliases = aliases && s.attached
+	st, release := s.confirms.hotStmt(ctx, s, aliases)
+	if release != nil {
+		defer release()
+	} else {
+		var err error
+		if st, err = s.confirms.get(ctx, s, aliases); err != nil {
+			return nil, err
+		}
 	}
 	for start := 0; start < len(keys); start += confirmMax {
 		list, err := json.Marshal(keys[start:min(start+confirmMax, len(keys))])

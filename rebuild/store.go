@@ -98,8 +98,8 @@ func openStore(ctx context.Context, cfg *Config, beforeAttach func(row sourceRow
 		_ = w.Close()
 		return nil, false, fmt.Errorf("open database: %w", err)
 	}
-	r.SetMaxOpenConns(cfg.Readers + 1) // one is the generation reader's
-	r.SetMaxIdleConns(cfg.Readers + 1)
+	r.SetMaxOpenConns(cfg.Readers + 2) // one is the generation reader's, one the confirmations' hot one
+	r.SetMaxIdleConns(cfg.Readers + 2)
 	st := &store{w: w, r: r, path: cfg.Path, table: cfg.Table, column: cfg.Column, readOnly: cfg.ReadOnly}
 	defer func() {
 		if err != nil {
