@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"path/filepath"
 	"testing"
 	"time"
@@ -132,4 +135,19 @@ func set(keys ...[]string) map[string]bool {
 		}
 	}
 	return m
+}
+
+// startChild starts this test binary again, running only the test named
+// run (a child-process helper that skips itself without its environment
+// variables), with env added; wait returns its error and output.
+func startChild(t *testing.T, run string, env ...string) (wait func() (string, error)) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() (string, error) { err := cmd.Wait(); return out.String(), err }
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,15 +41,14 @@ func TestFreshnessUnderAHammeringWriter(t *testing.T) {
 	path := appDB(t, ids("seed", 1000)...)
 	ix := open(t, appConfig(path))
 	const n = 3000
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcessHammers$", "-test.count=1")
-	cmd.Env = append(os.Environ(), hammerEnv+"="+path, hammerEnv+"_N="+strconv.Itoa(n))
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	wait := startChild(t, "TestChildProcessHammers", hammerEnv+"="+path, hammerEnv+"_N="+strconv.Itoa(n))
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	var out string
+	go func() {
+		var err error
+		out, err = wait()
+		done <- err
+	}()
 	reader := rawDB(t, path)
 	checked, wrong := 0, 0
 	for running := true; running; {

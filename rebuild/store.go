@@ -520,23 +520,21 @@ func (s *store) scan(ctx context.Context, sized func(gen uint64, rows int64) err
 			}
 			return rows, func() { _ = rows.Close(); _ = st.Close() }, nil
 		}
-		rows, done, err := query(s.headQuery)
+		// first returns the first row of q.
+		first := func(q string, cols int) ([]driver.Value, error) {
+			rows, done, err := query(q)
+			if err != nil {
+				return nil, err
+			}
+			defer done()
+			row := make([]driver.Value, cols)
+			return row, rows.Next(row)
+		}
+		head, err := first(s.headQuery, 3)
 		if err != nil {
 			return err
 		}
-		head := make([]driver.Value, 3)
-		err = rows.Next(head)
-		done()
-		if err != nil {
-			return err
-		}
-		rows, done, err = query(`SELECT count(*) FROM ` + s.qTable)
-		if err != nil {
-			return err
-		}
-		count := make([]driver.Value, 1)
-		err = rows.Next(count)
-		done()
+		count, err := first(`SELECT count(*) FROM `+s.qTable, 1)
 		if err != nil {
 			return err
 		}
@@ -545,7 +543,7 @@ func (s *store) scan(ctx context.Context, sized func(gen uint64, rows int64) err
 		if err := sized(uint64(gen), total); err != nil {
 			return err
 		}
-		rows, done, err = query(`SELECT ` + s.qCol + ` FROM ` + s.qTable)
+		rows, done, err := query(`SELECT ` + s.qCol + ` FROM ` + s.qTable)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -449,13 +448,7 @@ func TestCompactionNeverBreaksAConcurrentRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	const rounds = 25
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcessCompacts$", "-test.count=1")
-	cmd.Env = append(os.Environ(), compactorEnv+"="+path, compactorEnv+"_ROUNDS="+strconv.Itoa(rounds*2))
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	wait := startChild(t, "TestChildProcessCompacts", compactorEnv+"="+path, compactorEnv+"_ROUNDS="+strconv.Itoa(rounds*2))
 	db := rawDB(t, path)
 	var failed []error
 	for r := range rounds {
@@ -464,7 +457,7 @@ func TestCompactionNeverBreaksAConcurrentRebuild(t *testing.T) {
 			failed = append(failed, err)
 		}
 	}
-	if err := cmd.Wait(); err != nil {
+	if out, err := wait(); err != nil {
 		t.Fatalf("compacting process: %v\n%s", err, out)
 	}
 	if len(failed) > 0 {
