@@ -12,9 +12,7 @@ import (
 
 func (a *app) check(ctx context.Context, args []string) error {
 	fs := a.flags("check")
-	db := fs.String("db", "", "SQLite database `path`")
-	table := fs.String("table", "", "source table `name`")
-	column := fs.String("column", "", "key column `name`")
+	db, table, column := sourceFlags(fs)
 	snap := fs.String("snapshot", "", "snapshot `file` to load, verify and catch up (without it, SQLite answers alone)")
 	nul := fs.Bool("0", false, "keys on stdin are NUL-separated; so are the output records")
 	asJSON := fs.Bool("json", false, `print one JSON object per key: {"key": ..., "answer": ...}`)

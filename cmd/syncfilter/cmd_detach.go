@@ -15,9 +15,7 @@ import (
 // one: a file that is not that dataset's snapshot is left alone).
 func (a *app) detach(ctx context.Context, args []string) error {
 	fs := a.flags("detach")
-	db := fs.String("db", "", "SQLite database `path`")
-	table := fs.String("table", "", "source table `name`")
-	column := fs.String("column", "", "key column `name`")
+	db, table, column := sourceFlags(fs)
 	snap := fs.String("snapshot", "", "also delete this snapshot `file`, if it is the detached source's")
 	pos, err := parse(fs, args)
 	if err != nil {

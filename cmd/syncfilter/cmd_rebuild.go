@@ -34,9 +34,7 @@ type summary struct {
 
 func (a *app) rebuild(ctx context.Context, args []string) error {
 	fs := a.flags("rebuild")
-	db := fs.String("db", "", "SQLite database `path`")
-	table := fs.String("table", "", "source table `name`")
-	column := fs.String("column", "", "key column `name`")
+	db, table, column := sourceFlags(fs)
 	out := fs.String("out", "", "snapshot `file` to replace atomically")
 	fpr := 0.01
 	fs.Var(fraction{&fpr}, "fpr", "target false-positive `rate`, in (0, 1)")

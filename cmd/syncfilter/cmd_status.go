@@ -43,9 +43,7 @@ type snapshotJSON struct {
 
 func (a *app) status(ctx context.Context, args []string) error {
 	fs := a.flags("status")
-	db := fs.String("db", "", "SQLite database `path`")
-	table := fs.String("table", "", "source table `name`")
-	column := fs.String("column", "", "key column `name`")
+	db, table, column := sourceFlags(fs)
 	snap := fs.String("snapshot", "", "snapshot `file` to judge against the database")
 	fpr := 0.01
 	fs.Var(fraction{&fpr}, "fpr", "target false-positive `rate` that RebuildDue is judged against")

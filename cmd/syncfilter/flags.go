@@ -68,6 +68,14 @@ func unwrapAll(err error) error {
 	}
 }
 
+// sourceFlags declares --db, --table and --column: the source of truth.
+func sourceFlags(fs *flag.FlagSet) (db, table, column *string) {
+	db = fs.String("db", "", "SQLite database `path`")
+	table = fs.String("table", "", "source table `name`")
+	column = fs.String("column", "", "key column `name`")
+	return db, table, column
+}
+
 // required reports every named string flag left empty, at once.
 func required(fs *flag.FlagSet, names ...string) error {
 	var missing []string
