@@ -31,7 +31,7 @@ func BuildSnapshot(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Snapshot == "" {
 		return Report{}, fmt.Errorf("build snapshot: no snapshot file: %w", ErrBadConfig)
 	}
-	cfg.NoBackgroundRebuild, cfg.NoSaveOnClose = true, true
+	cfg.NoBackgroundRebuild, cfg.NoSaveOnClose, cfg.NoAutoRebuild = true, true, true
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return Report{}, err
