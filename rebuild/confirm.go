@@ -22,10 +22,10 @@ const confirmMax = 1 << 15
 // would spread thin. A confirmation that finds it busy (another Missing at
 // the same time) uses the pool instead.
 type confirmStmts struct {
-	mu    sync.Mutex // guards stmts and hot's statements
+	mu    sync.Mutex // guards stmts
 	stmts [2]*sql.Stmt
 
-	hotMu    sync.Mutex // held while a confirmation runs on hot
+	hotMu    sync.Mutex // held while a confirmation runs on hot; guards hot and hotStmts (close takes mu, then hotMu)
 	hot      *sql.Conn
 	hotStmts [2]*sql.Stmt // prepared on hot
 }
