@@ -12,8 +12,9 @@
 //	ok, err := ix.Fetched(ctx, id)
 //
 // The filter's "absent" is final: no SQLite lookup. Its "maybe" is always
-// confirmed in SQLite (in chunks of 256 keys per query for Missing) and
-// never counted as fetched on its own. Keys are compared in canonical
+// confirmed in SQLite (Missing confirms a page's maybes in one statement,
+// the keys passed as one JSON array to json_each) and never counted as
+// fetched on its own. Keys are compared in canonical
 // form (package normalize): a record stored under an NFD spelling by
 // another tool is found by an NFC query and the other way round, without
 // rewriting the table; the few stored spellings that are not NFC are noted
@@ -125,6 +126,13 @@
 // set, a file that is not a snapshot or another dataset's snapshot
 // (ErrUnsafeTarget, checked at Open before any write and again before
 // every save).
+//
+// # States
+//
+// What the index is doing is one value, changed only in state.go under the
+// Index's owner mutex: serving(F), bypass, rebuilding (bypass while F' is
+// built, covered keys queued for it) and closed. Queries read it without a
+// lock; Stats reports it (Serving, Rebuilding).
 //
 // # Caveats
 //
