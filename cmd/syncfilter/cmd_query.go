@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/snapshot"
@@ -19,6 +20,14 @@ func (a *app) query(_ context.Context, args []string) error {
 	}
 	if len(pos) == 0 {
 		return usagef("want a snapshot FILE, then keys (or keys on stdin)")
+	}
+	// A large file is verified first, streaming: a forged header (say, a
+	// sparse file claiming gigabytes) is refused before its bits are
+	// allocated. The bits are then read again; small files are read once.
+	if info, err := os.Stat(pos[0]); err == nil && info.Size() > 64<<20 {
+		if _, _, _, err := snapshot.VerifyFile(pos[0]); err != nil {
+			return err
+		}
 	}
 	s, err := snapshot.ReadFile(pos[0])
 	if err != nil {

@@ -62,7 +62,8 @@ func maxRSS(t *testing.T, args ...string) (int, int64, string) {
 }
 
 // TestVerifyAndInspectStream: a sparse file claiming 2^34 bits (2 GiB) is
-// read to its end and refused with peak memory far below the claim.
+// read to its end and refused with peak memory far below the claim, by
+// verify, inspect and query.
 func TestVerifyAndInspectStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hashes 2 GiB")
@@ -73,8 +74,9 @@ func TestVerifyAndInspectStream(t *testing.T) {
 		m = 1 << 30 // the race detector slows hashing: claim 128 MiB, still twice the limit
 	}
 	path := sparseSnapshot(t, m)
-	for _, cmd := range []string{"verify", "inspect"} {
-		code, rss, stderr := maxRSS(t, cmd, path)
+	for _, args := range [][]string{{"verify", path}, {"inspect", path}, {"query", path, "some-key"}} {
+		cmd := args[0]
+		code, rss, stderr := maxRSS(t, args...)
 		if code != exitSnapshot || !strings.Contains(stderr, "checksum") {
 			t.Fatalf("%s: exit %d, %q", cmd, code, stderr)
 		}
