@@ -219,24 +219,32 @@ func TestProgressBarFitsATerminal(t *testing.T) {
 	}
 }
 
-// answersOf runs cmd with its stdin kept open, writes keys one at a time,
-// and requires each answer before the next key is written.
-func answersOf(t *testing.T, keys []string, args ...string) []string {
+// startPiped starts the command with pipes on stdin and stdout and
+// stderr collected.
+func startPiped(t *testing.T, args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	outPipe, err := cmd.StdoutPipe()
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return cmd, in, out, stderr
+}
+
+// answersOf runs cmd with its stdin kept open, writes keys one at a time,
+// and requires each answer before the next key is written.
+func answersOf(t *testing.T, keys []string, args ...string) []string {
+	t.Helper()
+	cmd, in, outPipe, stderr := startPiped(t, args...)
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(outPipe)
@@ -407,20 +415,7 @@ func TestStatus(t *testing.T) {
 // returns its exit code, its peak resident memory and the answers counted.
 func peakRSSFeeding(t *testing.T, n int, args ...string) (int, int64, int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, in, outPipe, stderr := startPiped(t, args...)
 	go func() {
 		w := bufio.NewWriterSize(in, 1<<16)
 		for i := range n {
@@ -434,7 +429,7 @@ func peakRSSFeeding(t *testing.T, n int, args ...string) (int, int64, int) {
 	for sc.Scan() {
 		answers++
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
