@@ -3,7 +3,6 @@ package rebuild
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/syncfilter/syncfilter/syncfilter"
@@ -93,7 +92,7 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 		capacity uint64
 		head     uint64
 		counts   ScanCounts
-		total    atomic.Int64 // rows counted for sizing, for progress
+		total    int64 // rows counted for sizing, for progress
 		done     int64
 		invalid  int64
 		aliases  [][2]string
@@ -103,7 +102,7 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 	)
 	sized := func(gen uint64, rows int64) error {
 		head = gen
-		total.Store(rows)
+		total = rows
 		capacity = ix.sizeFor(rows)
 		params, err := syncfilter.NewParams(capacity, ix.cfg.FPR)
 		if err != nil {
@@ -163,7 +162,7 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 			invalid++
 		}
 		if ix.cfg.Progress != nil && done%ix.cfg.ProgressEvery == 0 {
-			ix.cfg.Progress(done, max(total.Load(), done))
+			ix.cfg.Progress(done, max(total, done))
 		}
 		return nil
 	}

@@ -111,7 +111,7 @@ func (c *confirmStmts) close() {
 // when it has rows), then the aliases a read-only index keeps in memory.
 func (s *store) fetched(ctx context.Context, c string, aliases bool) (bool, error) {
 	st := s.existsStmt
-	if aliases && s.attached {
+	if aliases && s.attached { // fetchedStmt, with the alias table, exists only then
 		st = s.fetchedStmt
 	}
 	var found bool

@@ -95,28 +95,29 @@ func (e *InvalidKeysError) Positions() []int {
 // the others, or is nil.
 func canonicalPage(keys []string) (canon []string, valid []int, bad *InvalidKeysError) {
 	canon = make([]string, len(keys))
+	valid = make([]int, 0, len(keys))
 	for i, k := range keys {
 		c, err := canonical(k)
 		if err != nil {
 			if bad == nil {
 				bad = &InvalidKeysError{}
-				valid = make([]int, 0, len(keys))
-				for j := range i {
-					valid = append(valid, j)
-				}
 			}
 			bad.Keys = append(bad.Keys, &syncfilter.KeyError{Index: i, Err: err})
 			continue
 		}
 		canon[i] = c
-		if bad != nil {
-			valid = append(valid, i)
-		}
-	}
-	if bad == nil {
-		valid = nil // all of them; the caller uses canon as is
+		valid = append(valid, i)
 	}
 	return canon, valid, bad
+}
+
+// pick returns canon[i] for every i in at.
+func pick(canon []string, at []int) []string {
+	out := make([]string, len(at))
+	for j, i := range at {
+		out[j] = canon[i]
+	}
+	return out
 }
 
 // goid returns the calling goroutine's id, read from its stack header

@@ -3,6 +3,7 @@ package rebuild
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/syncfilter/syncfilter/normalize"
@@ -20,7 +21,7 @@ func (a *memAliases) add(pairs [][2]string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, p := range pairs {
-		if !contains(a.m[p[0]], p[1]) {
+		if !slices.Contains(a.m[p[0]], p[1]) {
 			a.m[p[0]] = append(a.m[p[0]], p[1])
 		}
 	}
@@ -36,15 +37,6 @@ func (a *memAliases) empty() bool {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	return len(a.m) == 0
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // scanAliases reads every stored key that holds a non-ASCII character (an

@@ -76,7 +76,7 @@ func (ix *Index) readSnapshot(ctx context.Context) (*serving, error) {
 
 // plausible refuses a filter of m bits far larger than the source needs.
 func (ix *Index) plausible(ctx context.Context, m uint64) error {
-	rows, err := ix.st.countRows(ctx, nil)
+	rows, err := ix.st.countRows(ctx)
 	if err != nil {
 		return err
 	}

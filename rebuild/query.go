@@ -59,23 +59,16 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 		return nil, err
 	}
 	defer ix.leave()
-	canon, valid, bad := canonicalPage(keys)
+	canon, ask, bad := canonicalPage(keys) // ask: the keys the filter cannot rule out, so far every valid one
 	ix.m.queries.Add(uint64(len(keys)))
 	s, aliases, err := ix.current(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("missing: %w", err)
 	}
-	ask := valid // indexes of the keys the filter cannot rule out
-	if ask == nil && bad == nil {
-		ask = make([]int, len(canon))
-		for i := range ask {
-			ask[i] = i
-		}
-	}
 	if s != nil {
-		asked := make([]string, len(ask))
-		for j, i := range ask {
-			asked[j] = canon[i]
+		asked := canon // with no invalid key, canon is the valid keys in order
+		if bad != nil {
+			asked = pick(canon, ask)
 		}
 		maybe, err := s.f.MightContainBatch(make([]bool, 0, len(asked)), asked)
 		if err != nil {
@@ -93,7 +86,7 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 	} else {
 		ix.m.bypass.Add(uint64(len(ask)))
 	}
-	found, err := ix.confirm(ctx, canon, ask, aliases)
+	found, err := ix.st.confirm(ctx, pick(canon, ask), aliases)
 	if err != nil {
 		return nil, fmt.Errorf("missing: %w", err)
 	}
@@ -117,15 +110,4 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 		return missing, fmt.Errorf("missing: %w", bad)
 	}
 	return missing, nil
-}
-
-// confirm looks up canon[i] for every i in ask and returns the set of
-// canonical keys the source holds (under that spelling or another
-// equivalent one).
-func (ix *Index) confirm(ctx context.Context, canon []string, ask []int, aliases bool) (map[string]struct{}, error) {
-	keys := make([]string, len(ask))
-	for j, i := range ask {
-		keys[j] = canon[i]
-	}
-	return ix.st.confirm(ctx, keys, aliases)
 }

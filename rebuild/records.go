@@ -104,14 +104,10 @@ func (s *store) vouched(ctx context.Context, sum [32]byte, gen, m uint64) (bool,
 	return ok, nil
 }
 
-// countRows counts the source's keys, in q (a scan's transaction) or,
-// with q nil, on the reader pool.
-func (s *store) countRows(ctx context.Context, q querier) (int64, error) {
-	if q == nil {
-		q = s.r
-	}
+// countRows counts the source's keys.
+func (s *store) countRows(ctx context.Context) (int64, error) {
 	var n int64
-	if err := q.QueryRowContext(ctx, `SELECT count(*) FROM `+s.qTable+` WHERE `+s.qCol+` IS NOT NULL`).Scan(&n); err != nil {
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM `+s.qTable+` WHERE `+s.qCol+` IS NOT NULL`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count rows: %w", err)
 	}
 	return n, nil

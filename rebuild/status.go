@@ -53,7 +53,7 @@ func Describe(ctx context.Context, cfg Config) (Status, error) {
 	defer ix.Close(ctx)
 	s := ix.st
 	out := Status{Table: s.table, Column: s.column, Attached: s.attached, DatasetID: s.datasetID}
-	if out.Rows, err = s.countRows(ctx, nil); err != nil {
+	if out.Rows, err = s.countRows(ctx); err != nil {
 		return Status{}, err
 	}
 	if s.attached {

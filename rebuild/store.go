@@ -44,11 +44,11 @@ type store struct {
 	insTrigger    string // syncfilter_ins_<id>, syncfilter_upd_<id>: log inserts and re-keys
 	updTrigger    string
 
-	headQuery                                    string
-	headStmt, fetchedStmt, aliasStmt, existsStmt *sql.Stmt
-	gen                                          *genReader // the per-call generation check
-	confirms                                     confirmStmts
-	notedAliases                                 atomic.Bool // this process inserted aliases: look them up
+	headQuery                          string // the generation, the floor, whether the alias table has rows
+	fetchedStmt, aliasStmt, existsStmt *sql.Stmt
+	gen                                *genReader // the per-call generation check
+	confirms                           confirmStmts
+	notedAliases                       atomic.Bool // this process inserted aliases: look them up
 
 	mem *memAliases // read-only: aliases the library could not write to the alias table
 }
@@ -158,7 +158,7 @@ func (s *store) close() {
 	if s.gen != nil {
 		s.gen.close()
 	}
-	for _, st := range []*sql.Stmt{s.headStmt, s.fetchedStmt, s.aliasStmt, s.existsStmt} {
+	for _, st := range []*sql.Stmt{s.fetchedStmt, s.aliasStmt, s.existsStmt} {
 		if st != nil {
 			_ = st.Close()
 		}
@@ -319,14 +319,11 @@ func (s *store) prepare(ctx context.Context) (err error) {
 		EXISTS (SELECT 1 FROM ` + s.aliasTable + `)`
 	}
 	s.headQuery = headQuery
-	s.headStmt = prep(s.r, headQuery)
 	s.existsStmt = prep(s.r, `SELECT EXISTS (SELECT 1 FROM `+s.qTable+` WHERE `+s.qCol+` = ?1)`)
 	if s.attached {
 		s.fetchedStmt = prep(s.r, `SELECT EXISTS (SELECT 1 FROM `+s.qTable+` WHERE `+s.qCol+` = ?1)
 		OR EXISTS (SELECT 1 FROM `+s.aliasTable+` a WHERE a.canon = ?1
 			AND EXISTS (SELECT 1 FROM `+s.qTable+` t WHERE t.`+s.qCol+` = a.stored))`)
-	} else {
-		s.fetchedStmt = s.existsStmt // closing a statement twice is harmless
 	}
 	if !s.readOnly {
 		s.aliasStmt = prep(s.w, `INSERT OR IGNORE INTO `+s.aliasTable+` (canon, stored) VALUES (?, ?)`)
@@ -355,15 +352,13 @@ func (s *store) head(ctx context.Context) (head, floor uint64, err error) {
 	return v.head, v.floor, err
 }
 
-// generation returns the generation, the floor and whether confirmations
-// must look at aliases, as of a moment during the call.
+// generation returns the generation, the floor and whether the alias
+// table had rows, as of a moment during the call.
 func (s *store) generation(ctx context.Context) (genValue, error) {
 	if err := ctx.Err(); err != nil {
 		return genValue{}, err
 	}
-	v, err := s.gen.read()
-	v.aliases = v.aliases || s.notedAliases.Load()
-	return v, err
+	return s.gen.read()
 }
 
 // logSince streams the keys logged with after < seq <= upTo, in order.

@@ -142,13 +142,18 @@ type output struct {
 }
 
 // answer writes the verdict for k.
-func (o *output) answer(k string, verdict string) {
+func (o *output) answer(k string, verdict string) { o.record(k, verdict, "") }
+
+// record writes one record; why, for an invalid key, goes into the JSON
+// form only (text records carry the verdict and the key).
+func (o *output) record(k, verdict, why string) {
 	o.keys++
 	if o.json {
 		b, _ := json.Marshal(struct {
 			Key    string `json:"key"`
 			Answer string `json:"answer"`
-		}{k, verdict})
+			Error  string `json:"error,omitempty"`
+		}{k, verdict, why})
 		o.w.Write(b)
 		o.w.WriteByte('\n')
 		return
@@ -164,31 +169,22 @@ func (o *output) answer(k string, verdict string) {
 	o.w.WriteByte('\n')
 }
 
-// reject writes an "invalid" record for k and says why on stderr.
+// reject writes an "invalid" record for k and says why on stderr. Of a key
+// too long, only its first bytes were kept: text records print them quoted
+// and followed by "...".
 func (o *output) reject(k key, why error) {
 	o.invalid++
-	text := k.text
+	cut := ""
 	if k.tooLong {
-		why = fmt.Errorf("longer than %d bytes", maxKeyBytes)
+		why, cut = fmt.Errorf("longer than %d bytes", maxKeyBytes), "..."
 	}
-	fmt.Fprintf(o.stderr, "syncfilter %s: key %d (%s%s): %v\n", o.cmd, o.keys+1, display(text), map[bool]string{true: "...", false: ""}[k.tooLong], why)
-	if o.json {
-		b, _ := json.Marshal(struct {
-			Key    string `json:"key"`
-			Answer string `json:"answer"`
-			Error  string `json:"error"`
-		}{text, "invalid", why.Error()})
+	fmt.Fprintf(o.stderr, "syncfilter %s: key %d (%s%s): %v\n", o.cmd, o.keys+1, display(k.text), cut, why)
+	if k.tooLong && !o.nul && !o.json {
 		o.keys++
-		o.w.Write(b)
-		o.w.WriteByte('\n')
+		o.w.WriteString("invalid\t" + strconv.Quote(k.text) + "...\n")
 		return
 	}
-	if k.tooLong && !o.nul {
-		o.keys++
-		o.w.WriteString("invalid\t" + strconv.Quote(text) + "...\n")
-		return
-	}
-	o.answer(text, "invalid")
+	o.record(k.text, "invalid", why.Error())
 }
 
 // done returns the run's outcome once every key was answered.
