@@ -431,7 +431,26 @@ func TestSnapshotTargetRefusals(t *testing.T) {
 					}
 				}
 			}
+			if _, err := plainDB(t, path).Exec(`INSERT INTO records (id) VALUES (?)`, "after-"+tc.name); err != nil {
+				t.Fatalf("the app's INSERT fails after the refusal: %v", err)
+			}
 		})
+	}
+}
+
+// TestFailedOwnTableOpenLeavesNoDatabase: an Open of the library's own
+// table that starts a new database file and then fails (here, on an
+// unsafe snapshot path) removes the file it created.
+func TestFailedOwnTableOpenLeavesNoDatabase(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "new.db")
+	_, err := Open(context.Background(), Config{Path: path, Snapshot: dir})
+	if !errors.Is(err, ErrUnsafeTarget) {
+		t.Fatalf("Open = %v, want ErrUnsafeTarget", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Fatalf("a failed Open left %v", entries)
 	}
 }
 

@@ -78,11 +78,11 @@ func openStore(ctx context.Context, cfg *Config, beforeAttach func(row sourceRow
 	case cfg.Table != "":
 		mode = "rw"
 	}
-	if mode != "rwc" {
-		if _, err := os.Stat(cfg.Path); err != nil {
-			return nil, false, fmt.Errorf("open database: %w", &noDatabase{cfg.Path, err})
-		}
+	_, statErr := os.Stat(cfg.Path)
+	if mode != "rwc" && statErr != nil {
+		return nil, false, fmt.Errorf("open database: %w", &noDatabase{cfg.Path, statErr})
 	}
+	created := errors.Is(statErr, os.ErrNotExist) // the library's own table starts a new database
 	busy := strconv.FormatInt(cfg.BusyTimeout.Milliseconds(), 10)
 	w, err := sql.Open("sqlite3", dsn(cfg.Path, "mode="+mode+"&_txlock=immediate&_busy_timeout="+busy))
 	if err != nil {
@@ -104,6 +104,11 @@ func openStore(ctx context.Context, cfg *Config, beforeAttach func(row sourceRow
 	defer func() {
 		if err != nil {
 			st.close()
+			if created { // a failed Open leaves no database behind
+				for _, suffix := range databaseFiles {
+					_ = os.Remove(cfg.Path + suffix)
+				}
+			}
 		}
 	}()
 	s = st

@@ -171,7 +171,26 @@ func TestDetachCommand(t *testing.T) {
 	if state(t, db) == pristine {
 		t.Fatal("rebuild attached nothing?")
 	}
-	r := run(t, "", "detach", "--db", db, "--table", "RECORDS", "--column", "id", "--snapshot", snap).must(t, 0)
+	// Another dataset's snapshot is not deleted, and nothing is detached.
+	other := plainApp(t)
+	otherSnap := filepath.Join(filepath.Dir(other), "other.sfb")
+	run(t, "", "rebuild", "--db", other, "--table", "records", "--column", "id", "--out", otherSnap).must(t, 0)
+	otherBytes, _ := os.ReadFile(otherSnap)
+	attached := state(t, db)
+	r := run(t, "", "detach", "--db", db, "--table", "records", "--column", "id", "--snapshot", otherSnap)
+	if r.code != 1 || !strings.Contains(r.stderr, "leave") {
+		t.Fatalf("detach --snapshot FOREIGN: exit %d, %q", r.code, r.stderr)
+	}
+	if got, _ := os.ReadFile(otherSnap); !bytes.Equal(got, otherBytes) {
+		t.Fatal("detach deleted or changed another dataset's snapshot")
+	}
+	if state(t, db) != attached {
+		t.Fatal("a refused detach changed the database")
+	}
+	if _, err := sqlDB(t, db).Exec(`INSERT INTO records (id) VALUES ('after-refused-detach')`); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, "", "detach", "--db", db, "--table", "RECORDS", "--column", "id", "--snapshot", snap).must(t, 0)
 	if !strings.Contains(r.stdout, "removed") {
 		t.Fatalf("detach: %q", r.stdout)
 	}

@@ -104,7 +104,18 @@ func TestOutIsCheckedBeforeTheScan(t *testing.T) {
 			t.Fatalf("--out %s: the database was attached before the refusal", tc.out)
 		}
 	}
-	r := run(t, "", "rebuild", "--db", filepath.Join(dir, "typo.db"), "--table", "records", "--column", "id", "--out", filepath.Join(dir, "r.sfb"))
+	r := run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", filepath.Join(dir, "r.sfb"),
+		"--metrics-file", filepath.Join(dir, "no-such-dir", "m.prom"))
+	if r.code == 0 || !strings.Contains(r.stderr, "metrics file") || state(t, db) != before {
+		t.Fatalf("--metrics-file in a missing directory: exit %d, %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.sfb")); !os.IsNotExist(err) {
+		t.Fatal("a refused run wrote the snapshot")
+	}
+	if _, err := sqlDB(t, db).Exec(`INSERT INTO records (id) VALUES ('after-refusals')`); err != nil {
+		t.Fatalf("the app's INSERT fails after the refusals: %v", err)
+	}
+	r = run(t, "", "rebuild", "--db", filepath.Join(dir, "typo.db"), "--table", "records", "--column", "id", "--out", filepath.Join(dir, "r.sfb"))
 	if r.code != 1 || !strings.Contains(r.stderr, "typo.db does not exist") || strings.Contains(r.stderr, "table or column not found") {
 		t.Fatalf("missing database: exit %d, %q", r.code, r.stderr)
 	}
