@@ -16,8 +16,9 @@ const fpr = 0.01
 // pair is the same n keys in syncfilter and in bits-and-blooms, both sized
 // for n at 1%.
 type pair struct {
-	sf *syncfilter.Filter
-	bb *bloom.BloomFilter
+	sf   *syncfilter.Filter
+	bb   *bloom.BloomFilter
+	name string // the key shape, for BenchmarkSingle's filters
 }
 
 var (

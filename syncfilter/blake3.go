@@ -39,7 +39,7 @@ func newKeyHasher(key [32]byte) *keyHasher {
 // sum returns the first 32 bytes of keyed BLAKE3 over s.
 func (h *keyHasher) sum(s string) (out [32]byte) {
 	if len(s) <= blockLen {
-		h.sumBlock(s, &out)
+		h.sumOne(s, &out)
 		return out
 	}
 	kh := h.long.Get().(*blake3.Hasher)

@@ -7,7 +7,7 @@ func (h *keyHasher) sum8(keys *[8]string, out *[8][32]byte) {
 		return
 	}
 	for i := range keys {
-		h.sumBlock(keys[i], &out[i])
+		h.sumOne(keys[i], &out[i])
 	}
 }
 
@@ -43,7 +43,7 @@ func (h *keyHasher) sumMany(keys []string, out [][32]byte) {
 		flush()
 	default:
 		for i := 0; i < n; i++ {
-			h.sumBlock(lane[i], &out[idx[i]])
+			h.sumOne(lane[i], &out[idx[i]])
 		}
 	}
 }

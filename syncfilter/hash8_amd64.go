@@ -11,24 +11,8 @@ package syncfilter
 //go:noescape
 func hash8AVX2(key *[8]uint32, in *[8][64]byte, lens *[8]uint32, out *[8][32]byte)
 
-func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
-
-func xgetbv0() (eax uint32)
-
 // hasAVX2 reports whether the CPU has AVX2 and the OS saves YMM state.
-var hasAVX2 = func() bool {
-	maxLeaf, _, _, _ := cpuid(0, 0)
-	if maxLeaf < 7 {
-		return false
-	}
-	_, _, ecx1, _ := cpuid(1, 0)
-	const osxsave, avx = 1 << 27, 1 << 28
-	if ecx1&osxsave == 0 || ecx1&avx == 0 || xgetbv0()&6 != 6 {
-		return false
-	}
-	_, ebx7, _, _ := cpuid(7, 0)
-	return ebx7&(1<<5) != 0
-}()
+var hasAVX2 = cpu.avx2
 
 // sum8Vector hashes eight keys of at most 64 bytes with AVX2, or reports
 // false if the CPU cannot.
