@@ -33,9 +33,15 @@ var samePin = norm.Version == PinnedUnicode
 // String returns c(s). It returns s itself, without allocating, when s is
 // already canonical.
 func String(s string) (string, error) {
-	if isASCII(s) {
+	if quickCanonical(s) {
 		return s, nil
 	}
+	return full(s)
+}
+
+// full is String without the one-pass check: validation, the pinned
+// path under newer tables, the NFC check, normalization.
+func full(s string) (string, error) {
 	if err := validate(s); err != nil {
 		return "", err
 	}
@@ -52,7 +58,7 @@ func String(s string) (string, error) {
 // already holds does not affect c(s): the key is normalized on its own,
 // not joined with the bytes before it.
 func Append(dst []byte, s string) ([]byte, error) {
-	if isASCII(s) {
+	if quickCanonical(s) {
 		return append(dst, s...), nil
 	}
 	if err := validate(s); err != nil {
@@ -69,7 +75,7 @@ func Append(dst []byte, s string) ([]byte, error) {
 
 // IsCanonical reports whether s is valid UTF-8 and equal to c(s).
 func IsCanonical(s string) bool {
-	if isASCII(s) {
+	if quickCanonical(s) {
 		return true
 	}
 	if !utf8.ValidString(s) {
@@ -101,25 +107,6 @@ func validate(s string) error {
 		i += size
 	}
 	return nil // unreachable: ValidString said otherwise
-}
-
-// isASCII reports whether every byte of s is below 0x80, eight at a time.
-func isASCII(s string) bool {
-	const hi = 0x8080808080808080
-	for len(s) >= 8 {
-		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-		if w&hi != 0 {
-			return false
-		}
-		s = s[8:]
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
 
 // isAssigned reports whether r was assigned in PinnedUnicode.
