@@ -8,21 +8,20 @@ import "unicode/utf8"
 // points that may compose, reorder or be unassigned in PinnedUnicode all
 // go to the full path, which validates and normalizes.
 //
-// ASCII goes eight bytes at a time; two-byte sequences (Latin, Greek,
+// A leading run of ASCII goes eight bytes at a time; two-byte sequences (Latin, Greek,
 // Cyrillic, Hebrew, Arabic letters) are decoded inline; longer ones by
 // the utf8 package. It does not allocate.
 func quickCanonical(s string) bool {
 	const hi = 0x8080808080808080
-	i := 0
-	for i < len(s) {
-		if i+8 <= len(s) {
-			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-			if w&hi == 0 {
-				i += 8
-				continue
-			}
+	for len(s) >= 8 {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		if w&hi != 0 {
+			break
 		}
+		s = s[8:]
+	}
+	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			i++

@@ -20,8 +20,9 @@ import (
 type Filter struct {
 	bitset // immutable after New, except the words, which only the writer sets
 
-	// Counters. negatives and maybes are bumped by readers; the padding
-	// keeps them off the cache line of the read-mostly fields above.
+	// Counters of batch answers. negatives and maybes are bumped by
+	// readers; the padding keeps them off the cache line of the
+	// read-mostly fields above.
 	_         [64]byte
 	negatives atomic.Uint64 // queries answered "absent"
 	_         [56]byte
@@ -68,17 +69,16 @@ func (f *Filter) Params() Params { return f.params }
 
 // MightContain reports false if key was certainly never added, and true
 // (maybe) otherwise. It fails only for a key that is not valid UTF-8.
+//
+// It is the single-key hot path (a cache asking per request) and is not
+// counted in Counters: a counter shared by goroutines costs a locked
+// instruction per query, which on amd64 is a full memory barrier that
+// keeps one query's memory access from overlapping the next query's
+// hashing (measured: 15 to 20 ns of a 90 ns query). Count where you
+// already have a per-request metric, or ask MightContainBatch, which
+// counts a page with one atomic addition.
 func (f *Filter) MightContain(key string) (bool, error) {
-	ok, err := f.mightContain(key)
-	if err != nil {
-		return false, err
-	}
-	if ok {
-		f.maybes.Add(1)
-	} else {
-		f.negatives.Add(1)
-	}
-	return ok, nil
+	return f.mightContain(key)
 }
 
 // MightContainBatch appends MightContain of each key to dst, in order, and
@@ -111,7 +111,8 @@ func (f *Filter) Counters() Counters {
 	return Counters{Queries: n + m, Negatives: n, Maybes: m}
 }
 
-// Counters count answers since the filter was created.
+// Counters count the answers of MightContainBatch since the filter was
+// created (MightContain is not counted; see there).
 type Counters struct {
 	Queries   uint64 // Negatives + Maybes
 	Negatives uint64 // answered "absent": certain, no lookup needed

@@ -248,8 +248,18 @@ func TestResetAndCounters(t *testing.T) {
 	}
 	absent := 0
 	for _, k := range idKeys(4, 100) {
-		if ok, _ := f.MightContain(k); !ok {
+		ans, err := f.MightContainBatch(nil, []string{k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ans[0] {
 			absent++
+		}
+	}
+	// Single-key MightContain is not counted.
+	for _, k := range idKeys(5, 50) {
+		if _, err := f.MightContain(k); err != nil {
+			t.Fatal(err)
 		}
 	}
 	c := f.Counters()
