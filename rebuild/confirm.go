@@ -30,14 +30,20 @@ type confirmStmts struct {
 	hotStmts [2]*sql.Stmt // prepared on hot
 }
 
-// query returns the confirmation SQL.
+// confirmSQL returns the confirmation statement: one row, one column, the
+// JSON array of the keys found. The keys come back as the source stores
+// them (and the alias table's canonical spellings), and Go compares them
+// with the keys asked, byte for byte: a key SQLite did not find, or found
+// under other bytes, is never taken as fetched. One row instead of a row
+// per key found saves the driver's per-row cost (a cgo call and a
+// conversion per row, about a microsecond).
 func confirmSQL(s *store, aliases bool) string {
-	q := `SELECT ` + s.qCol + ` FROM ` + s.qTable + ` WHERE ` + s.qCol + ` IN (SELECT value FROM json_each(?1))`
+	q := `SELECT ` + s.qCol + ` AS v FROM ` + s.qTable + ` WHERE ` + s.qCol + ` IN (SELECT value FROM json_each(?1))`
 	if aliases {
 		q += ` UNION ALL SELECT a.canon FROM ` + s.aliasTable + ` a WHERE a.canon IN (SELECT value FROM json_each(?1))
 			AND EXISTS (SELECT 1 FROM ` + s.qTable + ` t WHERE t.` + s.qCol + ` = a.stored)`
 	}
-	return q
+	return `SELECT json_group_array(v) FROM (` + q + `)`
 }
 
 // hotStmt returns the statement prepared on the hot connection, if the
@@ -170,23 +176,16 @@ func (s *store) confirm(ctx context.Context, keys []string, aliases bool) (map[s
 
 // collect runs a confirmation and adds the keys it returns to found.
 func collect(ctx context.Context, st *sql.Stmt, args []any, found map[string]struct{}) error {
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
+	var list string
+	if err := st.QueryRowContext(ctx, args...).Scan(&list); err != nil {
 		return fmt.Errorf("confirm: %w", err)
 	}
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			rows.Close()
-			return fmt.Errorf("confirm: %w", err)
-		}
+	var keys []string
+	if err := json.Unmarshal([]byte(list), &keys); err != nil {
+		return fmt.Errorf("confirm: read found keys: %w", err)
+	}
+	for _, k := range keys {
 		found[k] = struct{}{}
-	}
-	if err := rows.Close(); err != nil {
-		return fmt.Errorf("confirm: %w", err)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("confirm: %w", err)
 	}
 	return nil
 }

@@ -559,7 +559,10 @@ func TestDetachOwnTable(t *testing.T) {
 // in bypass (read-only and writable) and with a filter serving.
 func TestFetchedAndMissingAgree(t *testing.T) {
 	ctx := context.Background()
-	words := []string{"Ångström", "café", "Łódź", "ﬁle", "한국어", "\u212a", "K", "e\u0301", "plain"}
+	words := []string{"Ångström", "café", "Łódź", "ﬁle", "한국어", "\u212a", "K", "e\u0301", "plain",
+		// Bytes that travel through JSON escaped, both ways (the keys go to
+		// SQLite as a JSON array, the found ones come back as one).
+		"nul\x00inside", "quote\"back\\slash", "tab\tnew\nline\x01", "\u2028sep\u2029", "<tag>&amp;", "😀\U0010fffd", "\x7f", "Ångström\x00"}
 	var stored, probe []string
 	for i, w := range words {
 		nfc, nfd := norm.NFC.String(w), norm.NFD.String(w)
