@@ -3,6 +3,7 @@ package rebuild
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/syncfilter/syncfilter/syncfilter"
@@ -81,6 +82,25 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 	return nil
 }
 
+// deferredRows is the most digests a rebuild keeps while its count runs
+// (syncfilter.DigestBytes each: 64 MiB); past it, the builder waits for
+// the count.
+var deferredRows int64 = 64 << 20 / syncfilter.DigestBytes // a variable for the tests
+
+// buildMsg is one message to the builder goroutine: keys to insert, or the
+// end of the scan with the rows it read.
+type buildMsg struct {
+	keys []string
+	end  bool
+	rows int64
+}
+
+// countResult is the count(*) run alongside a scan.
+type countResult struct {
+	n   int64
+	err error
+}
+
 // scan builds an unpublished filter from one consistent read of the
 // source (store.scan): every row committed up to the read's generation is
 // scanned, everything later is in the log after it.
@@ -88,48 +108,108 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		b        *syncfilter.Builder
-		capacity uint64
+		b        *syncfilter.Builder // set by the builder goroutine; read after built
+		capacity uint64              // set by the builder goroutine; read after built
 		head     uint64
 		counts   ScanCounts
-		total    int64 // rows counted for sizing, for progress
+		total    atomic.Int64 // rows estimated, then counted: for progress
 		done     int64
 		invalid  int64
 		aliases  [][2]string
 		batch    = make([]string, 0, batchKeys)
-		batches  = make(chan []string, 4)
+		batches  = make(chan buildMsg, 4)
 		built    = make(chan error, 1)
+		counted  = make(chan countResult, 1)
 	)
-	sized := func(gen uint64, rows int64) error {
-		head = gen
-		total = rows
-		capacity = ix.sizeFor(rows)
-		params, err := syncfilter.NewParams(capacity, ix.cfg.FPR)
-		if err != nil {
-			return fmt.Errorf("size filter for %d rows: %w", rows, err)
-		}
-		if b, err = syncfilter.NewBuilder(params); err != nil {
-			return err
-		}
-		// One builder goroutine owns the new filter's bits: it hashes the
-		// batches the scanning goroutine reads, on the other core, and
-		// sets bits with plain stores since nobody queries the filter yet.
-		go func() {
-			var err error
-			for batch := range batches {
+	hooks := scanHooks{
+		begin: func(gen uint64, estimate int64) error {
+			head = gen
+			total.Store(estimate)
+			// The filter's size comes from a count(*) on another
+			// connection, run alongside the scan instead of before it.
+			// It may count a few rows committed after the scan's read
+			// began: it only sizes the filter, whose contents come from
+			// the read alone.
+			go func() {
+				n, err := ix.st.countAll(ctx)
 				if err == nil {
-					if err = b.AddBatch(batch); err != nil {
+					total.Store(n)
+				}
+				counted <- countResult{n, err}
+			}()
+			// One builder goroutine owns the new filter's bits: it hashes
+			// the batches the scanning goroutine reads, on the other core,
+			// and sets bits with plain stores since nobody queries the
+			// filter yet. Until the count is in, it keeps digests.
+			go func() {
+				deferred := syncfilter.NewDeferred()
+				var err error
+				size := func(rows int64) {
+					capacity = ix.sizeFor(rows)
+					params, perr := syncfilter.NewParams(capacity, ix.cfg.FPR)
+					if perr != nil {
+						err = fmt.Errorf("size filter for %d rows: %w", rows, perr)
+						return
+					}
+					params.Key = deferred.Key()
+					b, err = deferred.Builder(params)
+				}
+				var count *countResult
+				receive := func(block bool) {
+					if count != nil {
+						return
+					}
+					if block {
+						r := <-counted
+						count = &r
+						return
+					}
+					select {
+					case r := <-counted:
+						count = &r
+					default:
+					}
+				}
+				for m := range batches {
+					if err != nil {
+						continue
+					}
+					if b == nil {
+						// Size as soon as the count is in; wait for it
+						// rather than keep more than deferredRows digests.
+						receive(deferred.Len() >= int(deferredRows) && !m.end)
+						switch {
+						case count == nil:
+						case count.err != nil:
+							err = count.err
+						default:
+							size(count.n)
+						}
+					}
+					switch {
+					case err != nil:
+					case m.end:
+						if b == nil { // the scan ended first: size from the rows it read
+							size(m.rows)
+						}
+					case b != nil:
+						err = b.AddBatch(m.keys)
+					default:
+						err = deferred.AddBatch(m.keys)
+					}
+					if err != nil {
 						cancel()
 					}
 				}
-			}
-			built <- err
-		}()
-		return nil
+				receive(true) // the counting goroutine ends before this one
+				built <- err
+			}()
+			return nil
+		},
 	}
 	send := func() error {
 		select {
-		case batches <- batch:
+		case batches <- buildMsg{keys: batch}:
 		case <-ctx.Done():
 			return fmt.Errorf("scan source: %w", context.Cause(ctx))
 		}
@@ -162,17 +242,25 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 			invalid++
 		}
 		if ix.cfg.Progress != nil && done%ix.cfg.ProgressEvery == 0 {
-			ix.cfg.Progress(done, max(total, done))
+			ix.cfg.Progress(done, max(total.Load(), done))
 		}
 		return nil
 	}
-	nulls, blobs, scanErr := ix.st.scan(ctx, sized, row)
+	hooks.row = row
+	nulls, blobs, began, scanErr := ix.st.scan(ctx, hooks)
 	counts.SkippedNull, counts.SkippedBlob = nulls, blobs
 	if scanErr == nil && len(batch) > 0 {
 		scanErr = send()
 	}
-	if b == nil { // never sized: no builder goroutine
+	if !began { // no builder goroutine
 		return nil, scanErr
+	}
+	if scanErr == nil {
+		select {
+		case batches <- buildMsg{end: true, rows: done + nulls + blobs}:
+		case <-ctx.Done():
+			scanErr = fmt.Errorf("scan source: %w", context.Cause(ctx))
+		}
 	}
 	close(batches)
 	if err := <-built; err != nil {

@@ -478,21 +478,31 @@ func (s *store) insertOwn(ctx context.Context, tx *sql.Tx, canon []string) error
 	return nil
 }
 
+// scanHooks are what a scan reports, in this order: begin, once, before
+// any row, with the generation and a cheap estimate of the rows (the
+// largest rowid; 0 when there is none), for progress only; then row for
+// every text key.
+type scanHooks struct {
+	begin func(gen uint64, estimate int64) error
+	row   func(key string) error
+}
+
 // scan reads the source in one read transaction: first the generation
-// and the row count (handed to sized, before any row), then every key, in
-// table order, handed to row. NULL and BLOB ids are counted, not handed over (no text
-// query can equal them): the counts come back at the end. The transaction
-// fixes the database's state at its first statement, which reads the
-// generation: every row committed up to it is scanned, everything later is
-// in the log after it.
+// (handed to begin with an estimate of the rows), then every key, in
+// table order, handed to row. NULL and BLOB ids are counted, not handed
+// over (no text query can equal them): the counts come back at the end.
+// began reports whether begin was called. The transaction fixes the
+// database's state at its first statement, which reads the generation:
+// every row committed up to it is scanned, everything later is in the
+// log after it.
 //
 // The rows are read through the driver directly, on a connection of the
 // pool held for the scan, with one reused value slice: below the per-row
 // cost of database/sql's Rows. ctx is checked every 4,096 rows.
-func (s *store) scan(ctx context.Context, sized func(gen uint64, rows int64) error, row func(key string) error) (nulls, blobs int64, err error) {
+func (s *store) scan(ctx context.Context, h scanHooks) (nulls, blobs int64, began bool, err error) {
 	conn, err := s.r.Conn(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("scan source: %w", err)
+		return 0, 0, false, fmt.Errorf("scan source: %w", err)
 	}
 	defer conn.Close()
 	err = conn.Raw(func(dc any) error {
@@ -534,13 +544,13 @@ func (s *store) scan(ctx context.Context, sized func(gen uint64, rows int64) err
 		if err != nil {
 			return err
 		}
-		count, err := first(`SELECT count(*) FROM `+s.qTable, 1)
-		if err != nil {
-			return err
+		var estimate int64
+		if last, err := first(`SELECT max(_rowid_) FROM `+s.qTable, 1); err == nil { // fails WITHOUT ROWID
+			estimate, _ = last[0].(int64)
 		}
 		gen, _ := head[0].(int64)
-		total, _ := count[0].(int64)
-		if err := sized(uint64(gen), total); err != nil {
+		began = true
+		if err := h.begin(uint64(gen), max(estimate, 0)); err != nil {
 			return err
 		}
 		rows, done, err := query(`SELECT ` + s.qCol + ` FROM ` + s.qTable)
@@ -563,7 +573,7 @@ func (s *store) scan(ctx context.Context, sized func(gen uint64, rows int64) err
 			}
 			switch v := dest[0].(type) {
 			case string:
-				if err := row(v); err != nil {
+				if err := h.row(v); err != nil {
 					return err
 				}
 			case nil:
@@ -571,16 +581,16 @@ func (s *store) scan(ctx context.Context, sized func(gen uint64, rows int64) err
 			case []byte:
 				blobs++
 			default: // a number in a TEXT column cannot be: affinity made it text
-				if err := row(fmt.Sprint(v)); err != nil {
+				if err := h.row(fmt.Sprint(v)); err != nil {
 					return err
 				}
 			}
 		}
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("scan source: %w", err)
+		return 0, 0, began, fmt.Errorf("scan source: %w", err)
 	}
-	return nulls, blobs, nil
+	return nulls, blobs, began, nil
 }
 
 // noDatabase is a database file that is not there (or not reachable): the

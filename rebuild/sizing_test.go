@@ -1,0 +1,60 @@
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// TestRebuildSizesFromTheRowsRead: a rebuild sizes the filter for the rows
+// of the source (NULL and BLOB ids included), from a count run alongside
+// the scan (which may see a row committed just after the read began) or,
+// when the scan ends first, from the rows it read; with the digest bound
+// at one key, the builder waits for the count. A row committed by another
+// connection during the scan is found through the log either way.
+func TestRebuildSizesFromTheRowsRead(t *testing.T) {
+	ctx := context.Background()
+	for _, bound := range []int64{deferredRows, 1} {
+		t.Run(fmt.Sprintf("digests=%d", bound), func(t *testing.T) {
+			old := deferredRows
+			deferredRows = bound
+			defer func() { deferredRows = old }()
+			stored := ids("stored", 1000)
+			path := appDB(t, stored...)
+			db := rawDB(t, path)
+			defer db.Close()
+			for i := range 7 {
+				mustExec(t, db, `INSERT INTO records (id, body) VALUES (NULL, ?)`, i)
+			}
+			for i := range 5 {
+				mustExec(t, db, `INSERT INTO records (id, body) VALUES (?, 'blob')`, []byte(fmt.Sprint("blob", i)))
+			}
+			cfg := appConfig(path)
+			cfg.Headroom = 3
+			ix := open(t, cfg)
+			testHookScanRow = func(n int64) error {
+				if n == 50 {
+					mustExec(t, db, `INSERT INTO records (id, body) VALUES ('late', '')`)
+				}
+				return nil
+			}
+			defer func() { testHookScanRow = nil }()
+			if err := ix.Rebuild(ctx); err != nil {
+				t.Fatal(err)
+			}
+			testHookScanRow = nil
+			st := ix.Stats()
+			if c := st.Capacity; c != 3*1012 && c != 3*1013 {
+				t.Fatalf("capacity %d, want 3 × 1,012 rows (or 1,013 if the count saw the late row)", c)
+			}
+			probe := append(append([]string{"late"}, stored...), ids("never", 200)...)
+			missing, err := ix.Missing(ctx, probe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(missing) != 200 || missing[0] != "never-0000000" {
+				t.Fatalf("%d missing (first %q), want the 200 never stored", len(missing), missing[0])
+			}
+		})
+	}
+}
