@@ -89,10 +89,14 @@
 // # Rebuild
 //
 // Rebuild enters bypass (every query goes to SQLite), scans the source in
-// one read transaction (streaming; the scanning goroutine reads rows, one
-// builder goroutine hashes them and sets the new filter's bits), sizes the filter from the row
-// count × Config.Headroom, catches up on the log since the scan and on keys
-// covered meanwhile, publishes the filter with one atomic pointer store,
+// one read transaction (streaming: the scanning goroutine reads the keys
+// through the column's index, thousands per statement as one JSON array,
+// or row by row without an index; one builder goroutine hashes them and
+// sets the new filter's bits), sizes the filter from the row count ×
+// Config.Headroom (a count(*) run alongside the scan on another
+// connection; the builder keeps digests until it is in), catches up on
+// the log since the scan and on keys covered meanwhile, publishes the
+// filter with one atomic pointer store,
 // then saves the snapshot atomically. A failed or cancelled rebuild drops
 // the half-built filter and the previous one answers again. The first
 // Open of a source scans before returning; later Opens with an unusable

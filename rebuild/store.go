@@ -496,9 +496,11 @@ type scanHooks struct {
 // every row committed up to it is scanned, everything later is in the
 // log after it.
 //
-// The rows are read through the driver directly, on a connection of the
-// pool held for the scan, with one reused value slice: below the per-row
-// cost of database/sql's Rows. ctx is checked every 4,096 rows.
+// Keys are read in chunks through the column's index when SQLite walks it
+// for the paging statement (scanChunked), in the index's order; otherwise
+// row by row through the driver, on a connection of the pool held for the
+// scan, with one reused value slice (below the per-row cost of
+// database/sql's Rows), in table order. ctx is checked every 4,096 rows.
 func (s *store) scan(ctx context.Context, h scanHooks) (nulls, blobs int64, began bool, err error) {
 	conn, err := s.r.Conn(ctx)
 	if err != nil {
@@ -552,6 +554,13 @@ func (s *store) scan(ctx context.Context, h scanHooks) (nulls, blobs int64, bega
 		began = true
 		if err := h.begin(uint64(gen), max(estimate, 0)); err != nil {
 			return err
+		}
+		if !noChunkedScan {
+			ok, n, b, err := s.scanChunked(ctx, dc, h.row)
+			if ok || err != nil {
+				nulls, blobs = n, b
+				return err
+			}
 		}
 		rows, done, err := query(`SELECT ` + s.qCol + ` FROM ` + s.qTable)
 		if err != nil {
