@@ -87,6 +87,11 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 // the count.
 var deferredRows int64 = 64 << 20 / syncfilter.DigestBytes // a variable for the tests
 
+// testHookCountWait, if set, runs when the builder is about to wait for
+// the count because its digests reached deferredRows; testHookBeforeCount
+// runs before the count starts.
+var testHookCountWait, testHookBeforeCount func()
+
 // buildMsg is one message to the builder goroutine: keys to insert, or the
 // end of the scan with the rows it read.
 type buildMsg struct {
@@ -131,6 +136,9 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 			// began: it only sizes the filter, whose contents come from
 			// the read alone.
 			go func() {
+				if testHookBeforeCount != nil {
+					testHookBeforeCount()
+				}
 				n, err := ix.st.countAll(ctx)
 				if err == nil {
 					total.Store(n)
@@ -177,7 +185,11 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 					if b == nil {
 						// Size as soon as the count is in; wait for it
 						// rather than keep more than deferredRows digests.
-						receive(deferred.Len() >= int(deferredRows) && !m.end)
+						full := deferred.Len() >= int(deferredRows) && !m.end
+						if full && count == nil && testHookCountWait != nil {
+							testHookCountWait()
+						}
+						receive(full)
 						switch {
 						case count == nil:
 						case count.err != nil:

@@ -58,3 +58,34 @@ func TestRebuildSizesFromTheRowsRead(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildWaitsForTheCount: when the digests reach their bound before
+// the count is in, the builder waits for the count (the scan with it) and
+// sizes from it; the filter holds every key.
+func TestRebuildWaitsForTheCount(t *testing.T) {
+	ctx := context.Background()
+	old := deferredRows
+	deferredRows = 1
+	stored := ids("stored", 3*batchKeys)
+	path := appDB(t, stored...)
+	cfg := appConfig(path)
+	cfg.Headroom = 3
+	ix := open(t, cfg)
+	release := make(chan struct{})
+	waited := false
+	testHookBeforeCount = func() { <-release } // the count starts only once the builder waits
+	testHookCountWait = func() { waited = true; close(release) }
+	defer func() { deferredRows, testHookBeforeCount, testHookCountWait = old, nil, nil }()
+	if err := ix.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !waited {
+		t.Fatal("the builder never waited for the count")
+	}
+	if c := ix.Stats().Capacity; c != uint64(3*len(stored)) {
+		t.Fatalf("capacity %d, want %d", c, 3*len(stored))
+	}
+	if missing, err := ix.Missing(ctx, stored); err != nil || len(missing) != 0 {
+		t.Fatalf("%d missing, %v", len(missing), err)
+	}
+}
