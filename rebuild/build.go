@@ -82,30 +82,6 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 	return nil
 }
 
-// deferredRows is the most digests a rebuild keeps while its count runs
-// (syncfilter.DigestBytes each: 64 MiB); past it, the builder waits for
-// the count.
-var deferredRows int64 = 64 << 20 / syncfilter.DigestBytes // a variable for the tests
-
-// testHookCountWait, if set, runs when the builder is about to wait for
-// the count because its digests reached deferredRows; testHookBeforeCount
-// runs before the count starts.
-var testHookCountWait, testHookBeforeCount func()
-
-// buildMsg is one message to the builder goroutine: keys to insert, or the
-// end of the scan with the rows it read.
-type buildMsg struct {
-	keys []string
-	end  bool
-	rows int64
-}
-
-// countResult is the count(*) run alongside a scan.
-type countResult struct {
-	n   int64
-	err error
-}
-
 // scan builds an unpublished filter from one consistent read of the
 // source (store.scan): every row committed up to the read's generation is
 // scanned, everything later is in the log after it.
@@ -113,109 +89,22 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		b        *syncfilter.Builder // set by the builder goroutine; read after built
-		capacity uint64              // set by the builder goroutine; read after built
-		head     uint64
-		counts   ScanCounts
-		total    atomic.Int64 // rows estimated, then counted: for progress
-		done     int64
-		invalid  int64
-		aliases  [][2]string
-		batch    = make([]string, 0, batchKeys)
-		batches  = make(chan buildMsg, 4)
-		built    = make(chan error, 1)
-		counted  = make(chan countResult, 1)
+		fb      *filterBuilder // read after built
+		head    uint64
+		counts  ScanCounts
+		total   atomic.Int64 // rows estimated, then counted: for progress
+		done    int64
+		invalid int64
+		aliases [][2]string
+		batch   = make([]string, 0, batchKeys)
+		batches = make(chan buildMsg, 4)
+		built   = make(chan error, 1)
 	)
 	hooks := scanHooks{
 		begin: func(gen uint64, estimate int64) error {
 			head = gen
 			total.Store(estimate)
-			// The filter's size comes from a count(*) on another
-			// connection, run alongside the scan instead of before it.
-			// It may count a few rows committed after the scan's read
-			// began: it only sizes the filter, whose contents come from
-			// the read alone.
-			go func() {
-				if testHookBeforeCount != nil {
-					testHookBeforeCount()
-				}
-				n, err := ix.st.countAll(ctx)
-				if err == nil {
-					total.Store(n)
-				}
-				counted <- countResult{n, err}
-			}()
-			// One builder goroutine owns the new filter's bits: it hashes
-			// the batches the scanning goroutine reads, on the other core,
-			// and sets bits with plain stores since nobody queries the
-			// filter yet. Until the count is in, it keeps digests.
-			go func() {
-				deferred := syncfilter.NewDeferred()
-				var err error
-				size := func(rows int64) {
-					capacity = ix.sizeFor(rows)
-					params, perr := syncfilter.NewParams(capacity, ix.cfg.FPR)
-					if perr != nil {
-						err = fmt.Errorf("size filter for %d rows: %w", rows, perr)
-						return
-					}
-					params.Key = deferred.Key()
-					b, err = deferred.Builder(params)
-				}
-				var count *countResult
-				receive := func(block bool) {
-					if count != nil {
-						return
-					}
-					if block {
-						r := <-counted
-						count = &r
-						return
-					}
-					select {
-					case r := <-counted:
-						count = &r
-					default:
-					}
-				}
-				for m := range batches {
-					if err != nil {
-						continue
-					}
-					if b == nil {
-						// Size as soon as the count is in; wait for it
-						// rather than keep more than deferredRows digests.
-						full := deferred.Len() >= int(deferredRows) && !m.end
-						if full && count == nil && testHookCountWait != nil {
-							testHookCountWait()
-						}
-						receive(full)
-						switch {
-						case count == nil:
-						case count.err != nil:
-							err = count.err
-						default:
-							size(count.n)
-						}
-					}
-					switch {
-					case err != nil:
-					case m.end:
-						if b == nil { // the scan ended first: size from the rows it read
-							size(m.rows)
-						}
-					case b != nil:
-						err = b.AddBatch(m.keys)
-					default:
-						err = deferred.AddBatch(m.keys)
-					}
-					if err != nil {
-						cancel()
-					}
-				}
-				receive(true) // the counting goroutine ends before this one
-				built <- err
-			}()
+			fb = ix.startBuilder(ctx, cancel, batches, built, &total)
 			return nil
 		},
 	}
@@ -290,11 +179,11 @@ func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
 	counts.Rows = done + counts.SkippedNull + counts.SkippedBlob
 	counts.Keys, counts.SkippedText = done-invalid, invalid
 	ix.m.scanned(counts)
-	f, err := syncfilter.Thaw(b.Image())
+	f, err := syncfilter.Thaw(fb.b.Image())
 	if err != nil {
 		return nil, err
 	}
-	s := &serving{f: f, capacity: capacity}
+	s := &serving{f: f, capacity: fb.capacity}
 	s.gen.Store(head)
 	return s, nil
 }
