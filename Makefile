@@ -7,7 +7,8 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZ_TARGETS = \
 	./normalize:FuzzString \
 	./syncfilter:FuzzKeyedSumMatchesReference \
-	./snapshot:FuzzDecode
+	./snapshot:FuzzDecode \
+	./rebuild:FuzzKeyArrayRoundTrip
 
 .PHONY: demo test fmt-check vet portable race unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint
 

@@ -2,6 +2,7 @@ package rebuild
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"math/rand/v2"
@@ -162,4 +163,32 @@ func chunkable(t *testing.T, ix *Index) bool {
 		t.Fatal(err)
 	}
 	return ok
+}
+
+// FuzzKeyArrayRoundTrip: whatever bytes a key holds, the JSON array SQLite
+// writes for it (json_group_array over a text value) reads back as exactly
+// those bytes.
+func FuzzKeyArrayRoundTrip(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\x00b", `q"b\s/`, "\x01\x1f\x7f", "\u2028", "\xff\xfe", "\xed\xa0\x80", "😀"} {
+		f.Add(s, "second")
+	}
+	db, err := sql.Open("sqlite3", ":memory:")
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var list string
+		if err := db.QueryRow(`SELECT json_group_array(v) FROM (SELECT CAST(?1 AS TEXT) AS v UNION ALL SELECT CAST(?2 AS TEXT))`, a, b).Scan(&list); err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseKeyArray(list, nil)
+		if err != nil {
+			t.Fatalf("parse %q: %v", list, err)
+		}
+		if len(got) != 2 || got[0] != a || got[1] != b {
+			t.Fatalf("%+q, %+q came back as %+q (from %q)", a, b, got, list)
+		}
+	})
 }
