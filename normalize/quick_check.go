@@ -8,9 +8,9 @@ import "unicode/utf8"
 // points that may compose, reorder or be unassigned in PinnedUnicode all
 // go to the full path, which validates and normalizes.
 //
-// A leading run of ASCII goes eight bytes at a time; two-byte sequences (Latin, Greek,
-// Cyrillic, Hebrew, Arabic letters) are decoded inline; longer ones by
-// the utf8 package. It does not allocate.
+// A leading run of ASCII goes eight bytes at a time; two-byte sequences
+// (Latin, Greek, Cyrillic, Hebrew, Arabic letters) are decoded inline;
+// longer ones by the utf8 package. It does not allocate.
 func quickCanonical(s string) bool {
 	const hi = 0x8080808080808080
 	for len(s) >= 8 {

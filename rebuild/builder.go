@@ -15,8 +15,11 @@ var deferredRows int64 = 64 << 20 / syncfilter.DigestBytes // a variable for the
 
 // testHookCountWait, if set, runs when the builder is about to wait for
 // the count because its digests reached deferredRows; testHookBeforeCount
-// runs before the count starts.
-var testHookCountWait, testHookBeforeCount func()
+// runs before the count starts, and an error it returns is the count's.
+var (
+	testHookCountWait   func()
+	testHookBeforeCount func() error
+)
 
 // buildMsg is one message to the builder goroutine: keys to insert, or the
 // end of the scan with the rows it read.
@@ -32,8 +35,8 @@ type countResult struct {
 	err error
 }
 
-// filterBuilder fills a rebuild's new filter. Its goroutine (run) owns
-// every field: it hashes the batches the scanning goroutine reads, on the
+// filterBuilder fills a rebuild's new filter. The goroutine startBuilder
+// starts owns every field: it hashes the batches the scanning goroutine reads, on the
 // other core, and sets bits with plain stores since nobody queries the
 // filter yet. The filter's size comes from a count(*) run alongside the
 // scan on another connection; until it is in, the keys are kept as
@@ -41,7 +44,7 @@ type countResult struct {
 // the builder waits for it. The count may see a few rows committed after
 // the scan's read began: it only sizes the filter, whose contents come
 // from the read alone. If the scan ends first, the rows it read size the
-// filter. The fields may be read once run has sent its result.
+// filter. The fields may be read once that goroutine has sent its result.
 type filterBuilder struct {
 	ix       *Index
 	deferred *syncfilter.Deferred
@@ -58,10 +61,14 @@ type filterBuilder struct {
 func (ix *Index) startBuilder(ctx context.Context, cancel func(), batches <-chan buildMsg, built chan<- error, total *atomic.Int64) *filterBuilder {
 	fb := &filterBuilder{ix: ix, deferred: syncfilter.NewDeferred(), counted: make(chan countResult, 1)}
 	go func() {
+		var n int64
+		var err error
 		if testHookBeforeCount != nil {
-			testHookBeforeCount()
+			err = testHookBeforeCount()
 		}
-		n, err := ix.st.countAll(ctx)
+		if err == nil {
+			n, err = ix.st.countAll(ctx)
+		}
 		if err == nil {
 			total.Store(n)
 		}

@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -64,7 +63,7 @@ func (s *store) scanChunked(ctx context.Context, dc any, row func(string) error)
 		return false, 0, 0, nil
 	}
 	one := func(q string) (int64, error) {
-		vals, err := queryRow(ctx, prep, q, 1)
+		vals, err := driverFirst(ctx, prep, q, 1)
 		if err != nil {
 			return 0, err
 		}
@@ -77,7 +76,7 @@ func (s *store) scanChunked(ctx context.Context, dc any, row func(string) error)
 	if blobs, err = one(`SELECT count(*) FROM ` + s.qTable + ` WHERE ` + s.qCol + ` >= x''`); err != nil {
 		return true, 0, 0, err
 	}
-	if err := readNumbers(ctx, prep, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE `+s.qCol+` < ''`, row); err != nil {
+	if err := readKeys(ctx, prep, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE `+s.qCol+` < ''`, row); err != nil {
 		return true, 0, 0, err
 	}
 	st, err := prep.PrepareContext(ctx, page)
@@ -120,7 +119,9 @@ func (s *store) scanChunked(ctx context.Context, dc any, row func(string) error)
 			if testHookChunk != nil {
 				testHookChunk("rest")
 			}
-			return true, nulls, blobs, readRest(ctx, prep, s, last, skip, row)
+			// The rest row by row, in the same order, from the same place.
+			return true, nulls, blobs, readKeys(ctx, prep, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE `+s.qCol+` >= ?1 AND `+s.qCol+
+				` < x'' ORDER BY `+s.qCol+` LIMIT -1 OFFSET ?2`, row, driver.NamedValue{Ordinal: 1, Value: last}, driver.NamedValue{Ordinal: 2, Value: skip})
 		case err != nil:
 			return true, 0, 0, err
 		}
@@ -161,39 +162,6 @@ func (s *store) scanChunked(ctx context.Context, dc any, row func(string) error)
 	}
 }
 
-// readRest hands every key from last on (skipping skip rows equal to it)
-// to row, row by row, in the index's order.
-func readRest(ctx context.Context, prep driver.ConnPrepareContext, s *store, last string, skip int64, row func(string) error) error {
-	st, err := prep.PrepareContext(ctx, `SELECT `+s.qCol+` FROM `+s.qTable+` WHERE `+s.qCol+` >= ?1 AND `+s.qCol+` < x'' ORDER BY `+s.qCol+` LIMIT -1 OFFSET ?2`)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rows, err := st.(driver.StmtQueryContext).QueryContext(context.Background(), []driver.NamedValue{{Ordinal: 1, Value: last}, {Ordinal: 2, Value: skip}})
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	vals := make([]driver.Value, 1)
-	for n := 0; ; n++ {
-		if n%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return context.Cause(ctx)
-			}
-		}
-		switch err := rows.Next(vals); {
-		case err == io.EOF:
-			return nil
-		case err != nil:
-			return err
-		}
-		k, _ := vals[0].(string)
-		if err := row(k); err != nil {
-			return err
-		}
-	}
-}
-
 // chunkPage is the paging statement of a chunked scan: ?3 keys from ?1
 // on, skipping ?2 rows, as one JSON array, and their count.
 func chunkPage(s *store) string {
@@ -204,16 +172,12 @@ func chunkPage(s *store) string {
 // walksIndex reports whether SQLite's plan for q reads an index in order,
 // with no sorting of its own.
 func walksIndex(ctx context.Context, prep driver.ConnPrepareContext, q string) bool {
-	st, err := prep.PrepareContext(ctx, `EXPLAIN QUERY PLAN `+q)
+	rows, done, err := driverQuery(ctx, prep, `EXPLAIN QUERY PLAN `+q,
+		driver.NamedValue{Ordinal: 1, Value: ""}, driver.NamedValue{Ordinal: 2, Value: int64(0)}, driver.NamedValue{Ordinal: 3, Value: int64(1)})
 	if err != nil {
 		return false
 	}
-	defer st.Close()
-	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, []driver.NamedValue{{Ordinal: 1, Value: ""}, {Ordinal: 2, Value: int64(0)}, {Ordinal: 3, Value: int64(1)}})
-	if err != nil {
-		return false
-	}
-	defer rows.Close()
+	defer done()
 	vals := make([]driver.Value, len(rows.Columns()))
 	index := false
 	for rows.Next(vals) == nil {
@@ -226,48 +190,6 @@ func walksIndex(ctx context.Context, prep driver.ConnPrepareContext, q string) b
 		}
 	}
 	return index
-}
-
-// queryRow returns the first row of q.
-func queryRow(ctx context.Context, prep driver.ConnPrepareContext, q string, cols int) ([]driver.Value, error) {
-	st, err := prep.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	vals := make([]driver.Value, cols)
-	return vals, rows.Next(vals)
-}
-
-// readNumbers hands the rows of q to row as text, row by row.
-func readNumbers(ctx context.Context, prep driver.ConnPrepareContext, q string, row func(string) error) error {
-	st, err := prep.PrepareContext(ctx, q)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	vals := make([]driver.Value, 1)
-	for {
-		switch err := rows.Next(vals); {
-		case err == io.EOF:
-			return nil
-		case err != nil:
-			return err
-		}
-		if err := row(fmt.Sprint(vals[0])); err != nil {
-			return err
-		}
-	}
 }
 
 // errKeyArray is a JSON array of keys this reader does not expect from

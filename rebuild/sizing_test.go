@@ -1,7 +1,9 @@
 package rebuild
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -73,7 +75,7 @@ func TestRebuildWaitsForTheCount(t *testing.T) {
 	ix := open(t, cfg)
 	release := make(chan struct{})
 	waited := false
-	testHookBeforeCount = func() { <-release } // the count starts only once the builder waits
+	testHookBeforeCount = func() error { <-release; return nil } // the count starts only once the builder waits
 	testHookCountWait = func() { waited = true; close(release) }
 	defer func() { deferredRows, testHookBeforeCount, testHookCountWait = old, nil, nil }()
 	if err := ix.Rebuild(ctx); err != nil {
@@ -87,5 +89,59 @@ func TestRebuildWaitsForTheCount(t *testing.T) {
 	}
 	if missing, err := ix.Missing(ctx, stored); err != nil || len(missing) != 0 {
 		t.Fatalf("%d missing, %v", len(missing), err)
+	}
+}
+
+// TestFailedRebuildLeavesTheAppAlone: a rebuild that fails in its new
+// steps (the count beside the scan, a chunk of keys cut off mid-read)
+// returns the error and leaves the app's database and files as they
+// were: sqlite_master byte for byte, the snapshot file unchanged, the app
+// still able to INSERT, and the previous filter answering.
+func TestFailedRebuildLeavesTheAppAlone(t *testing.T) {
+	ctx := context.Background()
+	stored := ids("stored", 2*batchKeys)
+	path := appDB(t, stored...)
+	ix := open(t, appConfig(path))
+	if err := ix.Rebuild(ctx); err != nil { // writes the snapshot
+		t.Fatal(err)
+	}
+	before, snap := schema(t, path), fileSum(t, appConfig(path).Snapshot)
+	injected := errors.New("injected failure")
+	for _, tc := range []struct {
+		name string
+		set  func()
+	}{
+		{"count fails", func() { testHookBeforeCount = func() error { return injected } }},
+		{"read fails inside a chunk", func() {
+			testHookScanRow = func(n int64) error {
+				if n == batchKeys+7 {
+					return injected
+				}
+				return nil
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.set()
+			err := ix.Rebuild(ctx)
+			testHookBeforeCount, testHookScanRow = nil, nil
+			if !errors.Is(err, injected) {
+				t.Fatalf("rebuild: %v, want the injected failure", err)
+			}
+			if !bytes.Equal(schema(t, path), before) {
+				t.Fatal("sqlite_master changed")
+			}
+			if fileSum(t, appConfig(path).Snapshot) != snap {
+				t.Fatal("the snapshot file changed")
+			}
+			if !ix.Stats().Serving {
+				t.Fatal("the previous filter no longer answers")
+			}
+			mustExec(t, plainDB(t, path), `INSERT INTO records (id, body) VALUES (?, 'x')`, "after-"+tc.name)
+			missing, err := ix.Missing(ctx, append([]string{"after-" + tc.name, "never"}, stored...))
+			if err != nil || len(missing) != 1 || missing[0] != "never" {
+				t.Fatalf("missing %q, %v; want only the never-stored id", missing, err)
+			}
+		})
 	}
 }

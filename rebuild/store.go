@@ -7,7 +7,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -518,36 +517,12 @@ func (s *store) scan(ctx context.Context, h scanHooks) (nulls, blobs int64, bega
 			return err
 		}
 		defer func() { _ = tx.Rollback() }()
-		query := func(q string) (driver.Rows, func(), error) {
-			st, err := prep.PrepareContext(ctx, q)
-			if err != nil {
-				return nil, nil, err
-			}
-			// No cancellation hook per row: the statement runs under a
-			// context that never ends, and ctx is checked between rows.
-			rows, err := st.(driver.StmtQueryContext).QueryContext(context.Background(), nil)
-			if err != nil {
-				_ = st.Close()
-				return nil, nil, err
-			}
-			return rows, func() { _ = rows.Close(); _ = st.Close() }, nil
-		}
-		// first returns the first row of q.
-		first := func(q string, cols int) ([]driver.Value, error) {
-			rows, done, err := query(q)
-			if err != nil {
-				return nil, err
-			}
-			defer done()
-			row := make([]driver.Value, cols)
-			return row, rows.Next(row)
-		}
-		head, err := first(s.headQuery, 3)
+		head, err := driverFirst(ctx, prep, s.headQuery, 3)
 		if err != nil {
 			return err
 		}
 		var estimate int64
-		if last, err := first(`SELECT max(_rowid_) FROM `+s.qTable, 1); err == nil { // fails WITHOUT ROWID
+		if last, err := driverFirst(ctx, prep, `SELECT max(_rowid_) FROM `+s.qTable, 1); err == nil { // fails WITHOUT ROWID
 			estimate, _ = last[0].(int64)
 		}
 		gen, _ := head[0].(int64)
@@ -562,39 +537,24 @@ func (s *store) scan(ctx context.Context, h scanHooks) (nulls, blobs int64, bega
 				return err
 			}
 		}
-		rows, done, err := query(`SELECT ` + s.qCol + ` FROM ` + s.qTable)
+		rows, done, err := driverQuery(ctx, prep, `SELECT `+s.qCol+` FROM `+s.qTable)
 		if err != nil {
 			return err
 		}
 		defer done()
-		dest := make([]driver.Value, 1)
-		for n := 0; ; n++ {
-			if n%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					return context.Cause(ctx)
-				}
-			}
-			if err := rows.Next(dest); err != nil {
-				if err == io.EOF {
-					return nil
-				}
-				return err
-			}
-			switch v := dest[0].(type) {
+		return eachRow(ctx, rows, func(v driver.Value) error {
+			switch v := v.(type) {
 			case string:
-				if err := h.row(v); err != nil {
-					return err
-				}
+				return h.row(v)
 			case nil:
 				nulls++
 			case []byte:
 				blobs++
 			default: // a number in a TEXT column cannot be: affinity made it text
-				if err := h.row(fmt.Sprint(v)); err != nil {
-					return err
-				}
+				return h.row(fmt.Sprint(v))
 			}
-		}
+			return nil
+		})
 	})
 	if err != nil {
 		return 0, 0, began, fmt.Errorf("scan source: %w", err)

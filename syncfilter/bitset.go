@@ -75,11 +75,11 @@ func validateBatch(keys []string) error {
 // hashing goes eight keys at a time.
 const queryChunk = 32
 
-// locateChunk canonicalizes and hashes up to queryChunk keys into locs,
-// or returns a *KeyError for the first invalid key, indexed from base.
-func (b *bitset) locateChunk(keys []string, locs []loc, base int) error {
+// sumKeys canonicalizes and hashes up to queryChunk keys into out
+// (len(out) == len(keys)), or returns a *KeyError for the first invalid
+// key, indexed from base.
+func (h *keyHasher) sumKeys(keys []string, out [][32]byte, base int) error {
 	var canon [queryChunk]string
-	var sums [queryChunk][32]byte
 	for i, k := range keys {
 		c, err := normalize.String(k)
 		if err != nil {
@@ -87,9 +87,18 @@ func (b *bitset) locateChunk(keys []string, locs []loc, base int) error {
 		}
 		canon[i] = c
 	}
-	n := len(keys)
-	b.hasher.sumMany(canon[:n], sums[:n])
-	for i := range n {
+	h.sumMany(canon[:len(keys)], out)
+	return nil
+}
+
+// locateChunk canonicalizes and hashes up to queryChunk keys into locs,
+// or returns a *KeyError for the first invalid key, indexed from base.
+func (b *bitset) locateChunk(keys []string, locs []loc, base int) error {
+	var sums [queryChunk][32]byte
+	if err := b.hasher.sumKeys(keys, sums[:len(keys)], base); err != nil {
+		return err
+	}
+	for i := range keys {
 		locs[i] = locate(&sums[i], b.blocks, b.params.K)
 	}
 	return nil

@@ -43,17 +43,22 @@ func (b *Builder) AddBatch(keys []string) error {
 		if err := b.locateChunk(chunk, b.locs[:], start); err != nil {
 			return fmt.Errorf("add batch: %w", err) // unreachable after the validation above
 		}
-		// Touch the chunk's cache lines first: independent loads overlap
-		// their misses, where a load-then-store per key would wait on each.
-		for i := range chunk {
-			b.touched += b.words[b.locs[i].word]
-		}
-		for i := range chunk {
-			b.ones += b.locs[i].setPlain(b.words)
-		}
-		b.items += uint64(len(chunk))
+		b.setLocs(len(chunk))
 	}
 	return nil
+}
+
+// setLocs sets the bits of b.locs[:n].
+func (b *Builder) setLocs(n int) {
+	// Touch the chunk's cache lines first: independent loads overlap
+	// their misses, where a load-then-store per key would wait on each.
+	for i := range n {
+		b.touched += b.words[b.locs[i].word]
+	}
+	for i := range n {
+		b.ones += b.locs[i].setPlain(b.words)
+	}
+	b.items += uint64(n)
 }
 
 // Image returns the built filter and resets the builder to no bits (it

@@ -1,10 +1,6 @@
 package syncfilter
 
-import (
-	"fmt"
-
-	"github.com/syncfilter/syncfilter/normalize"
-)
+import "fmt"
 
 // Deferred hashes keys for a filter whose size is not known yet, such as a
 // rebuild that learns how many rows there are only by reading them all.
@@ -46,36 +42,31 @@ func (d *Deferred) AddBatch(keys []string) error {
 	if err := validateBatch(keys); err != nil {
 		return fmt.Errorf("add batch: %w", err)
 	}
-	var canon [queryChunk]string
+	var sums [queryChunk][32]byte
 	for start := 0; start < len(keys); start += queryChunk {
 		chunk := keys[start:min(start+queryChunk, len(keys))]
-		for i, k := range chunk {
-			c, err := normalize.String(k)
-			if err != nil {
-				return &KeyError{Index: start + i, Err: err} // unreachable after the validation above
-			}
-			canon[i] = c
+		if err := d.hasher.sumKeys(chunk, sums[:len(chunk)], start); err != nil {
+			return err // unreachable after the validation above
 		}
-		for done := 0; done < len(chunk); {
-			last := d.tail()
-			n := min(len(chunk)-done, cap(last)-len(last))
-			out := last[len(last) : len(last)+n]
-			d.hasher.sumMany(canon[done:done+n], out)
-			d.chunks[len(d.chunks)-1] = last[:len(last)+n]
-			done += n
-			d.n += n
-		}
+		d.push(sums[:len(chunk)])
 	}
 	return nil
 }
 
-// tail returns the last chunk, starting a new one when it is full.
-func (d *Deferred) tail() [][32]byte {
-	if k := len(d.chunks); k > 0 && len(d.chunks[k-1]) < deferredChunk {
-		return d.chunks[k-1]
+// push appends digests, starting a new chunk whenever the last is full.
+func (d *Deferred) push(sums [][32]byte) {
+	for len(sums) > 0 {
+		k := len(d.chunks)
+		if k == 0 || len(d.chunks[k-1]) == deferredChunk {
+			d.chunks = append(d.chunks, make([][32]byte, 0, deferredChunk))
+			k++
+		}
+		last := d.chunks[k-1]
+		n := min(len(sums), deferredChunk-len(last))
+		d.chunks[k-1] = append(last, sums[:n]...)
+		sums = sums[n:]
+		d.n += n
 	}
-	d.chunks = append(d.chunks, make([][32]byte, 0, deferredChunk))
-	return d.chunks[len(d.chunks)-1]
 }
 
 // Builder returns a builder with parameters p holding every key added,
@@ -97,12 +88,8 @@ func (d *Deferred) Builder(p Params) (*Builder, error) {
 			g := chunk[start:min(start+queryChunk, len(chunk))]
 			for j := range g {
 				b.locs[j] = locate(&g[j], b.blocks, p.K)
-				b.touched += b.words[b.locs[j].word]
 			}
-			for j := range g {
-				b.ones += b.locs[j].setPlain(b.words)
-			}
-			b.items += uint64(len(g))
+			b.setLocs(len(g))
 		}
 		d.chunks[i] = nil
 	}

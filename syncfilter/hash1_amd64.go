@@ -81,7 +81,10 @@ func supportedKernels() []int {
 // sumOne is keyed BLAKE3 of s, len(s) ≤ 64, with the best kernel.
 func (h *keyHasher) sumOne(s string, out *[32]byte) { h.sumWith(blockKernel, s, out) }
 
-// sumWith is keyed BLAKE3 of s, len(s) ≤ 64, with the given kernel.
+// sumWith is keyed BLAKE3 of s, len(s) ≤ 64, with the given kernel. Each
+// padded kernel gets its own stack buffer in its case, so the masked
+// kernels clear none, and is called directly: through a table of
+// functions the buffer would escape to the heap.
 func (h *keyHasher) sumWith(kernel int, s string, out *[32]byte) {
 	switch kernel {
 	case kernelAVX512:

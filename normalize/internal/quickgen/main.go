@@ -20,17 +20,22 @@
 // unassigned in the pinned version are never quick and take the pinned
 // path (pinned.go).
 //
-// The generator reads Go's unicode and golang.org/x/text/unicode/norm
-// tables and refuses to run unless both are of the pinned version.
+// The generator reads the golang.org/x/text/unicode/norm tables and the
+// assigned code points of normalize.AssignedRanges (the table the pinned
+// path cuts at), and refuses to run unless norm's and Go's unicode tables
+// are of the pinned version.
 package main
 
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/syncfilter/syncfilter/normalize"
 )
 
 const pinned = "15.0.0"
@@ -43,15 +48,14 @@ func main() {
 	fmt.Print(Source(Quick()))
 }
 
-// assigned reports whether r has a general category other than Cn.
+// assigned reports whether r was assigned in the pinned version, from the
+// table the canonical form itself cuts at (normalize.AssignedRanges).
 func assigned(r rune) bool {
-	for _, t := range []*unicode.RangeTable{unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z, unicode.Cc, unicode.Cf, unicode.Co} {
-		if unicode.Is(t, r) {
-			return true
-		}
-	}
-	return false
+	i := sort.Search(len(assignedRanges), func(i int) bool { return assignedRanges[i][1] >= r })
+	return i < len(assignedRanges) && assignedRanges[i][0] <= r
 }
+
+var assignedRanges = normalize.AssignedRanges()
 
 // IsQuick reports whether r is quick (see the command doc).
 func IsQuick(r rune) bool {
