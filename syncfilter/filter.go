@@ -1,6 +1,7 @@
 package syncfilter
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -9,7 +10,9 @@ import (
 //
 // New starts one writer goroutine that applies every bit change (Add,
 // AddBatch, Reset) and hands out consistent copies (Image); Close stops it
-// and waits for it. Queries never go through the writer: they read the
+// and waits for it. NewOn and ThawOn give the filter a Writer shared with
+// other filters instead (one goroutine for many filters); Close then
+// retires the filter and leaves the Writer running. Queries never go through the writer: they read the
 // words with atomic loads and run concurrently with it and with each
 // other, without locks. An insert returns only after the writer has set
 // its bits, so once Add returns nil, MightContain answers true for that key
@@ -35,9 +38,9 @@ type Filter struct {
 
 	touched uint64 // written by the writer only, so that its prefetching loads are kept
 
-	reqs      chan *request // unbuffered: a request handed over is always acknowledged
+	w         *Writer       // the goroutine that applies its bit changes
+	own       bool          // w is the filter's own: Close stops it
 	quit      chan struct{} // closed by Close
-	exited    chan struct{} // closed by the writer when it returns
 	closeOnce sync.Once
 }
 
@@ -47,20 +50,31 @@ func New(p Params) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return start(b, 0, 0), nil
+	return start(b, 0, 0, nil), nil
 }
 
-func start(b bitset, items, ones uint64) *Filter {
-	f := &Filter{
-		bitset: b,
-		reqs:   make(chan *request),
-		quit:   make(chan struct{}),
-		exited: make(chan struct{}),
+// NewOn returns an empty filter with parameters p whose bit changes w
+// applies.
+func NewOn(w *Writer, p Params) (*Filter, error) {
+	if w == nil {
+		return nil, fmt.Errorf("new filter: no writer: %w", ErrInvalidParams)
+	}
+	b, err := newBitset(p, nil)
+	if err != nil {
+		return nil, err
+	}
+	return start(b, 0, 0, w), nil
+}
+
+// start makes a filter of b on w, or on a writer of its own if w is nil.
+func start(b bitset, items, ones uint64, w *Writer) *Filter {
+	f := &Filter{bitset: b, w: w, quit: make(chan struct{})}
+	if w == nil {
+		f.w, f.own = NewWriter(), true
 	}
 	f.items.Store(items)
 	f.distinct.Store(items) // what came before counts as it was counted
 	f.ones.Store(ones)
-	go f.run()
 	return f
 }
 
@@ -98,10 +112,14 @@ func (f *Filter) MightContainBatch(dst []bool, keys []string) ([]bool, error) {
 // and known-answer tests.
 func (f *Filter) Positions(key string) ([]uint64, error) { return f.positions(key) }
 
-// Close stops the writer and waits for it to return. It is idempotent.
+// Close retires the filter: inserts fail with ErrClosed from now on. A
+// filter with a writer of its own stops it and waits for it to return.
+// It is idempotent.
 func (f *Filter) Close() error {
 	f.closeOnce.Do(func() { close(f.quit) })
-	<-f.exited
+	if f.own {
+		return f.w.Close()
+	}
 	return nil
 }
 

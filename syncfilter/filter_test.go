@@ -512,9 +512,78 @@ func TestImagesDuringInsertsAreConsistent(t *testing.T) {
 // waitExited is used by tests to observe that Close stopped the writer.
 func (f *Filter) waitExited(ctx context.Context) error {
 	select {
-	case <-f.exited:
+	case <-f.w.exited:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// TestSharedWriter: filters on one Writer each get exactly their own keys;
+// closing one leaves the others working; closing the Writer makes every
+// insert fail with ErrClosed while queries keep working.
+func TestSharedWriter(t *testing.T) {
+	ctx := context.Background()
+	w := NewWriter()
+	p, err := NewParams(10_000, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewOn(w, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := a.Image(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ThawOn(w, img) // empty, same hash key
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i, f := range []*Filter{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 2000 {
+				if err := f.Add(ctx, fmt.Sprintf("f%d-%d", i, j)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, f := range []*Filter{a, b} {
+		for j := range 2000 {
+			if ok, _ := f.MightContain(fmt.Sprintf("f%d-%d", i, j)); !ok {
+				t.Fatalf("filter %d lost key %d", i, j)
+			}
+		}
+		if items, _, _ := f.Load(); items != 2000 {
+			t.Fatalf("filter %d counts %d items, want its own 2000", i, items)
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Add(ctx, "x"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Add after the filter's Close: %v", err)
+	}
+	if err := b.Add(ctx, "still"); err != nil {
+		t.Fatalf("another filter of the writer after one closed: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddBatch(ctx, []string{"y"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("AddBatch after the writer's Close: %v", err)
+	}
+	if ok, _ := b.MightContain("still"); !ok {
+		t.Fatal("queries stopped working after the writer closed")
+	}
+	if _, err := NewOn(nil, p); !errors.Is(err, ErrInvalidParams) {
+		t.Fatalf("NewOn(nil): %v", err)
 	}
 }

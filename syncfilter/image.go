@@ -34,11 +34,21 @@ func NewImage(p Params, items uint64, words []uint64) (*Image, error) {
 
 // Thaw turns img into a live Filter without copying its bits and starts
 // the filter's writer. img must not be used afterwards.
-func Thaw(img *Image) (*Filter, error) {
+func Thaw(img *Image) (*Filter, error) { return thaw(img, nil) }
+
+// ThawOn is Thaw with the filter's bit changes applied by w.
+func ThawOn(w *Writer, img *Image) (*Filter, error) {
+	if w == nil {
+		return nil, fmt.Errorf("thaw image: no writer: %w", ErrInvalidParams)
+	}
+	return thaw(img, w)
+}
+
+func thaw(img *Image, w *Writer) (*Filter, error) {
 	if img == nil || img.words == nil {
 		return nil, fmt.Errorf("thaw image: %w", ErrInvalidParams)
 	}
-	f := start(img.bitset, img.items, img.ones)
+	f := start(img.bitset, img.items, img.ones, w)
 	img.words = nil
 	return f, nil
 }

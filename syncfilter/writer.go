@@ -23,6 +23,7 @@ const addChunk = 256
 // request is one unit of work for the writer. The caller owns it until it
 // is sent, the writer until it acknowledges on done.
 type request struct {
+	f    *Filter // the filter it changes
 	op   opKind
 	n    int // locs used, for opAdd
 	locs [addChunk]loc
@@ -32,21 +33,52 @@ type request struct {
 
 var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
 
-func getRequest(op opKind) *request {
+func (f *Filter) getRequest(op opKind) *request {
 	r := requestPool.Get().(*request)
-	r.op, r.n, r.img = op, 0, nil
+	r.f, r.op, r.n, r.img = f, op, 0, nil
 	return r
 }
 
-// run is the writer goroutine: the only code that changes bits.
-func (f *Filter) run() {
-	defer close(f.exited)
+func putRequest(r *request) {
+	r.f, r.img = nil, nil
+	requestPool.Put(r)
+}
+
+// Writer is the goroutine that applies the bit changes of filters: the
+// only code that changes their bits. A filter made by New or Thaw has one
+// of its own; NewOn and ThawOn share one among many filters (an index of
+// many collections runs one goroutine, not one per collection). Whoever
+// calls NewWriter owns it and calls Close once its filters are retired.
+type Writer struct {
+	reqs   chan *request // unbuffered: a request handed over is always acknowledged
+	quit   chan struct{} // closed by Close
+	exited chan struct{} // closed by the goroutine when it returns
+	once   sync.Once
+}
+
+// NewWriter starts a writer goroutine.
+func NewWriter() *Writer {
+	w := &Writer{reqs: make(chan *request), quit: make(chan struct{}), exited: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+// Close stops the writer and waits for it to return. Inserts into its
+// filters fail with ErrClosed from then on. It is idempotent.
+func (w *Writer) Close() error {
+	w.once.Do(func() { close(w.quit) })
+	<-w.exited
+	return nil
+}
+
+func (w *Writer) run() {
+	defer close(w.exited)
 	for {
 		select {
-		case r := <-f.reqs:
-			f.apply(r)
+		case r := <-w.reqs:
+			r.f.apply(r)
 			r.done <- struct{}{}
-		case <-f.quit:
+		case <-w.quit:
 			return
 		}
 	}
@@ -97,12 +129,16 @@ func (f *Filter) send(ctx context.Context, r *request) error {
 	select {
 	case <-f.quit:
 		return ErrClosed
+	case <-f.w.quit:
+		return ErrClosed
 	default:
 	}
 	select {
-	case f.reqs <- r:
+	case f.w.reqs <- r:
 		return nil
 	case <-f.quit:
+		return ErrClosed
+	case <-f.w.quit:
 		return ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
@@ -114,7 +150,7 @@ func (f *Filter) send(ctx context.Context, r *request) error {
 func (f *Filter) wait(ctx context.Context, r *request) error {
 	select {
 	case <-r.done:
-		requestPool.Put(r)
+		putRequest(r)
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -123,7 +159,7 @@ func (f *Filter) wait(ctx context.Context, r *request) error {
 
 func (f *Filter) do(ctx context.Context, r *request) error {
 	if err := f.send(ctx, r); err != nil {
-		requestPool.Put(r)
+		putRequest(r)
 		return err
 	}
 	return f.wait(ctx, r)
@@ -137,7 +173,7 @@ func (f *Filter) Add(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("add key: %w", err)
 	}
-	r := getRequest(opAdd)
+	r := f.getRequest(opAdd)
 	r.locs[0], r.n = l, 1
 	if err := f.do(ctx, r); err != nil {
 		return fmt.Errorf("add key: %w", err)
@@ -163,7 +199,7 @@ func (f *Filter) AddBatch(ctx context.Context, keys []string) error {
 				break
 			}
 		}
-		r := getRequest(opAdd)
+		r := f.getRequest(opAdd)
 		chunk := keys[start:min(start+addChunk, len(keys))]
 		for off := 0; off < len(chunk) && err == nil; off += queryChunk {
 			piece := chunk[off:min(off+queryChunk, len(chunk))]
@@ -176,7 +212,7 @@ func (f *Filter) AddBatch(ctx context.Context, keys []string) error {
 				continue
 			}
 		}
-		requestPool.Put(r)
+		putRequest(r)
 	}
 	for _, r := range inflight {
 		if r != nil {
@@ -195,7 +231,7 @@ func (f *Filter) AddBatch(ctx context.Context, keys []string) error {
 // see some bits cleared and others not: reset a filter only while nobody
 // relies on its answers (the rebuild package keeps it unpublished).
 func (f *Filter) Reset(ctx context.Context) error {
-	if err := f.do(ctx, getRequest(opReset)); err != nil {
+	if err := f.do(ctx, f.getRequest(opReset)); err != nil {
 		return fmt.Errorf("reset filter: %w", err)
 	}
 	return nil
@@ -205,16 +241,15 @@ func (f *Filter) Reset(ctx context.Context) error {
 // bits between two requests, so no insert is ever half applied in it.
 // Inserts wait while the copy is made (about a millisecond per 10 MiB).
 func (f *Filter) Image(ctx context.Context) (*Image, error) {
-	r := getRequest(opImage)
+	r := f.getRequest(opImage)
 	if err := f.send(ctx, r); err != nil {
-		requestPool.Put(r)
+		putRequest(r)
 		return nil, fmt.Errorf("copy filter: %w", err)
 	}
 	select {
 	case <-r.done:
 		img := r.img
-		r.img = nil
-		requestPool.Put(r)
+		putRequest(r)
 		return img, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("copy filter: %w", ctx.Err())

@@ -1,6 +1,0 @@
-//go:build !unix
-
-package rebuild
-
-// mapWalIndex: no mapping on this platform; every check is exact.
-func mapWalIndex(string) *walIndex { return nil }
