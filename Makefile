@@ -8,7 +8,7 @@ FUZZ_TARGETS = \
 	./normalize:FuzzString \
 	./syncfilter:FuzzKeyedSumMatchesReference \
 	./snapshot:FuzzDecode \
-	./rebuild:FuzzKeyArrayRoundTrip
+	./rebuild/internal/store:FuzzKeyArrayRoundTrip
 
 .PHONY: demo test fmt-check vet portable race unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint
 

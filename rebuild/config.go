@@ -7,30 +7,59 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
-// Config says where the source of truth is and how to size and keep the
-// filter. Zero values take the documented defaults.
-type Config struct {
-	// Path of the SQLite database file. Required.
+// DBConfig says which database to open and how. Zero values take the
+// documented defaults.
+type DBConfig struct {
+	// Path of the SQLite database file. Required. It is resolved once, at
+	// open (absolute, symbolic links followed): a later chdir or a new
+	// link changes nothing the library opens, and every relative
+	// Source.Snapshot is taken relative to the working directory at open.
 	Path string
 
+	// ReadOnly opens the database read-only and changes nothing in it or
+	// on disk: no tables or triggers, no snapshot saved, no rebuild. A
+	// source the library attached before is served from its snapshot
+	// (verified and caught up in memory) or, without one, from SQLite
+	// alone; a source never attached is answered from SQLite alone
+	// (Stats.Attached is false), canonically equivalent stored spellings
+	// included. MarkFetched, Rebuild and Save return ErrReadOnly. This is
+	// what `syncfilter check` uses.
+	ReadOnly bool
+
+	// Readers is how many connections the collections of the database
+	// share for reading (lookups, catch-up, scans). Default
+	// min(4, max(2, GOMAXPROCS)).
+	Readers int
+
+	// BusyTimeout is how long SQLite waits for a lock. Default 5s.
+	BusyTimeout time.Duration
+}
+
+// Source says which table of the database is the source of truth of one
+// collection, where its filter persists and how to size and keep it.
+// Zero values take the documented defaults.
+type Source struct {
 	// Table and Column name the source of truth: one row per fetched
-	// record, the record id in Column. Column must be indexed (see
-	// AllowUnindexed). Leave both empty to let the library own a table,
-	// syncfilter_fetched(key TEXT PRIMARY KEY), filled by MarkFetched.
+	// record, the record id in Column (TEXT, BINARY collation, not
+	// generated). Column must be indexed (see AllowUnindexed). Leave both
+	// empty to let the library own a table, syncfilter_fetched(key TEXT
+	// PRIMARY KEY), filled by MarkFetched.
 	Table, Column string
 
 	// Snapshot is the file the filter is saved to and loaded from. Empty:
-	// the filter lives in memory only and is rebuilt by every Open.
+	// the filter lives in memory only and is rebuilt by every open.
 	Snapshot string
 
 	// FPR is the target false-positive rate. Default 0.01.
 	FPR float64
 
 	// Capacity is the least number of keys a rebuilt filter is sized for.
-	// Default 0: rows × Headroom, at least 1024.
+	// Default 0: rows × Headroom (more while the source grows fast), at
+	// least 1024.
 	Capacity uint64
 
 	// Headroom multiplies the row count when sizing, leaving room for
@@ -50,28 +79,18 @@ type Config struct {
 	// confirmation then scans the table.
 	AllowUnindexed bool
 
-	// ReadOnly opens the database read-only and changes nothing in it or
-	// on disk: no tables, triggers or journal-mode change, no snapshot
-	// saved, no rebuild. A source the library attached before is served
-	// from its snapshot (verified and caught up in memory) or, without
-	// one, from SQLite alone; a source never attached is answered from
-	// SQLite alone (Stats.Attached is false), canonically equivalent
-	// stored spellings included. Update, MarkFetched, Rebuild and Save
-	// return ErrReadOnly. This is what `syncfilter check` uses.
-	ReadOnly bool
-
 	// SnapshotMode is the permission of snapshot files written. Default
 	// 0600 (snapshot.FileMode): only the writer's user reads it, which
 	// suits an app writing its own file. When the cron job runs as
 	// another user than the app, give the app read access (0640 with a
 	// shared group, or 0644): an app that cannot read the file serves
-	// from SQLite and rebuilds at every Open. The hash key in the file is
+	// from SQLite and rebuilds at every open. The hash key in the file is
 	// a secret only if adversaries choose record ids.
 	SnapshotMode os.FileMode
 
 	// ReplaceForeignFile lets snapshot saves replace an existing file that
 	// is not a snapshot, or the snapshot of another dataset (by default
-	// refused with ErrUnsafeTarget, before anything is scanned). The
+	// they are not saved there: Stats.SnapshotError says why). The
 	// database and its -wal, -shm and -journal files are never replaced.
 	ReplaceForeignFile bool
 
@@ -83,85 +102,139 @@ type Config struct {
 	// watches Stats.RebuildDue and calls Rebuild itself (or runs the cron
 	// job). By default, when the estimated false-positive rate exceeds
 	// FPR × RebuildFactor, the index rebuilds in the background by itself
-	// (every query goes to SQLite meanwhile), sized for the rows then.
+	// (every query about this collection goes to SQLite meanwhile), sized
+	// for the rows then and for the growth since the last rebuild.
 	NoAutoRebuild bool
 
-	// AutoRebuildEvery is the least time between two automatic rebuilds.
-	// Default 1 minute.
+	// AutoRebuildEvery is the least time between two automatic rebuilds,
+	// on top of the limit tied to their cost (a rebuild starts only after
+	// nine times the last one's duration has passed since it ended, so
+	// rebuilds take at most a tenth of the time). Default 0: the cost
+	// limit alone.
 	AutoRebuildEvery time.Duration
 
-	// NoBackgroundRebuild: when the snapshot is missing or refused, serve
-	// every query from SQLite until the caller runs Rebuild, instead of
-	// rebuilding in the background.
+	// NoBackgroundRebuild: when the snapshot is missing or refused, or the
+	// source's triggers were lost, serve every query from SQLite until the
+	// caller runs Rebuild, instead of rebuilding in the background.
 	NoBackgroundRebuild bool
 
-	// Progress, if set, is called during scans with the rows done so far
-	// and the total (counted at the start of the scan), from the scanning
-	// goroutine, at most every ProgressEvery rows and once at the end.
+	// Progress, if set, is called during scans with the keys read so far
+	// and the rows (estimated, then counted), from the scanning
+	// goroutine, at most every ProgressEvery keys and once at the end. It
+	// may call Close; a call that waits for the rebuild running it
+	// (Rebuild, Reload) would wait for itself.
 	Progress func(done, total int64)
 
-	// ProgressEvery: rows between Progress calls. Default 10,000.
+	// ProgressEvery: keys between Progress calls. Default 10,000.
 	ProgressEvery int64
+}
 
-	// BusyTimeout is how long SQLite waits for a lock. Default 5s.
-	BusyTimeout time.Duration
+// Config opens one collection: the fields of DBConfig and of Source in one
+// value, for rebuild.Open. An app with several collections in one
+// database opens it once (OpenDB) and takes each collection's index from
+// it (DB.Index), sharing connections and background work.
+type Config struct {
+	Path                string
+	Table, Column       string
+	Snapshot            string
+	FPR                 float64
+	Capacity            uint64
+	Headroom            float64
+	RebuildFactor       float64
+	LogRetain           uint64
+	AllowUnindexed      bool
+	ReadOnly            bool
+	SnapshotMode        os.FileMode
+	ReplaceForeignFile  bool
+	NoSaveOnClose       bool
+	NoAutoRebuild       bool
+	AutoRebuildEvery    time.Duration
+	NoBackgroundRebuild bool
+	Progress            func(done, total int64)
+	ProgressEvery       int64
+	BusyTimeout         time.Duration
+	Readers             int
+}
 
-	// Readers is the size of the reading connection pool. Default
-	// GOMAXPROCS, at least 2.
-	Readers int
+// split returns the database's and the collection's halves of c.
+func (c Config) split() (DBConfig, Source) {
+	return DBConfig{Path: c.Path, ReadOnly: c.ReadOnly, Readers: c.Readers, BusyTimeout: c.BusyTimeout},
+		Source{
+			Table: c.Table, Column: c.Column, Snapshot: c.Snapshot, FPR: c.FPR, Capacity: c.Capacity,
+			Headroom: c.Headroom, RebuildFactor: c.RebuildFactor, LogRetain: c.LogRetain,
+			AllowUnindexed: c.AllowUnindexed, SnapshotMode: c.SnapshotMode, ReplaceForeignFile: c.ReplaceForeignFile,
+			NoSaveOnClose: c.NoSaveOnClose, NoAutoRebuild: c.NoAutoRebuild, AutoRebuildEvery: c.AutoRebuildEvery,
+			NoBackgroundRebuild: c.NoBackgroundRebuild, Progress: c.Progress, ProgressEvery: c.ProgressEvery,
+		}
+}
+
+func bad(format string, args ...any) error {
+	return fmt.Errorf("check config: "+format+": %w", append(args, ErrBadConfig)...)
 }
 
 // withDefaults returns c with defaults filled in, or ErrBadConfig.
-func (c Config) withDefaults() (Config, error) {
-	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, fmt.Errorf("check config: "+format+": %w", append(args, ErrBadConfig)...)
-	}
+func (c DBConfig) withDefaults() (DBConfig, error) {
 	if c.Path == "" {
-		return bad("no database path")
+		return c, bad("no database path")
 	}
+	if c.BusyTimeout == 0 {
+		c.BusyTimeout = 5 * time.Second
+	}
+	if c.BusyTimeout < 0 {
+		return c, bad("busy timeout %v", c.BusyTimeout)
+	}
+	if c.Readers == 0 {
+		c.Readers = min(4, max(2, runtime.GOMAXPROCS(0)))
+	}
+	if c.Readers < 1 {
+		return c, bad("readers %d", c.Readers)
+	}
+	return c, nil
+}
+
+// withDefaults returns c with defaults filled in, or ErrBadConfig; a
+// read-only database implies no saves and no rebuilds.
+func (c Source) withDefaults(readOnly bool) (Source, error) {
 	if (c.Table == "") != (c.Column == "") {
-		return bad("table %q and column %q: give both or neither", c.Table, c.Column)
+		return c, bad("table %q and column %q: give both or neither", c.Table, c.Column)
 	}
 	if c.Table != "" {
-		if err := checkName("table", c.Table); err != nil {
-			return Config{}, err
+		if err := store.CheckName("table", c.Table); err != nil {
+			return c, err
 		}
-		if err := checkName("column", c.Column); err != nil {
-			return Config{}, err
+		if err := store.CheckName("column", c.Column); err != nil {
+			return c, err
 		}
 	}
-	if c.ReadOnly {
+	if readOnly {
 		c.NoSaveOnClose, c.NoBackgroundRebuild, c.NoAutoRebuild = true, true, true
 	}
-	if c.AutoRebuildEvery == 0 {
-		c.AutoRebuildEvery = time.Minute
-	}
 	if c.AutoRebuildEvery < 0 {
-		return bad("auto-rebuild interval %v", c.AutoRebuildEvery)
+		return c, bad("auto-rebuild interval %v", c.AutoRebuildEvery)
 	}
 	if c.SnapshotMode == 0 {
 		c.SnapshotMode = snapshot.FileMode
 	}
 	if c.SnapshotMode&^os.ModePerm != 0 || c.SnapshotMode&0o600 != 0o600 {
-		return bad("snapshot mode %v: want a permission the owner can read and write", c.SnapshotMode)
+		return c, bad("snapshot mode %v: want a permission the owner can read and write", c.SnapshotMode)
 	}
 	if c.FPR == 0 {
 		c.FPR = 0.01
 	}
 	if !(c.FPR > 0 && c.FPR < 1) {
-		return bad("false-positive rate %v not in (0, 1)", c.FPR)
+		return c, bad("false-positive rate %v not in (0, 1)", c.FPR)
 	}
 	if c.Headroom == 0 {
 		c.Headroom = 2
 	}
 	if !(c.Headroom >= 1) || math.IsInf(c.Headroom, 0) {
-		return bad("headroom %v below 1", c.Headroom)
+		return c, bad("headroom %v below 1", c.Headroom)
 	}
 	if c.RebuildFactor == 0 {
 		c.RebuildFactor = 2
 	}
 	if !(c.RebuildFactor >= 1) || math.IsInf(c.RebuildFactor, 0) {
-		return bad("rebuild factor %v below 1", c.RebuildFactor)
+		return c, bad("rebuild factor %v below 1", c.RebuildFactor)
 	}
 	if c.LogRetain == 0 {
 		c.LogRetain = 100_000
@@ -169,26 +242,5 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ProgressEvery <= 0 {
 		c.ProgressEvery = 10_000
 	}
-	if c.BusyTimeout == 0 {
-		c.BusyTimeout = 5 * time.Second
-	}
-	if c.BusyTimeout < 0 {
-		return bad("busy timeout %v", c.BusyTimeout)
-	}
-	if c.Readers == 0 {
-		c.Readers = max(2, runtime.GOMAXPROCS(0))
-	}
-	if c.Readers < 1 {
-		return bad("readers %d", c.Readers)
-	}
 	return c, nil
-}
-
-// targetCheck is openStore's last check before attaching: the snapshot
-// path must be a file the library may replace (see checkTarget).
-func (c *Config) targetCheck(row sourceRow, attached bool) error {
-	if c.Snapshot == "" || c.ReadOnly {
-		return nil
-	}
-	return checkTarget(c.Snapshot, c.Path, row.datasetID, attached, c.ReplaceForeignFile)
 }

@@ -31,34 +31,44 @@ func BuildSnapshot(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Snapshot == "" {
 		return Report{}, fmt.Errorf("build snapshot: no snapshot file: %w", ErrBadConfig)
 	}
-	cfg.NoBackgroundRebuild, cfg.NoSaveOnClose, cfg.NoAutoRebuild = true, true, true
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return Report{}, err
-	}
 	if cfg.ReadOnly {
 		return Report{}, fmt.Errorf("build snapshot: %w", ErrReadOnly)
+	}
+	cfg.NoBackgroundRebuild, cfg.NoSaveOnClose, cfg.NoAutoRebuild = true, true, true
+	dcfg, src := cfg.split()
+	if _, err := dcfg.withDefaults(); err != nil {
+		return Report{}, err
+	}
+	if _, err := src.withDefaults(false); err != nil {
+		return Report{}, err
 	}
 	if err := checkTargetDir(cfg.Snapshot); err != nil {
 		return Report{}, err
 	}
-	st, _, err := openStore(ctx, &cfg, cfg.targetCheck)
+	db, err := openDB(ctx, dcfg, false)
 	if err != nil {
 		return Report{}, err
 	}
-	ix := newIndex(cfg, st)
-	defer func() { _ = ix.Close(context.WithoutCancel(ctx)) }()
-	if err := ix.Rebuild(ctx); err != nil {
+	defer func() { _ = db.Close(context.WithoutCancel(ctx)) }()
+	ix, err := db.newIndex(src, false)
+	if err != nil {
+		return Report{}, err
+	}
+	ix.cron = true
+	if err := ix.enter(); err != nil {
+		return Report{}, err
+	}
+	err = ix.rebuild(ctx, "cron job")
+	ix.leave()
+	if err != nil {
 		return Report{}, err
 	}
 	s := ix.filter()
-	info, err := os.Stat(cfg.Snapshot)
+	info, err := os.Stat(ix.cfg.Snapshot)
 	if err != nil {
 		return Report{}, fmt.Errorf("build snapshot: %w", err)
 	}
-	ix.m.mu.Lock()
-	counts := ix.m.lastScan
-	ix.m.mu.Unlock()
+	counts := ix.m.lastScanCounts()
 	p := s.f.Params()
 	health := s.f.Stats()
 	return Report{

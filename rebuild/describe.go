@@ -3,7 +3,6 @@ package rebuild
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/syncfilter/syncfilter/snapshot"
@@ -51,16 +50,30 @@ func Describe(ctx context.Context, cfg Config) (Status, error) {
 		return Status{}, err
 	}
 	defer ix.Close(ctx)
-	s := ix.st
-	out := Status{Table: s.table, Column: s.column, Attached: s.attached, DatasetID: s.datasetID}
-	if out.Rows, err = s.countRows(ctx); err != nil {
+	if err := ix.enter(); err != nil {
 		return Status{}, err
 	}
-	if s.attached {
-		if err := s.describe(ctx, &out); err != nil {
-			return Status{}, err
-		}
+	defer ix.leave()
+	c, err := ix.look(ctx)
+	if err != nil {
+		return Status{}, err
 	}
+	defer c.end()
+	src := c.b.src
+	out := Status{Table: src.Table, Column: src.Column, Attached: src.Row && src.Logged}
+	if src.Row {
+		out.DatasetID = src.DatasetID
+	}
+	conn, err := c.reader(ctx)
+	if err != nil {
+		return Status{}, err
+	}
+	d, err := conn.Describe(ctx, src)
+	if err != nil {
+		return Status{}, err
+	}
+	out.Rows, out.Generation, out.LogFloor, out.LogEntries = d.Rows, d.Generation, d.LogFloor, d.LogEntries
+	out.Aliases, out.Triggers, out.Records = d.Aliases, d.Triggers, d.Records
 	if cfg.Snapshot == "" {
 		return out, nil
 	}
@@ -88,30 +101,4 @@ func Describe(ctx context.Context, cfg Config) (Status, error) {
 	}
 	out.Snapshot = snap
 	return out, nil
-}
-
-// describe fills in the source's log, aliases, triggers and records.
-func (s *store) describe(ctx context.Context, out *Status) error {
-	var head, floor int64
-	err := s.r.QueryRowContext(ctx, `SELECT
-		coalesce((SELECT max(seq) FROM `+s.logTable+`), 0),
-		(SELECT log_floor FROM `+sourcesTable+` WHERE id = ?),
-		(SELECT count(*) FROM `+s.logTable+`),
-		(SELECT count(*) FROM `+s.aliasTable+`),
-		(SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?))`,
-		s.id, s.insTrigger, s.updTrigger).Scan(&head, &floor, &out.LogEntries, &out.Aliases, &out.Triggers)
-	if err != nil {
-		return fmt.Errorf("describe source: %w", err)
-	}
-	out.Generation, out.LogFloor = uint64(head), uint64(floor)
-	var exists bool
-	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, snapshotsTable).Scan(&exists); err != nil {
-		return fmt.Errorf("describe source: %w", err)
-	}
-	if exists {
-		if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM `+snapshotsTable+` WHERE source = ?`, s.id).Scan(&out.Records); err != nil {
-			return fmt.Errorf("describe source: %w", err)
-		}
-	}
-	return nil
 }

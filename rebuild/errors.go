@@ -1,6 +1,10 @@
 package rebuild
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+)
 
 // Errors returned by this package. Each is wrapped with context ("verb
 // noun: %w"); test with errors.Is. SQLite errors are wrapped as they come
@@ -13,18 +17,19 @@ var (
 	// ErrBadName: a table or column name is empty, too long, not valid
 	// UTF-8, or holds characters other than letters, digits, '_' and '$'
 	// (or starts with a digit, or with the reserved "sqlite_" prefix).
-	ErrBadName = errors.New("invalid table or column name")
+	ErrBadName = store.ErrBadName
 
 	// ErrNoSource: the source table or its key column does not exist.
-	ErrNoSource = errors.New("source table or column not found")
+	ErrNoSource = store.ErrNoSource
 
 	// ErrNotIndexed: SQLite would scan the whole source table to look up
 	// one key. Index the key column, or set Config.AllowUnindexed.
-	ErrNotIndexed = errors.New("key column not indexed")
+	ErrNotIndexed = store.ErrNotIndexed
 
 	// ErrNotOwnTable: MarkFetched inserts rows only into the table the
-	// library owns (Config.Table empty). For an app's table, use Update or
-	// Cover inside the app's own transaction.
+	// library owns (Source.Table empty). An app stores records in its own
+	// table as it always did, on its own connection: the triggers log
+	// them.
 	ErrNotOwnTable = errors.New("not the library's own table")
 
 	// ErrNotServing: the filter is being rebuilt (every query goes to
@@ -39,18 +44,40 @@ var (
 	// ErrInexactColumn: the key column cannot answer "was this id
 	// stored?" exactly: its declared type does not have TEXT affinity
 	// (INTEGER or NUMERIC store '007' as 7, BLOB never equals a text id),
-	// or its collation is not BINARY (NOCASE would confirm "abc" for a
-	// stored "ABC": a never-fetched record reported fetched). Declare the
-	// column TEXT without COLLATE. There is no opt-out.
-	ErrInexactColumn = errors.New("key column does not compare ids exactly")
+	// its collation is not BINARY (NOCASE would confirm "abc" for a
+	// stored "ABC": a never-fetched record reported fetched), or it is a
+	// generated column (an UPDATE of the columns it is computed from
+	// re-keys a row without firing any trigger on it). Declare the column
+	// TEXT without COLLATE, stored. There is no opt-out. Checked at open
+	// and again after every change of the schema.
+	ErrInexactColumn = store.ErrInexactColumn
 
-	// ErrReadOnly: the index was opened with Config.ReadOnly, and the call
-	// would write (Update, MarkFetched, Rebuild, Save).
+	// ErrReadOnly: the database was opened read-only, and the call would
+	// write (MarkFetched, Rebuild, Save).
 	ErrReadOnly = errors.New("index is read-only")
 
 	// ErrNotAttached: Detach found no record of the source in the
 	// database: it was never attached, or was detached already.
-	ErrNotAttached = errors.New("source not attached")
+	ErrNotAttached = store.ErrNotAttached
+
+	// ErrHeld: Detach refused because an open index (in any process) or a
+	// rebuild's scan holds the source; the message names them. Close them
+	// first, or force it (DetachOptions.Force, `detach --force`).
+	ErrHeld = store.ErrHeld
+
+	// ErrHardLinked: the database file has more than one name (hard
+	// links). SQLite keeps its journal beside the name it opened, so
+	// writes through two names corrupt the database
+	// (sqlite.org/howtocorrupt.html): refused at open, and by every call
+	// once a second name appears.
+	ErrHardLinked = store.ErrHardLinked
+
+	// ErrReplaced: the file at the database path is no longer the file
+	// the index opened (deleted, or deleted and created again). The index
+	// never answers from the old file: it opens the new one and serves
+	// from SQLite until its filter is rebuilt there; this error is
+	// returned while no database can be opened at the path.
+	ErrReplaced = store.ErrReplaced
 
 	// ErrUnsafeTarget: a snapshot would replace a file the library must
 	// not replace: the database itself or its -wal, -shm or -journal file
@@ -77,11 +104,6 @@ var (
 	// ErrKeyTooLong: a key is longer than MaxKeyBytes (before or after
 	// normalization). Refused before any SQL is built.
 	ErrKeyTooLong = errors.New("key too long")
-
-	// ErrNestedCall: an Index method was called from inside the function
-	// given to Update, on the goroutine running it. Update holds the
-	// index's only write connection; waiting for it there would never end.
-	ErrNestedCall = errors.New("index called from inside Update")
 
 	// ErrClosed: the index was closed.
 	ErrClosed = errors.New("index closed")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
@@ -47,6 +48,7 @@ type countResult struct {
 // filter. The fields may be read once that goroutine has sent its result.
 type filterBuilder struct {
 	ix       *Index
+	sizeFor  func(rows int64) uint64
 	deferred *syncfilter.Deferred
 	b        *syncfilter.Builder // nil until sized
 	capacity uint64
@@ -58,8 +60,9 @@ type filterBuilder struct {
 // startBuilder starts the counting and the builder goroutines. The builder
 // reads batches until they are closed, cancels the scan on failure, and
 // sends its result on built after the counting goroutine has ended.
-func (ix *Index) startBuilder(ctx context.Context, cancel func(), batches <-chan buildMsg, built chan<- error, total *atomic.Int64) *filterBuilder {
-	fb := &filterBuilder{ix: ix, deferred: syncfilter.NewDeferred(), counted: make(chan countResult, 1)}
+func (ix *Index) startBuilder(ctx context.Context, cancel func(), f *file, src *store.Source, batches <-chan buildMsg, built chan<- error, total *atomic.Int64,
+	sizeFor func(rows int64) uint64) *filterBuilder {
+	fb := &filterBuilder{ix: ix, sizeFor: sizeFor, deferred: syncfilter.NewDeferred(), counted: make(chan countResult, 1)}
 	go func() {
 		var n int64
 		var err error
@@ -67,7 +70,7 @@ func (ix *Index) startBuilder(ctx context.Context, cancel func(), batches <-chan
 			err = testHookBeforeCount()
 		}
 		if err == nil {
-			n, err = ix.st.countAll(ctx)
+			n, err = f.st.CountAll(ctx, src)
 		}
 		if err == nil {
 			total.Store(n)
@@ -125,7 +128,7 @@ func (fb *filterBuilder) take(m buildMsg) {
 // size makes the filter for rows rows and sets the bits of the keys kept
 // as digests.
 func (fb *filterBuilder) size(rows int64) {
-	fb.capacity = fb.ix.sizeFor(rows)
+	fb.capacity = fb.sizeFor(rows)
 	params, err := syncfilter.NewParams(fb.capacity, fb.ix.cfg.FPR)
 	if err != nil {
 		fb.err = fmt.Errorf("size filter for %d rows: %w", rows, err)

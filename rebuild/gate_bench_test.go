@@ -95,7 +95,7 @@ func TestMain(m *testing.M) {
 
 // page returns 10,000 ids, newPct percent of them not in the table,
 // interleaved. Page p of a run uses other ids than page p-1.
-func page(p int, newPct int) []string {
+func benchPage(p int, newPct int) []string {
 	const size = 10_000
 	out := make([]string, size)
 	for i := range out {
@@ -144,7 +144,7 @@ func BenchmarkMissing(b *testing.B) {
 	for _, newPct := range []int{90, 50, 0} {
 		pages := make([][]string, 16)
 		for p := range pages {
-			pages[p] = page(p, newPct)
+			pages[p] = benchPage(p, newPct)
 		}
 		b.Run(fmt.Sprintf("new=%d%%/syncfilter", newPct), func(b *testing.B) {
 			ix := benchIndex(b, path)

@@ -1,6 +1,8 @@
 package rebuild
 
 import (
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -178,7 +180,7 @@ func TestRefusalsLeaveNoTrace(t *testing.T) {
 					return
 				}
 				app := plainDB(t, path)
-				if _, err := app.Exec(`INSERT INTO `+quote(tc.table)+` (id) VALUES (?)`, fmt.Sprintf("app-row-%v-%s", attachedFirst, tc.column)); err != nil {
+				if _, err := app.Exec(`INSERT INTO `+store.Quote(tc.table)+` (id) VALUES (?)`, fmt.Sprintf("app-row-%v-%s", attachedFirst, tc.column)); err != nil {
 					t.Fatalf("the app's INSERT fails after the refusal: %v", err)
 				}
 			})
@@ -272,7 +274,6 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 	expect(t, ix, fetched, []string{"r1", norm.NFC.String(nfd), nfd, "K-2", kelvin, "plain-3", "uncommitted", "never", "k-2"})
 	ctx := context.Background()
 	for name, err := range map[string]error{
-		"Update":  ix.Update(ctx, func(*sql.Tx, func(...string) error) error { return nil }),
 		"Rebuild": ix.Rebuild(ctx),
 		"Save":    ix.Save(ctx),
 	} {
@@ -359,10 +360,6 @@ func TestSnapshotTargetRefusals(t *testing.T) {
 	if err := os.Symlink(path, link); err != nil {
 		t.Fatal(err)
 	}
-	hard := filepath.Join(dir, "hard.db")
-	if err := os.Link(path, hard); err != nil {
-		t.Fatal(err)
-	}
 	notes := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notes, []byte("my notes\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -388,7 +385,6 @@ func TestSnapshotTargetRefusals(t *testing.T) {
 		{"database", path, false},
 		{"via dotdot", filepath.Join(dir, "sub", "..", "app.db"), false},
 		{"via symlink", link, false},
-		{"hard link", hard, false},
 		{"wal", path + "-wal", false},
 		{"shm", path + "-shm", false},
 		{"journal", path + "-journal", false},
@@ -398,37 +394,53 @@ func TestSnapshotTargetRefusals(t *testing.T) {
 		{"another dataset's snapshot", foreign.Snapshot, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := schema(t, path)
 			var sums [][32]byte
-			for _, f := range []string{path, notes, foreign.Snapshot} {
+			for _, f := range []string{notes, foreign.Snapshot} {
 				sums = append(sums, fileSum(t, f))
 			}
 			for _, force := range []bool{false, true} {
 				cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: tc.target, ReplaceForeignFile: force}
-				ix, err := Open(context.Background(), cfg)
-				if err == nil {
-					_ = ix.Close(context.Background())
-				}
+				before := schema(t, path)
 				_, jobErr := BuildSnapshot(context.Background(), cfg)
 				if force && tc.forcible {
-					if err != nil || jobErr != nil {
-						t.Fatalf("forced: Open = %v, BuildSnapshot = %v", err, jobErr)
+					if jobErr != nil {
+						t.Fatalf("forced: BuildSnapshot = %v", jobErr)
 					}
 					if _, err := snapshot.ReadFile(tc.target); err != nil {
 						t.Fatalf("forced: %v", err)
 					}
 					return // the forced writes changed the files on purpose
 				}
-				if !errors.Is(err, ErrUnsafeTarget) || !errors.Is(jobErr, ErrUnsafeTarget) {
-					t.Fatalf("force=%v: Open = %v, BuildSnapshot = %v, want ErrUnsafeTarget", force, err, jobErr)
+				if !errors.Is(jobErr, ErrUnsafeTarget) {
+					t.Fatalf("force=%v: BuildSnapshot = %v, want ErrUnsafeTarget", force, jobErr)
 				}
 				if after := schema(t, path); !bytes.Equal(before, after) {
-					t.Fatal("a refused target left DDL behind")
+					t.Fatal("a refused cron job left DDL behind")
 				}
-				for i, f := range []string{path, notes, foreign.Snapshot} {
+				// The app's Open is available all the same: it serves and
+				// reports why it saves no snapshot there.
+				ix, err := Open(context.Background(), cfg)
+				if err != nil {
+					t.Fatalf("force=%v: Open = %v", force, err)
+				}
+				waitServing(t, ix)
+				if st := ix.Stats(); !errors.Is(st.SnapshotError, ErrUnsafeTarget) || !st.Serving {
+					t.Fatalf("force=%v: serving %v, SnapshotError %v, want ErrUnsafeTarget", force, st.Serving, st.SnapshotError)
+				}
+				if err := ix.Save(context.Background()); !errors.Is(err, ErrUnsafeTarget) {
+					t.Fatalf("force=%v: Save = %v, want ErrUnsafeTarget", force, err)
+				}
+				if err := ix.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				for i, f := range []string{notes, foreign.Snapshot} {
 					if fileSum(t, f) != sums[i] {
 						t.Fatalf("%s changed", f)
 					}
+				}
+				var check string
+				if err := plainDB(t, path).QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+					t.Fatalf("the database after the refusal: %q, %v", check, err)
 				}
 			}
 			if _, err := plainDB(t, path).Exec(`INSERT INTO records (id) VALUES (?)`, "after-"+tc.name); err != nil {
@@ -438,15 +450,60 @@ func TestSnapshotTargetRefusals(t *testing.T) {
 	}
 }
 
+// TestHardLinkedDatabaseIsRefused: a database file with a second name is
+// refused before anything is written (SQLite would keep a journal beside
+// each name); a second name appearing while an index is open makes every
+// call fail with the same error instead of answering.
+func TestHardLinkedDatabaseIsRefused(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, "seed")
+	before := schema(t, path)
+	hard := filepath.Join(t.TempDir(), "hard.db")
+	if err := os.Link(path, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, hard} {
+		if _, err := Open(ctx, appConfig(p)); !errors.Is(err, ErrHardLinked) {
+			t.Fatalf("Open(%s) = %v, want ErrHardLinked", p, err)
+		}
+		if _, err := BuildSnapshot(ctx, appConfig(p)); !errors.Is(err, ErrHardLinked) {
+			t.Fatalf("BuildSnapshot(%s) = %v, want ErrHardLinked", p, err)
+		}
+	}
+	if !bytes.Equal(schema(t, path), before) {
+		t.Fatal("a refused open changed the schema")
+	}
+	if err := os.Remove(hard); err != nil {
+		t.Fatal(err)
+	}
+	ix := open(t, appConfig(path))
+	if err := os.Link(path, hard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Fetched(ctx, "seed"); !errors.Is(err, ErrHardLinked) {
+		t.Fatalf("Fetched with a second name = %v, want ErrHardLinked", err)
+	}
+	if _, err := ix.Missing(ctx, []string{"seed", "new"}); !errors.Is(err, ErrHardLinked) {
+		t.Fatalf("Missing with a second name = %v, want ErrHardLinked", err)
+	}
+	if err := os.Remove(hard); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, set([]string{"seed"}), []string{"seed", "new"})
+}
+
 // TestFailedOwnTableOpenLeavesNoDatabase: an Open of the library's own
-// table that starts a new database file and then fails (here, on an
-// unsafe snapshot path) removes the file it created.
+// table that starts a new database file and then fails (here, its first
+// scan) removes the file it created.
 func TestFailedOwnTableOpenLeavesNoDatabase(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "new.db")
-	_, err := Open(context.Background(), Config{Path: path, Snapshot: dir})
-	if !errors.Is(err, ErrUnsafeTarget) {
-		t.Fatalf("Open = %v, want ErrUnsafeTarget", err)
+	injected := errors.New("injected scan failure")
+	testHookScanRow = func(int64) error { return injected }
+	defer func() { testHookScanRow = nil }()
+	_, err := Open(context.Background(), Config{Path: path, Snapshot: filepath.Join(dir, "new.sfb")})
+	if !errors.Is(err, injected) {
+		t.Fatalf("Open = %v, want the injected failure", err)
 	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 0 {
@@ -516,7 +573,7 @@ func TestDetachRestoresTheSchema(t *testing.T) {
 	rows.Close()
 	// The other source keeps its log, alias table, triggers and the
 	// shared tables.
-	if want := "[syncfilter_alias_2 syncfilter_ins_2 syncfilter_log_2 syncfilter_scans syncfilter_snapshots syncfilter_sources syncfilter_upd_2]"; fmt.Sprint(names) != want {
+	if want := "[syncfilter_alias_2 syncfilter_holders syncfilter_ins_2 syncfilter_log_2 syncfilter_scans syncfilter_snapshots syncfilter_sources syncfilter_upd_2]"; fmt.Sprint(names) != want {
 		t.Fatalf("after detaching one of two sources: %v, want %s", names, want)
 	}
 	if err := Detach(ctx, path, "messages", "server_id"); err != nil {

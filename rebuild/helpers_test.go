@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"golang.org/x/text/unicode/norm"
 )
 
 // appDB creates a SQLite file with an app table, records(id TEXT PRIMARY
@@ -35,6 +38,9 @@ func rawDB(t testing.TB, path string) *sql.DB {
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
+
+// dsn is the URI of a database for the test's own connections (the app's).
+func dsn(path, opts string) string { return store.URI(path, opts) }
 
 func mustExec(t testing.TB, db *sql.DB, q string, args ...any) {
 	t.Helper()
@@ -108,8 +114,10 @@ func expect(t testing.TB, ix *Index, fetched map[string]bool, probe []string) {
 		t.Fatal(err)
 	}
 	var want []string
+	seen := map[string]bool{}
 	for _, k := range probe {
-		if !fetched[k] {
+		if c := norm.NFC.String(k); !fetched[k] && !seen[c] {
+			seen[c] = true
 			want = append(want, k)
 		}
 	}

@@ -4,130 +4,206 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/syncfilter/syncfilter/syncfilter"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
-// Index is the gate a sync engine asks "did I fetch this record?". It
-// answers definitively: the filter's "absent" is final, every "maybe" is
-// confirmed in SQLite. Every method is safe for concurrent use.
+// Index answers, for one collection of a database, "was this record
+// fetched?" (Fetched, Missing): from its filter when the filter covers the
+// source, from SQLite otherwise, and never "fetched" on the filter's word
+// alone. All its methods are safe for concurrent use.
 //
-// What the index is doing is one state value (state.go): serving(F),
-// bypass, rebuilding or closed. Queries load it without a lock; every
-// transition is made in state.go under mu.
+// # Rules the code keeps
 //
-// The index owns its goroutines: the filter's writer (package syncfilter),
-// a scan's builder while a rebuild runs, and at most one background
-// rebuild, started only under mu and only before Close began (when a
-// snapshot cannot be used at Open, or a filter had to be dropped). Close
-// waits for all of them.
+//   - No lock that a query, a callback or Close can wait for is held
+//     across SQL, across a filter insert that waits, or while taking
+//     another lock. Shared work (catching the filter up on the log,
+//     reading the stored spellings) runs in a flight: one caller leads,
+//     the others wait on a channel their ctx can abandon.
+//   - No read path (Fetched, Missing, catch-up) needs the write
+//     connection: writes (attaching, the alias table, snapshot records)
+//     happen in Open, Rebuild, Save, Close and the database's worker.
+//   - Every filter the index created is closed exactly once, by whoever
+//     takes it out of the state (drop, replace, failed publish, Close);
+//     a filter never published is closed by the rebuild or load that made
+//     it.
+//   - Close's context bounds its wait; work still running when it ends
+//     (or parked in a callback of the app, such as Progress, which may
+//     call Close) finishes without the caller, and the last of it releases
+//     what the index holds.
 //
-// Locks, each with one job, taken in this order:
+// # Locks and owners
 //
-//	lifeMu    public calls hold it shared for their whole duration, Close
-//	          exclusively: the store is never closed under a call
-//	rebuildMu one rebuild or reload at a time, held for its whole duration
-//	mu        the owner of the state: every transition, every cover (so no
-//	          key slips between a rebuild's replay and its publication),
-//	          closing, and the start of background work
-//	serving.mu, bypassLog.mu   catch-up of one filter, of one bypass
+//	mu         the owner of the state: every transition of state (in
+//	           state.go), lastAuto and autoTimer; held only to read and
+//	           swap them, never while waiting for anything
+//	act.mu     the count of work in progress (activity.go)
+//	memo.mu    a memo's map of spellings (aliases.go), innermost
+//	metrics.mu the metrics' last values (stats.go), innermost
 //
-// The store's generation reader and the metrics have their own, innermost.
+// The database's locks (DB doc) are never taken while one of these is
+// held. The goroutines an index uses are the database's (worker, filter
+// writer) and, during a rebuild, a builder and a counter that the rebuild
+// waits for.
 type Index struct {
-	cfg Config
-	st  *store
+	db    *DB
+	cfg   Source
+	owned bool // Close closes db too: rebuild.Open opened it for this index
 
-	lifeMu    sync.RWMutex
-	rebuildMu sync.Mutex
-	mu        sync.Mutex
-	state     atomic.Pointer[state] // stored only under mu; never nil
-	closing   bool                  // under mu: Close began, no background work starts
-
-	ctx    context.Context    // of background work; cancelled by Close
+	ctx    context.Context    // of this index's background work; cancelled by Close
 	cancel context.CancelFunc //
-	bg     sync.WaitGroup     // background rebuilds; added to only under mu
-	ready  chan struct{}      // closed when the first rebuild or load attempt has ended
-	once   sync.Once
+	act    activity           // public calls and background jobs in progress
 
-	savedGen atomic.Uint64 // generation of the last snapshot this index saved or loaded
-	updater  atomic.Int64  // id of the goroutine running Update's function, 0 if none
-	lastAuto time.Time     // under mu: when the last automatic rebuild started
+	mu        sync.Mutex              // owner: transitions of state; lastAuto
+	state     atomic.Pointer[state]   // stored only under mu; never nil
+	lastAuto  time.Time               // under mu: when the last automatic rebuild was asked for
+	autoTimer *time.Timer             // under mu: an automatic rebuild asked for later (autorebuild.go)
+	bound     atomic.Pointer[binding] // the source as last resolved (bind.go)
+	head      atomic.Pointer[headAt]  // the log's head as last read (catchup.go)
+	memo      atomic.Pointer[memo]    // stored spellings beyond the alias table (aliases.go)
+	follow    flight                  // catching the filter and the memo up on the log
+	memoing   flight                  // building a memo
+
+	targetErr atomic.Pointer[error]   // why snapshot saves are refused, if they are
+	savedGen  atomic.Uint64           // generation of the last snapshot saved or loaded
+	holding   atomic.Pointer[holding] // the source this index holds (syncfilter_holders)
+	opened    atomic.Bool             // open has ended: later calls ask the worker for repairs
+	cron      bool                    // BuildSnapshot's index: a refused snapshot path fails the rebuild
+	why       atomic.Pointer[string]  // why the rebuild asked of the worker is due
+
+	ready chan struct{} // closed when the opening rebuild or load attempt has ended
+	once  sync.Once
 
 	m metrics
 }
 
-// newIndex returns an index in bypass over an open store.
-func newIndex(cfg Config, st *store) *Index {
-	ix := &Index{cfg: cfg, st: st, ready: make(chan struct{})}
-	ix.ctx, ix.cancel = context.WithCancel(context.Background())
-	ix.m.started = time.Now()
-	ix.state.Store(&state{mode: modeBypass, log: newBypassLog(0)})
-	return ix
+// Open opens the database and the index of one collection; Close closes
+// both. For several collections of one database, use OpenDB and
+// DB.Index. See DB.Index for what opening does.
+func Open(ctx context.Context, cfg Config) (*Index, error) {
+	dcfg, src := cfg.split()
+	db, err := openDB(ctx, dcfg, cfg.Table == "")
+	if err != nil {
+		return nil, err
+	}
+	first := db.cur.Load().st
+	ix, err := db.index(ctx, src, true)
+	if err != nil {
+		if db.Close(context.WithoutCancel(ctx)) == nil {
+			first.RemoveCreated() // a failed Open leaves no database it created
+		}
+		return nil, err
+	}
+	return ix, nil
 }
 
-// Open opens the database, attaches the source and makes the filter
-// ready: from the snapshot if it checks out (then catching up on every
-// key committed after it), otherwise by rebuilding.
+// Index opens the index of one collection of the database. It checks the
+// source before the first write (the table, a stored key column of TEXT
+// affinity and BINARY collation, an index on it), attaches it if needed
+// (triggers that log every insert, in one transaction), and makes the
+// filter ready: from the snapshot if the database vouches for it (then
+// caught up on every key committed after it), otherwise by scanning.
 //
-// The first Open of a source scans it before returning (nothing could
-// vouch for the rows already there). Later, a snapshot that is missing,
-// damaged, foreign or stale is not an error: the index serves every query
-// from SQLite and rebuilds in the background (see Config.NoBackgroundRebuild,
-// Wait, Stats.SnapshotError).
-func Open(ctx context.Context, cfg Config) (*Index, error) {
-	cfg, err := cfg.withDefaults()
+// The first open of a source scans it before returning (nothing could
+// vouch for the rows already there); if that scan fails or ctx ends, what
+// this open added to the database is removed again. Later, a snapshot
+// that is missing, damaged, foreign or stale is not an error: the index
+// serves every query from SQLite and rebuilds in the background (see
+// Source.NoBackgroundRebuild, Wait, Stats.SnapshotError); a snapshot path
+// the library may not write to is reported there too, and nothing is
+// saved to it.
+func (db *DB) Index(ctx context.Context, src Source) (*Index, error) {
+	return db.index(ctx, src, false)
+}
+
+func (db *DB) index(ctx context.Context, src Source, owned bool) (*Index, error) {
+	ix, err := db.newIndex(src, owned)
 	if err != nil {
 		return nil, err
 	}
-	st, fresh, err := openStore(ctx, &cfg, cfg.targetCheck)
-	if err != nil {
+	if err := ix.open(ctx); err != nil {
+		ix.cancel()
+		_ = ix.close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	ix := newIndex(cfg, st)
-	if cfg.ReadOnly && (fresh || !st.attached) {
-		// Nothing may be scanned into the database's record: answer from
-		// SQLite alone (the aliases were read into memory).
-		ix.m.setSnapshotError(errors.New("no complete record of this source in the database (attach it with a writable Open or `syncfilter rebuild`)"))
-		ix.markReady()
-		return ix, nil
-	}
-	if fresh {
-		// A failure after the filter was published (saving the snapshot,
-		// say) leaves a complete filter serving: keep it, the error is in
-		// Stats.LastError. Without a filter, Open fails.
-		if err := ix.Rebuild(ctx); err != nil && ix.filter() == nil {
-			ix.cancel()
-			st.close()
-			return nil, fmt.Errorf("open index: first scan: %w", err)
-		}
-		ix.markReady()
-		return ix, nil
-	}
-	if cfg.Snapshot != "" {
-		err = ix.loadSnapshot(ctx)
-	} else {
-		err = errors.New("no snapshot configured")
-	}
-	if err == nil {
-		ix.markReady()
-		return ix, nil
-	}
-	ix.m.setSnapshotError(err)
-	if _, floor, herr := st.head(ctx); herr == nil {
-		// Below the floor, a full scan noted every alias.
-		ix.state.Store(&state{mode: modeBypass, log: newBypassLog(floor)})
-	}
-	if cfg.NoBackgroundRebuild {
-		ix.markReady()
-		return ix, nil
-	}
-	ix.mu.Lock()
-	ix.startBackground()
-	ix.mu.Unlock()
 	return ix, nil
+}
+
+// newIndex makes an index of src in bypass and registers it with db.
+func (db *DB) newIndex(src Source, owned bool) (*Index, error) {
+	src, err := src.withDefaults(db.cfg.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	if src.Snapshot != "" {
+		// Resolved once, like the database's path: a later chdir changes
+		// nothing.
+		if src.Snapshot, err = filepath.Abs(src.Snapshot); err != nil {
+			return nil, fmt.Errorf("resolve snapshot path: %w", err)
+		}
+	}
+	ix := &Index{db: db, cfg: src, owned: owned, ready: make(chan struct{})}
+	ix.ctx, ix.cancel = context.WithCancel(db.ctx)
+	ix.m.started = time.Now()
+	ix.state.Store(&state{mode: modeBypass})
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closing {
+		return nil, ErrClosed
+	}
+	db.indexes[ix] = struct{}{}
+	return ix, nil
+}
+
+// open attaches the source and makes the filter ready (see DB.Index).
+func (ix *Index) open(ctx context.Context) (err error) {
+	if err := ix.enter(); err != nil {
+		return err
+	}
+	defer ix.leave()
+	c, err := ix.look(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.end()
+	readOnly := ix.db.cfg.ReadOnly
+	src := c.b.src
+	switch {
+	case readOnly && (!src.Logged || !src.Scanned):
+		ix.m.setSnapshotError(errors.New("no complete record of this source in the database (attach it with a writable open or `syncfilter rebuild`)"))
+	case !src.Logged || !src.Scanned:
+		// The first open of the source (or one after its triggers were
+		// lost): nothing vouches for the rows already there. Attach, and
+		// scan before answering.
+		if err := ix.rebuild(ctx, "first scan"); err != nil && ix.filter() == nil {
+			return fmt.Errorf("open index: %w", err)
+		}
+	default:
+		if ix.cfg.Snapshot != "" && !readOnly {
+			ix.checkTarget(c.v.f, src)
+		}
+		ix.hold(c.v.f, src)
+		if ix.cfg.Snapshot != "" {
+			err = ix.load(ctx, c)
+		} else {
+			err = errors.New("no snapshot configured")
+		}
+		if err != nil {
+			ix.m.setSnapshotError(err)
+			if !ix.cfg.NoBackgroundRebuild {
+				ix.opened.Store(true)
+				ix.askRebuild("the snapshot could not be used")
+				return nil
+			}
+		}
+	}
+	ix.opened.Store(true)
+	ix.markReady()
+	return nil
 }
 
 func (ix *Index) markReady() { ix.once.Do(func() { close(ix.ready) }) }
@@ -138,127 +214,98 @@ func (ix *Index) Wait(ctx context.Context) error {
 	select {
 	case <-ix.ready:
 	case <-ctx.Done():
-		return ctx.Err()
+		return context.Cause(ctx)
 	}
 	return ix.m.lastRebuildError()
 }
 
-// enter and leave bracket every public call. A call from inside Update's
-// function fails at once (it would wait for the connection Update holds).
-func (ix *Index) enter() error {
-	if u := ix.updater.Load(); u != 0 && u == goid() {
-		return ErrNestedCall
+// Close stops this index's background work and waits for it and for the
+// calls in progress (ctx bounds the wait), saves the filter if a snapshot
+// file is configured and the filter covers more than the file does, and
+// releases the filter. An index from rebuild.Open closes its database
+// too. When ctx ends first, Close returns its error and the rest
+// finishes without the caller as the last call ends. Calls after Close
+// return ErrClosed. Close may be called from a callback (Progress): it
+// does not wait for the work running the callback.
+func (ix *Index) Close(ctx context.Context) error {
+	if ix.owned {
+		return ix.db.Close(ctx)
 	}
-	ix.lifeMu.RLock()
-	if ix.get().mode == modeClosed {
-		ix.lifeMu.RUnlock()
+	return ix.close(ctx)
+}
+
+// close closes the index alone.
+func (ix *Index) close(ctx context.Context) error {
+	ix.cancel()
+	return ix.act.close(ctx, func() { ix.final(context.WithoutCancel(ctx)) })
+}
+
+// final saves and releases what the index holds, once no call is in
+// progress.
+func (ix *Index) final(ctx context.Context) {
+	if s := ix.filter(); s != nil && ix.cfg.Snapshot != "" && !ix.cfg.NoSaveOnClose && s.gen.Load() > ix.savedGen.Load() {
+		if err := ix.saveNow(ctx, s); err != nil {
+			ix.m.setError(fmt.Errorf("close index: %w", err))
+		}
+	}
+	if s := ix.toClosed(); s != nil {
+		_ = s.f.Close()
+	}
+	ix.mu.Lock()
+	if ix.autoTimer != nil {
+		ix.autoTimer.Stop()
+		ix.autoTimer = nil
+	}
+	ix.mu.Unlock()
+	ix.unhold()
+	ix.db.forget(ix)
+}
+
+// enter and leave bracket every public call and background job.
+func (ix *Index) enter() error {
+	if !ix.act.enter() {
 		return ErrClosed
 	}
 	return nil
 }
 
-func (ix *Index) leave() { ix.lifeMu.RUnlock() }
+func (ix *Index) leave() { ix.act.leave() }
 
-// Close stops background work and waits for it, saves the filter if a
-// snapshot file is configured and the filter covers more than the file
-// does, and closes the database. Calls after Close return ErrClosed.
-func (ix *Index) Close(ctx context.Context) error {
-	if !ix.beginClose() {
-		return nil
+// hold records in the database that this index holds src, so that Detach
+// refuses to pull it away (writable indexes only).
+func (ix *Index) hold(f *file, src *store.Source) {
+	if ix.db.cfg.ReadOnly {
+		return
 	}
-	ix.cancel()
-	ix.bg.Wait() // nothing starts any more: closing is set
-	ix.lifeMu.Lock()
-	defer ix.lifeMu.Unlock()
-	var err error
-	if s := ix.filter(); s != nil && ix.cfg.Snapshot != "" && !ix.cfg.NoSaveOnClose && s.gen.Load() > ix.savedGen.Load() {
-		if err = ix.save(ctx, s); err != nil {
-			err = fmt.Errorf("close index: %w", err)
-		}
-	}
-	if s := ix.finishClose(); s != nil {
-		_ = s.f.Close()
-	}
-	ix.st.close()
-	return err
+	ix.holding.Store(&holding{f: f, src: src})
+	ix.renewHold()
 }
 
-// testHookDrop, when set by tests, runs when a query has decided to drop
-// its filter, before the drop.
-var testHookDrop func()
-
-// current returns the filter to trust, caught up with every key committed
-// before the call, or nil in bypass; aliases says whether confirmations
-// must look in the alias table (it had rows, or this process added some).
-func (ix *Index) current(ctx context.Context) (_ *serving, aliases bool, err error) {
-	v, err := ix.st.generation(ctx)
-	if err != nil {
-		return nil, false, err
+// renewHold renews the index's hold (the worker does, every third of its
+// term).
+func (ix *Index) renewHold() {
+	h := ix.holding.Load()
+	if h == nil || !h.f.acquire() {
+		return
 	}
-	head, floor := v.head, v.floor
-	defer func() { aliases = v.aliases || ix.st.notedAliases.Load() }()
-	for {
-		st := ix.get()
-		if st.mode != modeServing {
-			return nil, false, ix.noteAliasesUpTo(ctx, st.log, head, floor)
-		}
-		s := st.filter
-		if s.gen.Load() >= head {
-			return s, false, nil
-		}
-		err := ix.catchUp(ctx, s, head, floor)
-		switch {
-		case err == nil:
-			ix.checkDue(s)
-			return s, false, nil
-		case errors.Is(err, syncfilter.ErrClosed) && ix.get() != st:
-			continue // replaced meanwhile: use the new one
-		case errors.Is(err, ErrCannotCatchUp):
-			// The log was compacted past this filter (by another
-			// process's rebuild): stop trusting it and rebuild.
-			ix.m.setError(err)
-			if testHookDrop != nil {
-				testHookDrop()
-			}
-			ix.drop(s)
-			continue
-		}
-		return nil, false, err
-	}
+	defer h.f.release()
+	ctx, cancel := context.WithTimeout(ix.db.ctx, ix.db.cfg.BusyTimeout+time.Second)
+	defer cancel()
+	_ = h.f.st.Hold(ctx, h.src, ix.db.token, ix.db.holder, time.Now().Add(store.LeaseTerm))
 }
 
-// catchUp inserts the keys logged after s.gen up to head into s.
-func (ix *Index) catchUp(ctx context.Context, s *serving, head, floor uint64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	gen := s.gen.Load()
-	if gen >= head {
-		return nil
+// unhold removes the index's hold.
+func (ix *Index) unhold() {
+	h := ix.holding.Swap(nil)
+	if h == nil || !h.f.acquire() {
+		return
 	}
-	if gen < floor {
-		return fmt.Errorf("catch up from generation %d, log starts after %d: %w", gen, floor, ErrCannotCatchUp)
-	}
-	err := ix.readLog(ctx, gen, head, func(batch []string) error { return s.f.AddBatch(ctx, batch) })
-	if err != nil {
-		return fmt.Errorf("catch up: %w", err)
-	}
-	s.gen.Store(head)
-	ix.m.caughtUp.Add(head - gen)
-	return nil
+	defer h.f.release()
+	h.f.st.Unhold(context.Background(), h.src, ix.db.token)
 }
 
-// noteAliasesUpTo is catch-up in bypass: only the alias table needs the
-// log, so that confirmations find non-NFC spellings.
-func (ix *Index) noteAliasesUpTo(ctx context.Context, log *bypassLog, head, floor uint64) error {
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	from := max(log.gen, floor)
-	if from >= head {
-		return nil
-	}
-	if err := ix.readLog(ctx, from, head, nil); err != nil {
-		return fmt.Errorf("note aliases: %w", err)
-	}
-	log.gen = head
-	return nil
+// holding is the source an index holds, in the file it holds it in.
+type holding struct {
+	f   *file
+	src *store.Source
 }

@@ -2,7 +2,6 @@ package rebuild
 
 import (
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -90,46 +89,84 @@ func (e *InvalidKeysError) Positions() []int {
 	return out
 }
 
-// canonicalPage returns the canonical form of every key that has one
-// (invalid ones are "") and the positions of the valid keys; bad lists
-// the others, or is nil.
-func canonicalPage(keys []string) (canon []string, valid []int, bad *InvalidKeysError) {
-	canon = make([]string, len(keys))
-	valid = make([]int, 0, len(keys))
+// page is one Missing call's keys: their canonical forms, the positions
+// still to ask about, and the invalid ones.
+type page struct {
+	keys  []string
+	canon []string // canonical form of each key; "" for an invalid one
+	ask   []int    // positions of the keys the filter did not rule out; at first every valid one
+	bad   *InvalidKeysError
+	all   bool // every key is valid: canon lists exactly the keys asked at first
+}
+
+func newPage(keys []string) *page {
+	p := &page{keys: keys, canon: make([]string, len(keys)), ask: make([]int, 0, len(keys))}
 	for i, k := range keys {
 		c, err := canonical(k)
 		if err != nil {
-			if bad == nil {
-				bad = &InvalidKeysError{}
+			if p.bad == nil {
+				p.bad = &InvalidKeysError{}
 			}
-			bad.Keys = append(bad.Keys, &syncfilter.KeyError{Index: i, Err: err})
+			p.bad.Keys = append(p.bad.Keys, &syncfilter.KeyError{Index: i, Err: err})
 			continue
 		}
-		canon[i] = c
-		valid = append(valid, i)
+		p.canon[i] = c
+		p.ask = append(p.ask, i)
 	}
-	return canon, valid, bad
+	p.all = p.bad == nil
+	return p
 }
 
-// pick returns canon[i] for every i in at.
-func pick(canon []string, at []int) []string {
-	out := make([]string, len(at))
-	for j, i := range at {
-		out[j] = canon[i]
+// askedKeys returns the canonical keys at the positions asked.
+func (p *page) askedKeys() []string {
+	if p.all && len(p.ask) == len(p.canon) {
+		return p.canon
+	}
+	out := make([]string, len(p.ask))
+	for j, i := range p.ask {
+		out[j] = p.canon[i]
 	}
 	return out
 }
 
-// goid returns the calling goroutine's id, read from its stack header
-// ("goroutine 42 [running]:"). It costs about a microsecond: the index
-// calls it only while an Update runs.
-func goid() int64 {
-	var buf [64]byte
-	s, _ := strings.CutPrefix(string(buf[:runtime.Stack(buf[:], false)]), "goroutine ")
-	if i := strings.IndexByte(s, ' '); i > 0 {
-		if id, err := strconv.ParseInt(s[:i], 10, 64); err == nil {
-			return id
+// keep keeps the positions asked whose answer is true.
+func (p *page) keep(maybe []bool) {
+	n := 0
+	for j, m := range maybe {
+		if m {
+			p.ask[n] = p.ask[j]
+			n++
 		}
 	}
-	return -1
+	p.ask = p.ask[:n]
+}
+
+// missing returns the keys not found, in input order, each canonical key
+// once (its first spelling), invalid keys included, and how many keys
+// asked were found.
+func (p *page) missing(found map[string]struct{}) (missing []string, confirmed uint64) {
+	missing = make([]string, 0, len(p.keys)-len(found))
+	var seen map[string]struct{}
+	next := 0
+	for i, k := range p.keys {
+		c := p.canon[i]
+		if next < len(p.ask) && p.ask[next] == i {
+			next++
+			if _, ok := found[c]; ok {
+				confirmed++
+				continue
+			}
+		}
+		if c != "" || p.keys[i] == "" {
+			if seen == nil {
+				seen = make(map[string]struct{}, len(p.keys))
+			}
+			if _, dup := seen[c]; dup {
+				continue
+			}
+			seen[c] = struct{}{}
+		}
+		missing = append(missing, k)
+	}
+	return missing, confirmed
 }

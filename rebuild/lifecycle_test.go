@@ -5,7 +5,6 @@ import (
 	"errors"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -21,53 +20,6 @@ func compactPast(t *testing.T, path string) {
 	}
 	if err := other.Close(context.Background()); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestCloseWinsAgainstADroppingQuery forces the interleaving where a query
-// drops its filter (and would start a background rebuild) while Close
-// runs: nothing may start once Close began, and Close returns with no
-// goroutine of the index left.
-func TestCloseWinsAgainstADroppingQuery(t *testing.T) {
-	path := appDB(t, ids("seed", 500)...)
-	ix := open(t, appConfig(path))
-	compactPast(t, path)
-
-	reached, release := make(chan struct{}), make(chan struct{})
-	var started atomic.Int32
-	testHookDrop = func() { close(reached); <-release }
-	testHookBackground = func() { started.Add(1) }
-	t.Cleanup(func() { testHookDrop, testHookBackground = nil, nil })
-
-	queried := make(chan error, 1)
-	go func() {
-		_, err := ix.Fetched(context.Background(), "seed-0000001")
-		queried <- err
-	}()
-	<-reached // the query decided to drop its filter
-	closed := make(chan error, 1)
-	go func() { closed <- ix.Close(context.Background()) }()
-	for { // wait until Close has begun
-		ix.mu.Lock()
-		closing := ix.closing
-		ix.mu.Unlock()
-		if closing {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	close(release)
-	if err := <-queried; err != nil {
-		t.Fatalf("the query: %v", err)
-	}
-	if err := <-closed; err != nil {
-		t.Fatal(err)
-	}
-	if n := started.Load(); n != 0 {
-		t.Fatalf("%d background rebuild(s) started after Close began", n)
-	}
-	if mode := ix.get().mode; mode != modeClosed {
-		t.Fatalf("state after Close: %v", mode)
 	}
 }
 

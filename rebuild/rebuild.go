@@ -2,188 +2,306 @@ package rebuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
-// testHookScanRow, when set by tests, runs for every row a scan reads; an
-// error it returns fails the scan as a SQLite error would.
+// testHookScanRow, when set by tests, runs when a scan begins (n = 0) and
+// with every chunk of keys it reads, given the keys read so far; an error
+// it returns fails the scan as a SQLite error would.
 var testHookScanRow func(n int64) error
 
 // Rebuild replaces the filter with one built from a full scan of the
 // source:
 //
-//	bypass (every query → SQLite) → scan in one read transaction, keys
-//	hashed and set by one builder goroutine → catch up
-//	on the log since the scan and the keys covered meanwhile → publish (one
-//	atomic pointer store) → save the snapshot → compact the log.
+//	bypass (every query about this collection → SQLite) → scan (the keys
+//	read in chunks, hashed and set by a builder goroutine) → record the
+//	scan and the stored spellings found → publish (one atomic pointer
+//	store) → save the snapshot → compact the log.
 //
-// If the scan fails or ctx ends, the half-built filter is dropped, never
-// served, and the previous filter (or bypass) answers again. If only the
-// save fails, the new filter serves (it is complete) and the error is
-// returned. Rebuilds do not overlap: a second call waits for the first.
+// If the source's triggers were lost (the app's migration dropped or
+// moved them), it attaches the source again first. If the scan fails or
+// ctx ends, the half-built filter is dropped, never served, and the
+// previous filter (or bypass) answers again. If only the save fails, the
+// new filter serves (it is complete) and the error is returned. Rebuilds
+// of the collections of a database take turns: a second call waits for
+// the first (ctx bounds the wait).
 func (ix *Index) Rebuild(ctx context.Context) error {
 	if err := ix.enter(); err != nil {
 		return err
 	}
 	defer ix.leave()
-	if ix.cfg.ReadOnly {
+	if ix.db.cfg.ReadOnly {
 		return fmt.Errorf("rebuild: %w", ErrReadOnly)
 	}
-	ix.rebuildMu.Lock()
-	defer ix.rebuildMu.Unlock()
-	start := time.Now()
+	return ix.rebuild(ctx, "asked by the app")
+}
 
-	// The lease keeps log compaction (by any process) from deleting the
-	// entries this rebuild catches up from, until it has published.
-	l, err := ix.st.takeLease(ctx)
-	if err != nil {
-		ix.m.rebuildDone(start, err)
-		return fmt.Errorf("rebuild: %w", err)
+// background runs a rebuild the worker was asked for.
+func (ix *Index) background() {
+	if ix.enter() != nil {
+		return
 	}
-	defer ix.st.releaseLease(ctx, l)
-	prev := ix.startRebuilding()
-	s, err := ix.scan(ctx, l)
-	if err == nil {
-		if err = ix.publish(ctx, s); err != nil {
-			_ = s.f.Close()
+	defer ix.leave()
+	defer ix.markReady()
+	reason := "asked for"
+	if why := ix.why.Swap(nil); why != nil {
+		reason = *why
+	}
+	_ = ix.rebuild(context.WithValue(ix.ctx, onWorker{}, true), reason) // the error is kept in the metrics
+}
+
+// askRebuild asks the database's worker for a rebuild of this collection
+// (callers check NoBackgroundRebuild or NoAutoRebuild).
+func (ix *Index) askRebuild(why string) {
+	if ix.db.work == nil {
+		return
+	}
+	ix.why.Store(&why)
+	ix.db.work.ask(ix)
+}
+
+// takeRebuildTurn waits for the database's rebuild turn (ctx bounds the
+// wait); dropRebuildTurn gives it back.
+func (ix *Index) takeRebuildTurn(ctx context.Context) error {
+	select {
+	case ix.db.rebuilds <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (ix *Index) dropRebuildTurn() { <-ix.db.rebuilds }
+
+// rebuild takes the database's rebuild turn, attaches the source if its
+// triggers are not in place, and rebuilds. A first attach whose rebuild
+// fails (or whose ctx ends: SIGINT in the cron job) is undone, leaving the
+// database as it was.
+func (ix *Index) rebuild(ctx context.Context, why string) (err error) {
+	start := time.Now()
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("rebuild: %w", err)
+			ix.m.rebuildFailed(err)
+		}
+	}()
+	if err := ix.takeRebuildTurn(ctx); err != nil {
+		return err
+	}
+	defer ix.dropRebuildTurn()
+	c, err := ix.look(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.end()
+	f, src := c.v.f, c.b.src
+	if ix.cfg.Snapshot != "" {
+		ix.checkTarget(f, src)
+		if terr := ix.targetError(); terr != nil && ix.cron {
+			return terr // the cron job's only product is the file: refuse before any write
 		}
 	}
+	var info store.AttachInfo
+	if !src.Logged {
+		if src, info, err = f.st.Attach(ctx, ix.cfg.Table, ix.cfg.Column, ix.cfg.AllowUnindexed); err != nil {
+			return err
+		}
+		if info.Reattached {
+			ix.m.reattached.Add(1)
+		}
+		ix.hold(f, src)
+	}
+	err = ix.rebuildWith(ctx, f, src, why, start)
+	if err != nil && info.Created && ix.filter() == nil {
+		if uerr := f.st.Undo(ctx, src); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("undo the attach: %w", uerr))
+		}
+		ix.unhold()
+	}
+	return err
+}
+
+// rebuildWith rebuilds the filter of src in f; the caller holds the turn.
+func (ix *Index) rebuildWith(ctx context.Context, f *file, src *store.Source, why string, start time.Time) error {
+	// The lease keeps log compaction (by any process) from deleting the
+	// entries this rebuild catches up from.
+	l, err := f.st.TakeLease(ctx, src)
 	if err != nil {
-		ix.restore(ctx, prev)
-		err = fmt.Errorf("rebuild: %w", err)
-		ix.m.rebuildDone(start, err)
 		return err
+	}
+	defer f.st.ReleaseLease(ctx, src, l)
+	if !ix.startRebuilding() {
+		return ErrClosed
+	}
+	bypassed := time.Now()
+	s, aliases, err := ix.scan(ctx, f, src, l, why)
+	if err != nil {
+		ix.restore()
+		return err
+	}
+	prev, ok := ix.publish(s)
+	if !ok {
+		_ = s.f.Close()
+		return ErrClosed
 	}
 	if prev != nil {
 		_ = prev.f.Close()
 	}
-	if err := ix.st.markScanned(ctx); err != nil {
-		ix.m.rebuildDone(start, err)
-		return fmt.Errorf("rebuild: %w", err)
+	ix.m.rebuildDone(start, time.Since(bypassed), why, nil)
+	// The filter serves; now the database's records, which only writes
+	// (and so may wait for the app's transactions) need.
+	if err := f.st.MarkScanned(ctx, src, s.epoch, s.gen.Load(), aliases); err != nil {
+		return err
 	}
-	if ix.cfg.Snapshot != "" {
-		if err := ix.save(ctx, s); err != nil {
-			err = fmt.Errorf("rebuild: %w", err)
-			ix.m.rebuildDone(start, err)
-			return err
-		}
-		if saved := ix.savedGen.Load(); saved > ix.cfg.LogRetain {
-			if err := ix.st.compactLog(ctx, saved-ix.cfg.LogRetain); err != nil {
-				ix.m.rebuildDone(start, err)
-				return fmt.Errorf("rebuild: %w", err)
-			}
-		}
+	if ix.cfg.Snapshot == "" {
+		return nil
 	}
-	ix.m.rebuildDone(start, nil)
+	if ix.checkTarget(f, src); errors.Is(ix.targetError(), ErrUnsafeTarget) && !ix.cron {
+		return nil // a file that is not the library's: reported in Stats.SnapshotError, never replaced
+	}
+	if err := ix.saveNow(ctx, s); err != nil {
+		return err
+	}
+	if saved := ix.savedGen.Load(); saved > ix.cfg.LogRetain {
+		return f.st.Compact(ctx, src, saved-ix.cfg.LogRetain)
+	}
 	return nil
 }
 
-// scan builds an unpublished filter from one consistent read of the
-// source (store.scan): every row committed up to the read's generation is
-// scanned, everything later is in the log after it.
-func (ix *Index) scan(ctx context.Context, l *lease) (*serving, error) {
+// scan builds an unpublished filter from a full read of the source
+// (store.DB.Scan): every row committed before the scan's head is read,
+// everything later is in the log after it. The stored spellings that are
+// not NFC go to the alias table, and the source is recorded as scanned up
+// to the head, in the epoch the head was read in.
+func (ix *Index) scan(ctx context.Context, f *file, src *store.Source, l *store.Lease, why string) (_ *serving, aliases [][2]string, _ error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		fb      *filterBuilder // read after built
-		head    uint64
-		counts  ScanCounts
+		head    store.Head
 		total   atomic.Int64 // rows estimated, then counted: for progress
 		done    int64
+		shown   int64 // done at the last Progress call
 		invalid int64
-		aliases [][2]string
-		batch   = make([]string, 0, batchKeys)
 		batches = make(chan buildMsg, 4)
 		built   = make(chan error, 1)
+		began   bool
 	)
-	hooks := scanHooks{
-		begin: func(gen uint64, estimate int64) error {
-			head = gen
+	hooks := store.ScanHooks{
+		Begin: func(h store.Head, estimate int64) error {
+			if testHookScanRow != nil {
+				if err := testHookScanRow(0); err != nil {
+					return fmt.Errorf("scan source: %w", err)
+				}
+			}
+			head, began = h, true
 			total.Store(estimate)
-			fb = ix.startBuilder(ctx, cancel, batches, built, &total)
+			prev := ix.get().filter // the filter being replaced, if any
+			auto := strings.HasPrefix(why, autoPrefix)
+			fb = ix.startBuilder(ctx, cancel, f, src, batches, built, &total,
+				func(rows int64) uint64 { return ix.sizeFor(rows, prev, auto) })
+			return nil
+		},
+		Keys: func(keys []string) error {
+			batch := make([]string, 0, len(keys))
+			for _, k := range keys {
+				c, err := canonical(k)
+				if err != nil {
+					invalid++
+					ix.m.skipped.Add(1) // no query can name it
+					continue
+				}
+				if c != k {
+					aliases = append(aliases, [2]string{c, k})
+				}
+				batch = append(batch, c)
+			}
+			done += int64(len(keys))
+			if testHookScanRow != nil {
+				if err := testHookScanRow(done); err != nil {
+					return fmt.Errorf("scan source: %w", err)
+				}
+			}
+			select {
+			case batches <- buildMsg{keys: batch}:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+			if err := f.st.RenewLease(ctx, src, l); err != nil {
+				return err
+			}
+			if len(aliases) >= batchKeys {
+				if err := f.st.AddAliases(ctx, src, head.Epoch, aliases); err != nil {
+					return err
+				}
+				aliases = aliases[:0]
+			}
+			if done-shown >= ix.cfg.ProgressEvery {
+				shown = done
+				ix.progress(ctx, done, max(total.Load(), done))
+			}
 			return nil
 		},
 	}
-	send := func() error {
-		select {
-		case batches <- buildMsg{keys: batch}:
-		case <-ctx.Done():
-			return fmt.Errorf("scan source: %w", context.Cause(ctx))
-		}
-		batch = make([]string, 0, batchKeys)
-		if err := ix.st.renewLease(ctx, l); err != nil {
-			return err
-		}
-		if len(aliases) >= batchKeys {
-			if err := ix.st.noteAliases(ctx, aliases); err != nil {
-				return err
-			}
-			aliases = aliases[:0]
-		}
-		return nil
-	}
-	row := func(key string) error {
-		done++
-		if testHookScanRow != nil {
-			if err := testHookScanRow(done); err != nil {
-				return fmt.Errorf("scan source: %w", err)
-			}
-		}
-		if c, ok := ix.canonicalStored(key, &aliases); ok {
-			if batch = append(batch, c); len(batch) == batchKeys {
-				if err := send(); err != nil {
-					return err
-				}
-			}
-		} else {
-			invalid++
-		}
-		if ix.cfg.Progress != nil && done%ix.cfg.ProgressEvery == 0 {
-			ix.cfg.Progress(done, max(total.Load(), done))
-		}
-		return nil
-	}
-	hooks.row = row
-	nulls, blobs, began, scanErr := ix.st.scan(ctx, hooks)
-	counts.SkippedNull, counts.SkippedBlob = nulls, blobs
-	if scanErr == nil && len(batch) > 0 {
-		scanErr = send()
-	}
+	counts, scanErr := f.st.Scan(ctx, src, hooks)
 	if !began { // no builder goroutine
-		return nil, scanErr
+		return nil, nil, scanErr
 	}
 	if scanErr == nil {
 		select {
-		case batches <- buildMsg{end: true, rows: done + nulls + blobs}:
+		case batches <- buildMsg{end: true, rows: done + counts.Nulls + counts.Blobs}:
 		case <-ctx.Done():
-			scanErr = fmt.Errorf("scan source: %w", context.Cause(ctx))
+			scanErr = context.Cause(ctx)
 		}
 	}
 	close(batches)
 	if err := <-built; err != nil {
-		return nil, fmt.Errorf("scan source: %w", err)
+		return nil, nil, fmt.Errorf("scan source: %w", err)
 	}
 	if scanErr != nil {
-		return nil, scanErr
+		return nil, nil, scanErr
 	}
-	if err := ix.st.noteAliases(ctx, aliases); err != nil {
-		return nil, err
+	ix.progress(ctx, done, done)
+	rows := done + counts.Nulls + counts.Blobs
+	if fb.count != nil && fb.count.err == nil {
+		rows = fb.count.n
 	}
-	if ix.cfg.Progress != nil {
-		ix.cfg.Progress(done, done)
-	}
-	counts.Rows = done + counts.SkippedNull + counts.SkippedBlob
-	counts.Keys, counts.SkippedText = done-invalid, invalid
-	ix.m.scanned(counts)
-	f, err := syncfilter.Thaw(fb.b.Image())
+	ix.m.scanned(ScanCounts{Rows: rows, Keys: done - invalid, SkippedText: invalid, SkippedNull: counts.Nulls, SkippedBlob: counts.Blobs})
+	filter, err := syncfilter.ThawOn(ix.db.writer, fb.b.Image())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s := &serving{f: f, capacity: fb.capacity}
-	s.gen.Store(head)
-	return s, nil
+	s := &serving{f: filter, capacity: fb.capacity, file: f, src: src, epoch: head.Epoch, rows: rows, built: time.Now()}
+	s.gen.Store(head.Seq)
+	return s, aliases, nil
+}
+
+// batchKeys is how many stored spellings a scan gathers before it writes
+// them to the alias table.
+const batchKeys = 4096
+
+// onWorker marks the context of a rebuild the worker runs.
+type onWorker struct{}
+
+// progress calls Source.Progress, parked: a callback may call Close, which
+// then does not wait for the work running the callback (the worker's loop
+// included, when the worker runs it).
+func (ix *Index) progress(ctx context.Context, done, total int64) {
+	if ix.cfg.Progress == nil {
+		return
+	}
+	ix.act.park(1)
+	defer ix.act.park(-1)
+	if ctx.Value(onWorker{}) != nil {
+		ix.db.act.park(1)
+		defer ix.db.act.park(-1)
+	}
+	ix.cfg.Progress(done, total)
 }

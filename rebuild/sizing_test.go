@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -34,10 +35,9 @@ func TestRebuildSizesFromTheRowsRead(t *testing.T) {
 			cfg := appConfig(path)
 			cfg.Headroom = 3
 			ix := open(t, cfg)
+			var once sync.Once
 			testHookScanRow = func(n int64) error {
-				if n == 50 {
-					mustExec(t, db, `INSERT INTO records (id, body) VALUES ('late', '')`)
-				}
+				once.Do(func() { mustExec(t, db, `INSERT INTO records (id, body) VALUES ('late', '')`) })
 				return nil
 			}
 			defer func() { testHookScanRow = nil }()
@@ -114,7 +114,7 @@ func TestFailedRebuildLeavesTheAppAlone(t *testing.T) {
 		{"count fails", func() { testHookBeforeCount = func() error { return injected } }},
 		{"read fails inside a chunk", func() {
 			testHookScanRow = func(n int64) error {
-				if n == batchKeys+7 {
+				if n > batchKeys {
 					return injected
 				}
 				return nil

@@ -3,60 +3,65 @@ package rebuild
 import (
 	"context"
 	"fmt"
-	"math"
+	"time"
 
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/snapshot"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
 // PlausibleFactor bounds the size of a snapshot the index loads: at most
-// this many times the bits a rebuild would size for the source now
-// (rows × Headroom, Capacity, 1024 keys at least, at Config.FPR). A larger
-// claim is refused (ErrImplausible) before the payload is read; a source
-// that shrank that much is due for a rebuild anyway.
+// this many times the bits a filter would need for every row the database
+// file could hold (its size as SQLite counts it: pages × page size, read
+// from the header without a scan), or for Source.Capacity. A larger claim
+// is refused (ErrImplausible) before the payload is read. The database's
+// record of the file (checksum, generation, m) is checked first; this
+// bound holds even against a record forged into the database.
 const PlausibleFactor = 16
 
-// readSnapshot reads Config.Snapshot and checks that it may serve this
-// source, cheapest and most decisive first, all before the payload is
-// read: the file's claim (format, header checksum, length), the
+// readSnapshot reads Source.Snapshot and checks that it may serve the
+// call's source, cheapest and most decisive first, all before the payload
+// is read: the file's claim (format, header checksum, length), the
 // normalization, the dataset id, the database's record of this very file
-// (checksum, generation, m), the size the source warrants, and a
+// (checksum, generation, m), the size the database warrants, and a
 // generation inside the log's range. Only then is the payload read and
-// verified against the recorded checksum.
-func (ix *Index) readSnapshot(ctx context.Context) (*serving, error) {
+// verified against the recorded checksum. Nothing here is O(rows).
+func (ix *Index) readSnapshot(ctx context.Context, c *call) (*serving, error) {
 	path := ix.cfg.Snapshot
 	claim, err := snapshot.ReadClaim(path)
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot: %w", err)
 	}
+	src := c.b.src
 	if err := claim.CheckNormalization(); err != nil {
 		return nil, fmt.Errorf("load snapshot %s: %w", path, err)
 	}
-	if err := claim.CheckDataset(ix.st.datasetID); err != nil {
-		return nil, fmt.Errorf("load snapshot %s: %w", path, err)
+	if err := claim.CheckDataset(src.DatasetID); err != nil {
+		return nil, fmt.Errorf("load snapshot %s: %w (the database's source was attached at %s; a snapshot of another database, or of this one before it was created again, is never used)",
+			path, err, src.CreatedAt)
 	}
-	ok, err := ix.st.vouched(ctx, claim.Checksum, claim.Generation, claim.Params.M)
+	conn, err := c.reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := conn.Vouched(ctx, src, claim.Checksum, claim.Generation, claim.Params.M)
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot %s: %w", path, err)
 	}
 	if !ok {
 		return nil, fmt.Errorf("load snapshot %s: checksum %x at generation %d: %w", path, claim.Checksum[:8], claim.Generation, ErrNotVouched)
 	}
-	if err := ix.plausible(ctx, claim.Params.M); err != nil {
+	if err := ix.plausible(ctx, conn, claim.Params.M); err != nil {
 		return nil, fmt.Errorf("load snapshot %s: %w", path, err)
 	}
-	head, floor, err := ix.st.head(ctx)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case claim.Generation > head:
+	switch h := c.h; {
+	case claim.Generation > h.Seq:
 		// Recorded, yet ahead of the log: the log's newest entries were
 		// deleted by hand. Entries it logs from now on would reuse
 		// generations the snapshot claims to cover.
-		return nil, fmt.Errorf("load snapshot %s: generation %d, database at %d: %w", path, claim.Generation, head, ErrCannotCatchUp)
-	case claim.Generation < floor:
-		return nil, fmt.Errorf("load snapshot %s: generation %d, log compacted up to %d: %w", path, claim.Generation, floor, ErrCannotCatchUp)
+		return nil, fmt.Errorf("load snapshot %s: generation %d, database at %d: %w", path, claim.Generation, h.Seq, ErrCannotCatchUp)
+	case claim.Generation < h.Floor:
+		return nil, fmt.Errorf("load snapshot %s: generation %d, log compacted up to %d: %w", path, claim.Generation, h.Floor, ErrCannotCatchUp)
 	}
 	snap, err := snapshot.ReadFile(path)
 	if err != nil {
@@ -65,49 +70,51 @@ func (ix *Index) readSnapshot(ctx context.Context) (*serving, error) {
 	if snap.Checksum != claim.Checksum {
 		return nil, fmt.Errorf("load snapshot %s: the file changed while being read: %w", path, ErrNotVouched)
 	}
-	f, err := syncfilter.Thaw(snap.Image)
+	f, err := syncfilter.ThawOn(ix.db.writer, snap.Image)
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot %s: %w", path, err)
 	}
-	s := &serving{f: f, capacity: snap.Capacity}
+	s := &serving{f: f, capacity: snap.Capacity, file: c.v.f, src: src, epoch: c.h.Epoch, built: time.Now()}
 	s.gen.Store(snap.Generation)
 	return s, nil
 }
 
-// plausible refuses a filter of m bits far larger than the source needs.
-func (ix *Index) plausible(ctx context.Context, m uint64) error {
-	rows, err := ix.st.countRows(ctx)
+// plausible refuses a filter of m bits far larger than the database
+// warrants.
+func (ix *Index) plausible(ctx context.Context, conn *store.Conn, m uint64) error {
+	bytes, err := conn.FileBytes(ctx)
 	if err != nil {
 		return err
 	}
-	p, err := syncfilter.NewParams(ix.sizeFor(rows), ix.cfg.FPR)
+	// A row holds at least a byte of key and a few of record and index:
+	// the file holds fewer rows than bytes.
+	keys := max(ix.cfg.Capacity, uint64(bytes), 1024)
+	p, err := syncfilter.NewParams(keys, ix.cfg.FPR)
 	if err != nil {
-		return fmt.Errorf("size filter for %d rows: %w", rows, err)
+		return fmt.Errorf("size a filter for %d keys: %w", keys, err)
 	}
 	if limit := p.M * PlausibleFactor; m > limit {
-		return fmt.Errorf("m = %d bits for %d rows, at most %d: %w", m, rows, limit, ErrImplausible)
+		return fmt.Errorf("m = %d bits for a database of %d bytes, at most %d: %w", m, bytes, limit, ErrImplausible)
 	}
 	return nil
 }
 
-// sizeFor is the capacity a rebuild gives a filter for rows keys.
-func (ix *Index) sizeFor(rows int64) uint64 {
-	return max(ix.cfg.Capacity, uint64(math.Ceil(float64(rows)*ix.cfg.Headroom)), 1024)
-}
-
-// loadSnapshot serves from the snapshot file at Open.
-func (ix *Index) loadSnapshot(ctx context.Context) error {
-	s, err := ix.readSnapshot(ctx)
+// load serves from the snapshot file at open.
+func (ix *Index) load(ctx context.Context, c *call) error {
+	if err := c.prepare(ctx); err != nil {
+		return err
+	}
+	s, err := ix.readSnapshot(ctx, c)
 	if err != nil {
 		return err
 	}
-	return ix.adopt(ctx, s)
+	return ix.adopt(s)
 }
 
 // Reload replaces the serving filter with the snapshot file, typically
-// after a cron job rebuilt it, and catches up on everything committed
-// since. The current filter keeps answering until the new one is
-// published; if the file is refused, nothing changes and the reason is
+// after a cron job rebuilt it; the next call catches it up on everything
+// committed since. The current filter keeps answering until the new one
+// is published; if the file is refused, nothing changes and the reason is
 // returned.
 func (ix *Index) Reload(ctx context.Context) error {
 	if err := ix.enter(); err != nil {
@@ -117,11 +124,21 @@ func (ix *Index) Reload(ctx context.Context) error {
 	if ix.cfg.Snapshot == "" {
 		return fmt.Errorf("reload: no snapshot configured: %w", ErrBadConfig)
 	}
-	ix.rebuildMu.Lock()
-	defer ix.rebuildMu.Unlock()
-	s, err := ix.readSnapshot(ctx)
+	if err := ix.takeRebuildTurn(ctx); err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	defer ix.dropRebuildTurn()
+	c, err := ix.begin(ctx)
+	if err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
+	defer c.end()
+	if !c.b.src.Logged {
+		return fmt.Errorf("reload: the source's triggers are not in place: no snapshot can vouch for it")
+	}
+	s, err := ix.readSnapshot(ctx, c)
 	if err == nil {
-		err = ix.adopt(ctx, s)
+		err = ix.adopt(s)
 	}
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
@@ -131,22 +148,31 @@ func (ix *Index) Reload(ctx context.Context) error {
 
 // adopt publishes a filter read from the snapshot file and closes the one
 // it replaces.
-func (ix *Index) adopt(ctx context.Context, s *serving) error {
+func (ix *Index) adopt(s *serving) error {
 	gen := s.gen.Load()
-	prev := ix.filter()
-	if err := ix.publish(ctx, s); err != nil {
+	ix.mu.Lock()
+	st := ix.get()
+	if st.mode == modeClosed {
+		ix.mu.Unlock()
 		_ = s.f.Close()
-		return err
+		return ErrClosed
 	}
-	if prev != nil {
-		_ = prev.f.Close()
+	if st.mode == modeRebuilding { // a rebuild will publish its own; keep this one to restore
+		ix.state.Store(&state{mode: modeRebuilding, filter: s})
+	} else {
+		ix.state.Store(&state{mode: modeServing, filter: s})
 	}
-	ix.savedGen.Store(gen)
+	ix.mu.Unlock()
+	if st.filter != nil {
+		_ = st.filter.f.Close()
+	}
+	raise(&ix.savedGen, gen)
 	ix.m.loads.Add(1)
 	return nil
 }
 
-// Save writes the serving filter to the snapshot file, atomically.
+// Save writes the serving filter to the snapshot file, atomically, and
+// the stored spellings the index learned from the log to the alias table.
 func (ix *Index) Save(ctx context.Context) error {
 	if err := ix.enter(); err != nil {
 		return err
@@ -155,31 +181,70 @@ func (ix *Index) Save(ctx context.Context) error {
 	if ix.cfg.Snapshot == "" {
 		return fmt.Errorf("save: no snapshot configured: %w", ErrBadConfig)
 	}
-	if ix.cfg.ReadOnly {
+	if ix.db.cfg.ReadOnly {
 		return fmt.Errorf("save: %w", ErrReadOnly)
 	}
 	s := ix.filter()
 	if s == nil {
 		return fmt.Errorf("save: %w", ErrNotServing)
 	}
-	return ix.save(ctx, s)
+	return ix.saveNow(ctx, s)
 }
 
-func (ix *Index) save(ctx context.Context, s *serving) error {
+// saveNow saves s, unless the snapshot path may not be written
+// (checkTarget; checked again here: a file may have appeared).
+func (ix *Index) saveNow(ctx context.Context, s *serving) error {
+	f, src := s.file, s.src
+	if !f.acquire() {
+		return fmt.Errorf("save snapshot: %w", ErrClosed)
+	}
+	defer f.release()
+	ix.checkTarget(f, src)
+	if err := ix.targetError(); err != nil {
+		return fmt.Errorf("save snapshot: %w", err)
+	}
 	gen := s.gen.Load() // read before the copy: the copy covers at least this
 	img, err := s.f.Image(ctx)
 	if err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
-	if err := checkTarget(ix.cfg.Snapshot, ix.cfg.Path, ix.st.datasetID, true, ix.cfg.ReplaceForeignFile); err != nil {
-		return fmt.Errorf("save snapshot: %w", err)
+	if m := ix.memo.Load(); m != nil && m.table && m.f == f && m.srcID == src.ID && m.epoch == s.epoch {
+		// The spellings learned from the log go to the alias table, so
+		// that the next open needs not read the log for them.
+		if err := f.st.NoteAliases(ctx, src, m.epoch, m.gen.Load(), m.pairs()); err != nil {
+			return fmt.Errorf("save snapshot: %w", err)
+		}
 	}
-	h := snapshot.Header{Capacity: s.capacity, Generation: gen, DatasetID: ix.st.datasetID, Created: now()}
-	record := func(sum [32]byte) error { return ix.st.recordSnapshot(ctx, sum, gen, img.Params().M) }
+	h := snapshot.Header{Capacity: s.capacity, Generation: gen, DatasetID: src.DatasetID, Created: now()}
+	record := func(sum [32]byte) error { return f.st.RecordSnapshot(ctx, src, s.epoch, sum, gen, img.Params().M) }
 	if err := snapshot.WriteFileCommit(ix.cfg.Snapshot, h, img, ix.cfg.SnapshotMode, record); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
-	for old := ix.savedGen.Load(); old < gen && !ix.savedGen.CompareAndSwap(old, gen); old = ix.savedGen.Load() {
+	raise(&ix.savedGen, gen)
+	return nil
+}
+
+// checkTarget notes whether snapshots may be saved at Source.Snapshot
+// (see target.go): not over the database or its files, a directory, a
+// file that is not a snapshot or another dataset's snapshot (unless
+// ReplaceForeignFile). A refusal is reported in Stats.SnapshotError;
+// nothing is saved there.
+func (ix *Index) checkTarget(f *file, src *store.Source) {
+	err := checkTarget(ix.cfg.Snapshot, f.st.Path.Real, src.DatasetID, src.Row, ix.cfg.ReplaceForeignFile)
+	if err == nil {
+		ix.targetErr.Store(nil)
+		return
+	}
+	ix.targetErr.Store(&err)
+}
+
+// targetError returns why snapshots may not be saved, or nil.
+func (ix *Index) targetError() error {
+	if e := ix.targetErr.Load(); e != nil {
+		return *e
 	}
 	return nil
 }
+
+// now is the clock for snapshot creation times.
+var now = func() time.Time { return time.Now().UTC() }

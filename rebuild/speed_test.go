@@ -31,8 +31,7 @@ func TestChildProcessHammers(t *testing.T) {
 
 // TestFreshnessUnderAHammeringWriter: while another process commits in a
 // tight loop, every id committed before a call is reported fetched, by
-// Fetched and by Missing, whether the generation came from the wal-index
-// header or from the query; both paths are exercised.
+// Fetched and by Missing.
 func TestFreshnessUnderAHammeringWriter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a child process")
@@ -90,26 +89,25 @@ func TestFreshnessUnderAHammeringWriter(t *testing.T) {
 		}
 		checked++
 	}
-	st := ix.Stats()
 	if wrong > 0 {
 		t.Fatalf("%d of %d checks reported committed ids missing", wrong, checked)
 	}
-	if st.FreshnessFast == 0 || st.FreshnessQueries == 0 {
-		t.Fatalf("fast path %d, query %d: one path never ran", st.FreshnessFast, st.FreshnessQueries)
+	if st := ix.Stats(); checked < 10 || st.CaughtUp == 0 {
+		t.Fatalf("%d checks, %d log entries caught up: the test proves nothing", checked, st.CaughtUp)
 	}
-	t.Logf("%d checks, freshness: %d from the header, %d by query", checked, st.FreshnessFast, st.FreshnessQueries)
+	t.Logf("%d checks", checked)
 }
 
 // TestGrowingCollectionStaysUseful: a collection that starts with 1,000
-// rows and grows to 51,000 through pages of Missing then Update ends with
-// an estimated false-positive rate within twice the target, without the
-// app ever calling Rebuild; Stats says why it rebuilt.
+// rows and grows to 51,000 through pages of Missing and the app's INSERTs
+// ends with an estimated false-positive rate within twice the target,
+// without the app ever calling Rebuild; Stats says why it rebuilt.
 func TestGrowingCollectionStaysUseful(t *testing.T) {
 	ctx := context.Background()
 	path := appDB(t, ids("start", 1000)...)
 	cfg := appConfig(path)
-	cfg.AutoRebuildEvery = time.Millisecond // the test grows in seconds, not days
 	ix := open(t, cfg)
+	app := rawDB(t, path)
 	next := 0
 	for total := 1000; total < 51_000; {
 		page := ids(fmt.Sprintf("grow%05d", next), 500)
@@ -118,20 +116,7 @@ func TestGrowingCollectionStaysUseful(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = ix.Update(ctx, func(tx *sql.Tx, mark func(...string) error) error {
-			if err := mark(missing...); err != nil {
-				return err
-			}
-			for _, id := range missing {
-				if _, err := tx.Exec(`INSERT INTO records (id) VALUES (?)`, id); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		insertIDs(t, app, missing...)
 		total += len(missing)
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -157,38 +142,4 @@ func TestGrowingCollectionStaysUseful(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	expect(t, ix, set(ids("start", 1000)), append(ids("start", 100), ids("never", 100)...))
-}
-
-// TestUpdateCountsAKeyOnce: a key marked through Update is counted once
-// in Stats.Items, though the catch-up inserts it again.
-func TestUpdateCountsAKeyOnce(t *testing.T) {
-	ctx := context.Background()
-	path := appDB(t, ids("seed", 100)...)
-	ix := open(t, appConfig(path))
-	before := ix.Stats().Items
-	marked := ids("marked", 50)
-	err := ix.Update(ctx, func(tx *sql.Tx, mark func(...string) error) error {
-		if err := mark(marked...); err != nil {
-			return err
-		}
-		for _, id := range marked {
-			if _, err := tx.Exec(`INSERT INTO records (id) VALUES (?)`, id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ix.Fetched(ctx, "marked-0000001"); err != nil { // catches up on the 50 log entries
-		t.Fatal(err)
-	}
-	st := ix.Stats()
-	if st.CaughtUp < 50 {
-		t.Fatalf("caught up %d entries: the test proves nothing", st.CaughtUp)
-	}
-	if got := st.Items - before; got > 50 || got < 45 {
-		t.Fatalf("Items grew by %d for 50 keys marked and caught up", got)
-	}
 }

@@ -1,29 +1,31 @@
 package rebuild
 
 import (
-	"context"
-	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
 // This file is the index's state machine: every change of what the index
-// is doing happens here, under Index.mu.
+// is doing happens here, under Index.mu, which is held only to swap the
+// state (never across SQL, a filter insert or a wait). The filter a
+// transition takes out of the state is returned to the caller, which
+// closes it after unlocking: each filter is closed exactly once, by the
+// transition that retired it.
 //
-//	            Open (snapshot loaded, or first scan)
+//	            open (snapshot loaded, or first scan)
 //	                 │
-//	  ┌──────────► serving(F) ──── catch-up impossible ───► bypass
-//	  │              │  ▲                                     │
-//	  │      Rebuild │  │ scan failed: F again                │ Rebuild
-//	  │              ▼  │                                     ▼
-//	  └─ publish ── rebuilding ◄──────────────────────────────┘
-//	                 │ scan failed, no F
+//	  ┌──────────► serving(F) ── drop (source changed, log compacted,
+//	  │              │  ▲        new file) ──► bypass
+//	  │      rebuild │  │ rebuild failed: F again                │
+//	  │              ▼  │                                        │ rebuild
+//	  └─ publish ── rebuilding(F) ◄───────────────────────────────┘
+//	                 │ rebuild failed, no F
 //	                 └──────────────► bypass
 //
-//	any state ── Close ──► closed
-//
-// Reload replaces F by the snapshot's filter: serving(F) → serving(F').
+//	serving(F) ── reload ──► serving(F')       any ── Close ──► closed
 
 // mode is what the index is doing.
 type mode uint8
@@ -31,7 +33,7 @@ type mode uint8
 const (
 	modeBypass     mode = iota // no filter: every query goes to SQLite
 	modeServing                // a filter answers, caught up before every answer
-	modeRebuilding             // bypass while a new filter is built; covers are queued for it
+	modeRebuilding             // bypass while a new filter is built; the previous one waits to be restored
 	modeClosed
 )
 
@@ -39,35 +41,32 @@ func (m mode) String() string {
 	return [...]string{"bypass", "serving", "rebuilding", "closed"}[m]
 }
 
-// state is what the index is doing, with what belongs to that mode. A
-// value is stored once and never reassigned; the things it points to
-// carry their own guards (serving.mu, bypassLog.mu), and pending is read
-// and appended only under Index.mu.
+// state is what the index is doing. A value is stored once and never
+// changed.
 type state struct {
-	mode    mode
-	filter  *serving   // modeServing: the filter answering
-	log     *bypassLog // modeBypass, modeRebuilding: how far the aliases were noted
-	pending []string   // modeRebuilding: canonical keys covered since the rebuild began
+	mode   mode
+	filter *serving // serving: the filter answering; rebuilding: the one to restore if the rebuild fails (may be nil)
 }
 
-// serving is a published filter and how much of the log it covers.
+// serving is a filter and what it covers: every key logged up to gen in
+// the log of source src, epoch epoch, of the database file file.
 type serving struct {
-	f           *syncfilter.Filter
-	capacity    uint64        // keys the filter was sized for
-	mu          sync.Mutex    // serializes catch-up of this filter
-	gen         atomic.Uint64 // every log entry with seq <= gen is in f
-	checkedOnes atomic.Uint64 // bits set when checkDue last scanned f (auto.go)
+	f        *syncfilter.Filter
+	capacity uint64        // keys it was sized for
+	gen      atomic.Uint64 // every log entry with seq <= gen is in f
+	file     *file         // compared, and used only while a call holds a reference
+	src      *store.Source // the source as attached when it was built
+	epoch    uint64
+	rows     int64     // rows of the source when it was built (0 for a loaded snapshot: unknown)
+	built    time.Time // when it was built or loaded
+
+	checkedOnes atomic.Uint64 // bits set when checkDue last scanned f (autorebuild.go)
 }
 
-// bypassLog is the catch-up point of a bypass: with no filter to insert
-// into, only the alias table needs the log, so that confirmations find
-// non-NFC spellings.
-type bypassLog struct {
-	mu  sync.Mutex // serializes alias catch-up; guards gen
-	gen uint64     // log entries up to here had their aliases noted
+// covers reports whether s is a filter of the source as c sees it.
+func (s *serving) covers(f *file, srcID int64, epoch uint64) bool {
+	return s.file == f && s.src.ID == srcID && s.epoch == epoch
 }
-
-func newBypassLog(gen uint64) *bypassLog { return &bypassLog{gen: gen} }
 
 // get returns the current state; never nil.
 func (ix *Index) get() *state { return ix.state.Load() }
@@ -80,152 +79,97 @@ func (ix *Index) filter() *serving {
 	return nil
 }
 
-// set stores the next state; callers hold ix.mu.
-func (ix *Index) set(st *state) { ix.state.Store(st) }
-
-// cover hands canonical keys to the serving filter and returns once its
-// writer set their bits; while a rebuild runs it queues them for the new
-// filter instead. Holding mu orders covers against every transition: no
-// key is covered into a filter that is being replaced after its
-// replacement took the queue.
-func (ix *Index) cover(ctx context.Context, canon []string) error {
-	s, err := ix.coverLocked(ctx, canon)
-	if err == nil {
-		ix.checkDue(s) // after mu is released: a rebuild may start
-	}
-	return err
-}
-
-func (ix *Index) coverLocked(ctx context.Context, canon []string) (*serving, error) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	switch st := ix.get(); st.mode {
-	case modeServing:
-		return st.filter, st.filter.f.AddBatch(ctx, canon)
-	case modeRebuilding:
-		st.pending = append(st.pending, canon...)
-	}
-	return nil, nil
-}
-
-// startRebuilding enters modeRebuilding and returns the filter that was
-// serving (nil from bypass). Rebuilds do not overlap (rebuildMu).
-func (ix *Index) startRebuilding() *serving {
+// startRebuilding enters modeRebuilding, keeping the filter that served
+// to restore it if the rebuild fails; false if the index is closed.
+func (ix *Index) startRebuilding() bool {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	st := ix.get()
-	next := &state{mode: modeRebuilding, log: st.log}
-	if st.mode == modeServing {
-		next.log = newBypassLog(st.filter.gen.Load())
+	switch st.mode {
+	case modeClosed:
+		return false
+	case modeServing:
+		ix.state.Store(&state{mode: modeRebuilding, filter: st.filter})
+	default:
+		ix.state.Store(&state{mode: modeRebuilding})
 	}
-	ix.set(next)
-	return st.filter
+	return true
 }
 
-// publish makes s the filter that answers: first, without blocking
-// covers, it catches up on the bulk of the log since its generation; then,
-// under mu, on the keys covered meanwhile and the last log entries, and
-// stores the new state.
-func (ix *Index) publish(ctx context.Context, s *serving) error {
-	if head, floor, err := ix.st.head(ctx); err != nil {
-		return err
-	} else if err := ix.catchUp(ctx, s, head, floor); err != nil {
-		return err
-	}
+// publish makes s the filter that answers and returns the one it replaces
+// (to close), or reports false if the index closed meanwhile (the caller
+// closes s).
+func (ix *Index) publish(s *serving) (prev *serving, ok bool) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	st := ix.get()
 	if st.mode == modeClosed {
-		return ErrClosed
+		return nil, false
 	}
-	if err := s.f.AddBatch(ctx, st.pending); err != nil {
-		return err
-	}
-	head, floor, err := ix.st.head(ctx)
-	if err != nil {
-		return err
-	}
-	if err := ix.catchUp(ctx, s, head, floor); err != nil {
-		return err
-	}
-	ix.set(&state{mode: modeServing, filter: s})
-	return nil
+	ix.state.Store(&state{mode: modeServing, filter: s})
+	return st.filter, true
 }
 
-// restore ends a failed rebuild: prev serves again, with the keys covered
-// meanwhile; with no previous filter (or one that cannot take them) the
-// index stays in bypass.
-func (ix *Index) restore(ctx context.Context, prev *serving) {
+// restore ends a failed rebuild: the previous filter serves again (the
+// next query checks that it still covers the source), or the index stays
+// in bypass.
+func (ix *Index) restore() {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	st := ix.get()
 	if st.mode != modeRebuilding {
 		return
 	}
-	if prev != nil {
-		if err := prev.f.AddBatch(context.WithoutCancel(ctx), st.pending); err == nil {
-			ix.set(&state{mode: modeServing, filter: prev})
-			return
-		}
-		_ = prev.f.Close() // cannot vouch for it
-	}
-	ix.set(&state{mode: modeBypass, log: st.log})
-}
-
-// drop stops trusting s (if it still serves) and, unless the app
-// schedules its own, starts a rebuild in the background.
-func (ix *Index) drop(s *serving) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if st := ix.get(); st.mode != modeServing || st.filter != s {
+	if st.filter != nil {
+		ix.state.Store(&state{mode: modeServing, filter: st.filter})
 		return
 	}
-	ix.set(&state{mode: modeBypass, log: newBypassLog(s.gen.Load())})
-	if !ix.cfg.NoBackgroundRebuild {
-		ix.startBackground()
-	}
+	ix.state.Store(&state{mode: modeBypass})
 }
 
-// testHookBackground, when set by tests, runs at the start of every
-// background goroutine.
-var testHookBackground func()
-
-// startBackground starts a rebuild on a goroutine owned by the index.
-// Callers hold mu, which Close takes to set closing before it waits for
-// background work: nothing starts after Close stopped waiting.
-func (ix *Index) startBackground() {
-	if ix.closing {
-		return
-	}
-	ix.bg.Add(1)
-	go func() {
-		defer ix.bg.Done()
-		if testHookBackground != nil {
-			testHookBackground()
-		}
-		defer ix.markReady()
-		_ = ix.Rebuild(ix.ctx) // the error is kept in the metrics
-	}()
-}
-
-// beginClose marks the index as closing (no background work starts from
-// now on) and reports whether this call is the first.
-func (ix *Index) beginClose() bool {
+// drop stops trusting s if it still serves (or waits to be restored) and
+// returns it to close, or nil if it no longer is in the state.
+func (ix *Index) drop(s *serving) *serving {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.closing {
-		return false
+	st := ix.get()
+	if st.filter != s || s == nil {
+		return nil
 	}
-	ix.closing = true
-	return true
+	switch st.mode {
+	case modeServing:
+		ix.state.Store(&state{mode: modeBypass})
+	case modeRebuilding:
+		ix.state.Store(&state{mode: modeRebuilding})
+	default:
+		return nil
+	}
+	return s
 }
 
-// finishClose enters modeClosed and returns the filter that was serving.
-// Callers hold lifeMu exclusively: no call is in progress.
-func (ix *Index) finishClose() *serving {
+// toClosed enters modeClosed and returns the filter the state held.
+func (ix *Index) toClosed() *serving {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	prev := ix.filter()
-	ix.set(&state{mode: modeClosed})
+	prev := ix.get().filter
+	ix.state.Store(&state{mode: modeClosed})
 	return prev
+}
+
+// dropFilter stops trusting s (if the state still holds it), closes it and,
+// unless the app rebuilds by itself, asks for a rebuild.
+func (ix *Index) dropFilter(s *serving, why error) {
+	if s == nil {
+		return
+	}
+	prev := ix.drop(s)
+	if prev == nil {
+		return
+	}
+	_ = prev.f.Close()
+	ix.m.drops.Add(1)
+	ix.m.setError(why)
+	if !ix.cfg.NoBackgroundRebuild && !ix.db.cfg.ReadOnly {
+		ix.askRebuild(why.Error())
+	}
 }

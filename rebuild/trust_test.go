@@ -2,7 +2,6 @@ package rebuild
 
 import (
 	"context"
-	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/zeebo/blake3"
 
@@ -296,87 +294,6 @@ func TestSnapshotsOfOtherProcessesAreVouched(t *testing.T) {
 		t.Fatalf("Reload of the other process's save: %v", err)
 	}
 	expect(t, a, set(seed, ids("cron", 100), ids("b", 50)), append(ids("b", 50), ids("never", 100)...))
-}
-
-// TestUpdatePanicRollsBack: a panic in Update's function rolls the
-// transaction back and reaches the caller; the index and the database
-// stay usable at once.
-func TestUpdatePanicRollsBack(t *testing.T) {
-	path := appDB(t, "seed")
-	ix := open(t, appConfig(path))
-	func() {
-		defer func() {
-			if r := recover(); r != "boom" {
-				t.Fatalf("recovered %v, want the function's panic", r)
-			}
-		}()
-		_ = ix.Update(context.Background(), func(tx *sql.Tx, mark func(...string) error) error {
-			if err := mark("half"); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(`INSERT INTO records (id) VALUES ('half')`); err != nil {
-				return err
-			}
-			panic("boom")
-		})
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	err := ix.Update(ctx, func(tx *sql.Tx, mark func(...string) error) error {
-		if err := mark("next"); err != nil {
-			return err
-		}
-		_, err := tx.Exec(`INSERT INTO records (id) VALUES ('next')`)
-		return err
-	})
-	if err != nil {
-		t.Fatalf("Update after a panic: %v", err)
-	}
-	other := rawDB(t, path)
-	if _, err := other.ExecContext(ctx, `INSERT INTO records (id) VALUES ('other')`); err != nil {
-		t.Fatalf("another connection after the panic: %v", err)
-	}
-	expect(t, ix, set([]string{"seed", "next", "other"}), []string{"seed", "next", "other", "half"})
-}
-
-// TestNestedCallsFailAtOnce: calling the index from inside Update's
-// function returns ErrNestedCall instead of waiting forever (the context
-// has no deadline), and the outer Update still commits.
-func TestNestedCallsFailAtOnce(t *testing.T) {
-	ctx := context.Background() // no deadline: a deadlock would hang the test
-	ix := open(t, appConfig(appDB(t, "seed")))
-	done := make(chan error, 1)
-	go func() {
-		done <- ix.Update(ctx, func(tx *sql.Tx, mark func(...string) error) error {
-			if err := ix.Update(ctx, func(*sql.Tx, func(...string) error) error { return nil }); !errors.Is(err, ErrNestedCall) {
-				return fmt.Errorf("nested Update = %v", err)
-			}
-			if _, err := ix.Fetched(ctx, "seed"); !errors.Is(err, ErrNestedCall) {
-				return fmt.Errorf("nested Fetched = %v", err)
-			}
-			if _, err := ix.Missing(ctx, []string{"seed"}); !errors.Is(err, ErrNestedCall) {
-				return fmt.Errorf("nested Missing = %v", err)
-			}
-			if err := ix.Rebuild(ctx); !errors.Is(err, ErrNestedCall) {
-				return fmt.Errorf("nested Rebuild = %v", err)
-			}
-			if err := mark("outer"); err != nil {
-				return err
-			}
-			_, err := tx.Exec(`INSERT INTO records (id) VALUES ('outer')`)
-			return err
-		})
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("nested call deadlocked")
-	}
-	// Other goroutines are not mistaken for the updater.
-	expect(t, ix, set([]string{"seed", "outer"}), []string{"seed", "outer", "never"})
 }
 
 // TestMissingAnswersAroundInvalidIDs: invalid ids in a page are reported

@@ -189,12 +189,15 @@ func (d *demoRun) run(ctx context.Context, records int) error {
 			after.ConfirmedPositives-before.ConfirmedPositives, after.FalsePositives-before.FalsePositives,
 			ms(with), ms(without))
 
-		// Fetch the missing records: the filter covers them before the
-		// insert commits.
-		err = ix.Update(ctx, func(tx *sql.Tx, mark func(...string) error) error {
-			if err := mark(missing...); err != nil {
+		// Fetch the missing records and store them as the app always
+		// did, on its own connection: the triggers log them, and the next
+		// call catches the filter up.
+		err = func() error {
+			tx, err := raw.BeginTx(ctx, nil)
+			if err != nil {
 				return err
 			}
+			defer func() { _ = tx.Rollback() }()
 			for _, id := range missing {
 				if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO records (id, title, fetched_at) VALUES (?, 'fetched', datetime('now'))`, id); err != nil {
 					return err
@@ -202,8 +205,8 @@ func (d *demoRun) run(ctx context.Context, records int) error {
 				d.have[norm.NFC.String(id)] = true
 				d.stored = append(d.stored, id)
 			}
-			return nil
-		})
+			return tx.Commit()
+		}()
 		if err != nil {
 			return fmt.Errorf("fetch page %d: %w", p+1, err)
 		}

@@ -194,8 +194,8 @@ func TestDetachCommand(t *testing.T) {
 	if !strings.Contains(r.stdout, "removed") {
 		t.Fatalf("detach: %q", r.stdout)
 	}
-	// The schema is as before; only the journal mode stays WAL (documented).
-	if got, want := state(t, db), strings.Replace(pristine, "journal_mode=delete", "journal_mode=wal", 1); got != want {
+	// The schema and the journal mode are as before.
+	if got, want := state(t, db), pristine; got != want {
 		t.Fatalf("after detach:\n%s\nwant\n%s", got, want)
 	}
 	if _, err := os.Stat(snap); !os.IsNotExist(err) {

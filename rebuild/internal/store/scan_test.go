@@ -1,28 +1,67 @@
-package rebuild
+package store
 
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
+// testDB creates a database at a new path with the given schema, through a
+// plain connection as the app would, and opens it as the library does.
+func testDB(t *testing.T, schema ...string) (*DB, *sql.DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	app, err := sql.Open("sqlite3", URI(path, "_busy_timeout=10000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Close() })
+	for _, q := range schema {
+		if _, err := app.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db, err := Open(context.Background(), path, Options{Readers: 2, BusyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db, app
+}
+
+// attach resolves and attaches table.column.
+func attach(t *testing.T, db *DB, table, column string, allowUnindexed bool) *Source {
+	t.Helper()
+	s, _, err := db.Attach(context.Background(), table, column, allowUnindexed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// distinct returns the sorted distinct keys.
+func distinct(keys []string) []string {
+	out := slices.Clone(keys)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // TestChunkedScanReadsWhatRowsRead: the chunked scan hands over exactly
-// the keys, duplicates included, and counts exactly the NULL and BLOB ids,
-// that reading row by row does: keys of every single byte (invalid UTF-8
-// included), every byte JSON escapes, the empty key, runs of one key longer
-// than a chunk, random byte strings; at chunk sizes that cut everywhere.
+// the distinct keys, and counts exactly the NULL and BLOB ids, that reading
+// row by row does: keys of every single byte (invalid UTF-8 included),
+// every byte JSON escapes, the empty key, runs of one key longer than a
+// chunk, random byte strings; at chunk sizes that cut everywhere.
 func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "app.db")
-	db := rawDB(t, path)
-	mustExec(t, db, `CREATE TABLE t (id TEXT, body TEXT)`)
-	mustExec(t, db, `CREATE INDEX t_id ON t (id)`)
+	st, db := testDB(t, `CREATE TABLE t (id TEXT, body TEXT)`, `CREATE INDEX t_id ON t (id)`)
 	var keys []string
 	for b := 0; b < 256; b++ {
 		keys = append(keys, string([]byte{byte(b)}), fmt.Sprintf("k%cz", b))
@@ -64,25 +103,24 @@ func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	ix := open(t, Config{Path: path, Table: "t", Column: "id"})
+	src := attach(t, st, "t", "id", false)
 	read := func(t *testing.T, chunked bool) (got []string, nulls, blobs int64) {
 		t.Helper()
-		old := noChunkedScan
-		noChunkedScan = !chunked
-		defer func() { noChunkedScan = old }()
-		nulls, blobs, _, err := ix.st.scan(ctx, scanHooks{
-			begin: func(uint64, int64) error { return nil },
-			row:   func(k string) error { got = append(got, k); return nil },
+		old := NoChunkedScan
+		NoChunkedScan = !chunked
+		defer func() { NoChunkedScan = old }()
+		counts, err := st.Scan(ctx, src, ScanHooks{
+			Begin: func(Head, int64) error { return nil },
+			Keys:  func(k []string) error { got = append(got, k...); return nil },
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		slices.Sort(got)
-		return got, nulls, blobs
+		return distinct(got), counts.Nulls, counts.Blobs
 	}
 	want, wantNulls, wantBlobs := read(t, false)
-	if len(want) != len(keys) || wantNulls != 3 || wantBlobs != 4 {
-		t.Fatalf("row by row: %d keys, %d NULL, %d BLOB; inserted %d, 3, 4", len(want), wantNulls, wantBlobs, len(keys))
+	if !slices.Equal(want, distinct(keys)) || wantNulls != 3 || wantBlobs != 4 {
+		t.Fatalf("row by row: %d keys, %d NULL, %d BLOB; inserted %d, 3, 4", len(want), wantNulls, wantBlobs, len(distinct(keys)))
 	}
 	for _, tc := range []struct {
 		size, bytes int
@@ -94,12 +132,12 @@ func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 		{4096, 2_000, true, true},   // a key longer than a chunk: the rest row by row
 	} {
 		t.Run(fmt.Sprintf("chunk=%d,bytes=%d", tc.size, tc.bytes), func(t *testing.T) {
-			oldSize, oldBytes := scanChunk, chunkBytes
-			scanChunk, chunkBytes = tc.size, tc.bytes
+			oldSize, oldBytes := ScanChunk, chunkBytes
+			ScanChunk, chunkBytes = tc.size, tc.bytes
 			events := map[string]int{}
-			testHookChunk = func(e string) { events[e]++ }
-			defer func() { scanChunk, chunkBytes, testHookChunk = oldSize, oldBytes, nil }()
-			if !chunkable(t, ix) {
+			TestHookChunk = func(e string) { events[e]++ }
+			defer func() { ScanChunk, chunkBytes, TestHookChunk = oldSize, oldBytes, nil }()
+			if !chunkable(t, st, src) {
 				t.Fatal("the paging statement does not walk the index: the chunked path is not under test")
 			}
 			got, nulls, blobs := read(t, true)
@@ -125,39 +163,44 @@ func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 // would sort for every chunk, so the scan reads row by row.
 func TestChunkedScanNeedsTheIndex(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "app.db")
-	db := rawDB(t, path)
-	mustExec(t, db, `CREATE TABLE t (id TEXT, body TEXT)`)
-	for _, k := range ids("k", 100) {
-		mustExec(t, db, `INSERT INTO t (id) VALUES (?)`, k)
+	st, db := testDB(t, `CREATE TABLE t (id TEXT, body TEXT)`)
+	var want []string
+	for i := range 100 {
+		k := fmt.Sprintf("k-%03d", i)
+		want = append(want, k)
+		if _, err := db.Exec(`INSERT INTO t (id) VALUES (?)`, k); err != nil {
+			t.Fatal(err)
+		}
 	}
-	ix := open(t, Config{Path: path, Table: "t", Column: "id", AllowUnindexed: true})
-	if chunkable(t, ix) {
+	src := attach(t, st, "t", "id", true)
+	if chunkable(t, st, src) {
 		t.Fatal("an unindexed column's paging statement reported as walking an index")
 	}
-	if err := ix.Rebuild(ctx); err != nil {
+	var got []string
+	if _, err := st.Scan(ctx, src, ScanHooks{
+		Begin: func(Head, int64) error { return nil },
+		Keys:  func(k []string) error { got = append(got, k...); return nil },
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if missing, err := ix.Missing(ctx, ids("k", 100)); err != nil || len(missing) != 0 {
-		t.Fatalf("missing %d, %v", len(missing), err)
+	if !slices.Equal(distinct(got), want) {
+		t.Fatalf("read %d keys, want %d", len(got), len(want))
 	}
 }
 
-// chunkable reports whether SQLite walks the index for ix's paging
+// chunkable reports whether SQLite walks the index for src's paging
 // statement.
-func chunkable(t *testing.T, ix *Index) bool {
+func chunkable(t *testing.T, db *DB, src *Source) bool {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := ix.st.r.Conn(ctx)
+	c, err := db.Reader(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer db.Release(c)
 	var ok bool
-	if err := conn.Raw(func(dc any) error {
-		ok = walksIndex(ctx, dc.(driver.ConnPrepareContext), chunkPage(ix.st))
-		_, limits := dc.(limiter)
-		ok = ok && limits
+	if err := c.raw(func(dc *sqlite3.SQLiteConn) error {
+		ok = walksIndex(ctx, dc, src.chunkSQL(">"))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -167,7 +210,8 @@ func chunkable(t *testing.T, ix *Index) bool {
 
 // FuzzKeyArrayRoundTrip: whatever bytes a key holds, the JSON array SQLite
 // writes for it (json_group_array over a text value) reads back as exactly
-// those bytes.
+// those bytes, and the array the library writes (appendKeyArray) reaches
+// SQLite's json_each as exactly those bytes.
 func FuzzKeyArrayRoundTrip(f *testing.F) {
 	for _, s := range []string{"", "plain", "a\x00b", `q"b\s/`, "\x01\x1f\x7f", "\u2028", "\xff\xfe", "\xed\xa0\x80", "😀"} {
 		f.Add(s, "second")
@@ -189,6 +233,14 @@ func FuzzKeyArrayRoundTrip(f *testing.F) {
 		}
 		if len(got) != 2 || got[0] != a || got[1] != b {
 			t.Fatalf("%+q, %+q came back as %+q (from %q)", a, b, got, list)
+		}
+		sent := string(appendKeyArray(nil, []string{a, b}))
+		var first, second []byte
+		if err := db.QueryRow(`SELECT CAST((SELECT value FROM json_each(?1) WHERE key = 0) AS BLOB), CAST((SELECT value FROM json_each(?1) WHERE key = 1) AS BLOB)`, sent).Scan(&first, &second); err != nil {
+			t.Fatalf("json_each(%q): %v", sent, err)
+		}
+		if string(first) != a || string(second) != b {
+			t.Fatalf("%+q, %+q reached SQLite as %+q, %+q (sent %q)", a, b, first, second, sent)
 		}
 	})
 }

@@ -1,0 +1,252 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"fmt"
+)
+
+// sharedDDL creates the tables every source of a database shares. No
+// AUTOINCREMENT anywhere: it would create sqlite_sequence, a table SQLite
+// never lets anyone drop, and Detach must leave the schema as it found it.
+var sharedDDL = []string{
+	`CREATE TABLE IF NOT EXISTS ` + SourcesTable + ` (
+		id         INTEGER PRIMARY KEY,
+		tbl        TEXT NOT NULL,
+		col        TEXT NOT NULL,
+		dataset_id BLOB NOT NULL,
+		log_floor  INTEGER NOT NULL DEFAULT 0,
+		scanned    INTEGER NOT NULL DEFAULT 0,
+		created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+		epoch      INTEGER NOT NULL DEFAULT 0,
+		alias_gen  INTEGER NOT NULL DEFAULT 0,
+		UNIQUE (tbl, col))`,
+	`CREATE TABLE IF NOT EXISTS ` + SnapshotsTable + ` (
+		source     INTEGER NOT NULL,
+		checksum   BLOB NOT NULL,
+		generation INTEGER NOT NULL,
+		m          INTEGER NOT NULL,
+		saved_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+		PRIMARY KEY (source, checksum)) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS ` + ScansTable + ` (
+		source     INTEGER NOT NULL,
+		token      BLOB NOT NULL,
+		generation INTEGER NOT NULL,
+		expires    INTEGER NOT NULL,
+		PRIMARY KEY (source, token)) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS ` + HoldersTable + ` (
+		source     INTEGER NOT NULL,
+		token      BLOB NOT NULL,
+		holder     TEXT NOT NULL,
+		expires    INTEGER NOT NULL,
+		PRIMARY KEY (source, token)) WITHOUT ROWID`,
+}
+
+// AttachInfo says what an Attach did.
+type AttachInfo struct {
+	// Created: this call created the source's row (its first attach).
+	// Undo removes everything it added.
+	Created bool
+	// Reattached: the source had a row, but its triggers or log were not
+	// in place (the app's migration dropped or moved them): they were
+	// made again, the source's epoch moved on (every filter built before
+	// is stale, in every process) and its snapshot records were dropped.
+	Reattached bool
+}
+
+// Attach makes the source logged, in one write transaction: it resolves
+// the source again inside the transaction (another process may have
+// changed the schema or attached it meanwhile), creates the shared tables
+// (adding the columns older versions lacked), the source's row with a new
+// random dataset id the first time, its log and alias tables and its
+// triggers. A failure rolls everything back. Fresh (Source.Scanned false)
+// means no full scan vouches for the rows already there.
+func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed bool) (s *Source, info AttachInfo, err error) {
+	if db.w == nil {
+		return nil, info, fmt.Errorf("attach source: database opened read-only")
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, info, fmt.Errorf("attach source: begin write transaction: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	s, err = Resolve(ctx, tx, table, column, allowUnindexed)
+	if err != nil {
+		return nil, info, err
+	}
+	if s.Row && s.Logged {
+		if err := tx.Commit(); err != nil { // nothing written
+			return nil, info, fmt.Errorf("attach source: %w", err)
+		}
+		return s, info, nil
+	}
+	exec := func(q string, args ...any) error {
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("attach source: %w", err)
+		}
+		return nil
+	}
+	for _, q := range sharedDDL {
+		if err := exec(q); err != nil {
+			return nil, info, err
+		}
+	}
+	if err := s.readCols(ctx, tx); err != nil {
+		return nil, info, err
+	}
+	if !s.cols.epoch {
+		if err := exec(`ALTER TABLE ` + SourcesTable + ` ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0`); err != nil {
+			return nil, info, err
+		}
+	}
+	if !s.cols.aliasGen {
+		// Older versions noted the aliases of every entry they caught up
+		// on; everything at or below the floor was scanned.
+		if err := exec(`ALTER TABLE ` + SourcesTable + ` ADD COLUMN alias_gen INTEGER NOT NULL DEFAULT 0`); err != nil {
+			return nil, info, err
+		}
+		if err := exec(`UPDATE ` + SourcesTable + ` SET alias_gen = log_floor`); err != nil {
+			return nil, info, err
+		}
+	}
+	s.cols = sourceCols{epoch: true, aliasGen: true}
+	if s.OwnMissing {
+		if err := exec(`CREATE TABLE ` + Quote(OwnTable) + ` (` + Quote(OwnColumn) + ` TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID`); err != nil {
+			return nil, info, err
+		}
+		s.OwnMissing = false
+	}
+	if s.Row {
+		info.Reattached = true
+		if err := exec(`DROP TRIGGER IF EXISTS ` + s.Ins); err != nil {
+			return nil, info, err
+		}
+		if err := exec(`DROP TRIGGER IF EXISTS ` + s.Upd); err != nil {
+			return nil, info, err
+		}
+		// Rows written while the triggers were gone are in no log: no
+		// filter, snapshot or alias record of before vouches for them.
+		if err := exec(`UPDATE `+SourcesTable+` SET epoch = epoch + 1, scanned = 0 WHERE id = ?`, s.ID); err != nil {
+			return nil, info, err
+		}
+		if err := exec(`DELETE FROM `+SnapshotsTable+` WHERE source = ?`, s.ID); err != nil {
+			return nil, info, err
+		}
+		s.Scanned = false
+	} else {
+		info.Created = true
+		_, _ = rand.Read(s.DatasetID[:])
+		res, err := tx.ExecContext(ctx, `INSERT INTO `+SourcesTable+` (tbl, col, dataset_id) VALUES (?, ?, ?)`, s.Table, s.Column, s.DatasetID[:])
+		if err != nil {
+			return nil, info, fmt.Errorf("attach source: %w", err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return nil, info, fmt.Errorf("attach source: %w", err)
+		}
+		s.setNames(id)
+		if err := tx.QueryRowContext(ctx, `SELECT created_at FROM `+SourcesTable+` WHERE id = ?`, id).Scan(&s.CreatedAt); err != nil {
+			return nil, info, fmt.Errorf("attach source: %w", err)
+		}
+		s.Row = true
+	}
+	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.Log + ` (seq INTEGER PRIMARY KEY, key TEXT NOT NULL)`); err != nil {
+		return nil, info, err
+	}
+	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.Alias + ` (canon TEXT NOT NULL, stored TEXT NOT NULL, PRIMARY KEY (canon, stored)) WITHOUT ROWID`); err != nil {
+		return nil, info, err
+	}
+	if err := exec(s.triggerSQL(s.Ins, "INSERT")); err != nil {
+		return nil, info, err
+	}
+	if err := exec(s.triggerSQL(s.Upd, "UPDATE OF "+s.QCol)); err != nil {
+		return nil, info, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, info, fmt.Errorf("attach source: commit: %w", err)
+	}
+	s.Logged = true
+	return s, info, nil
+}
+
+// Undo removes a source that Attach created (AttachInfo.Created) and that
+// never became usable: a first attach interrupted before its scan
+// completed leaves the database as it found it.
+func (db *DB) Undo(ctx context.Context, s *Source) error {
+	return db.detach(context.WithoutCancel(ctx), s.Table, s.Column, s.Own, false)
+}
+
+// AddAliases records stored spellings that are not NFC, found by a scan
+// still running (MarkScanned records the rest).
+func (db *DB) AddAliases(ctx context.Context, s *Source, epoch uint64, aliases [][2]string) error {
+	if len(aliases) == 0 {
+		return nil
+	}
+	return db.writeAliases(ctx, s, epoch, aliases, "", 0)
+}
+
+// MarkScanned records, in one transaction with the last stored spellings
+// found, that a full scan read every row committed up to gen: the alias
+// table is complete up to gen (alias_gen). Nothing is recorded if the
+// source's epoch is no longer epoch (it was attached again meanwhile: the
+// scan may have missed rows).
+func (db *DB) MarkScanned(ctx context.Context, s *Source, epoch, gen uint64, aliases [][2]string) error {
+	return db.writeAliases(ctx, s, epoch, aliases, `UPDATE `+SourcesTable+` SET scanned = 1, alias_gen = max(alias_gen, ?) WHERE id = ? AND epoch = ?`, gen)
+}
+
+// NoteAliases records stored spellings found in the log up to gen, and
+// that the alias table is complete up to gen, if it was complete up to
+// where the caller started reading (a full scan of the same epoch): the
+// log before gen is then no longer needed for aliases.
+func (db *DB) NoteAliases(ctx context.Context, s *Source, epoch, gen uint64, aliases [][2]string) error {
+	return db.writeAliases(ctx, s, epoch, aliases, `UPDATE `+SourcesTable+` SET alias_gen = max(alias_gen, ?) WHERE id = ? AND epoch = ? AND scanned = 1`, gen)
+}
+
+func (db *DB) writeAliases(ctx context.Context, s *Source, epoch uint64, aliases [][2]string, mark string, gen uint64) error {
+	if db.w == nil {
+		return fmt.Errorf("note aliases: database opened read-only")
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("note aliases: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var cur int64
+	if err := tx.QueryRowContext(ctx, `SELECT epoch FROM `+SourcesTable+` WHERE id = ?`, s.ID).Scan(&cur); err != nil {
+		return fmt.Errorf("note aliases: %w", err)
+	}
+	if uint64(cur) != epoch {
+		return nil // attached again meanwhile: what was read vouches for nothing
+	}
+	if len(aliases) > 0 {
+		st, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO `+s.Alias+` (canon, stored) VALUES (?, ?)`)
+		if err != nil {
+			return fmt.Errorf("note aliases: %w", err)
+		}
+		defer st.Close()
+		for _, p := range aliases {
+			if _, err := st.ExecContext(ctx, p[0], p[1]); err != nil {
+				return fmt.Errorf("note aliases: %w", err)
+			}
+		}
+	}
+	if mark != "" {
+		if _, err := tx.ExecContext(ctx, mark, int64(gen), s.ID, int64(epoch)); err != nil {
+			return fmt.Errorf("note aliases: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("note aliases: %w", err)
+	}
+	return nil
+}
+
+// execer is what the writes need of a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}

@@ -1,0 +1,68 @@
+package store
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+)
+
+// confirmMax is the most keys one confirmation statement carries: the
+// keys travel as one JSON array parameter (json_each), so one prepared
+// statement serves every page size, and SQLite looks them up in sorted
+// order, as it does for an IN (...) list.
+const confirmMax = 1 << 15
+
+// confirmSQL returns the confirmation statement: one row, one column, the
+// JSON array of the keys found. Keys come back as the source stores them
+// (and, through the alias table, as the canonical spelling asked), and
+// the caller compares them with the keys asked, byte for byte: a key
+// SQLite did not find, or found under other bytes, is never taken as
+// fetched. One row instead of a row per key found saves the driver's
+// per-row cost.
+func (s *Source) confirmSQL(aliasTable bool) string {
+	q := `SELECT ` + s.QCol + ` AS v FROM ` + s.QTable + ` WHERE ` + s.QCol + ` IN (SELECT value FROM json_each(?1))`
+	if aliasTable {
+		q += ` UNION ALL SELECT a.canon FROM ` + s.Alias + ` a WHERE a.canon IN (SELECT value FROM json_each(?1))
+			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = a.stored)`
+	}
+	return `SELECT json_group_array(v) FROM (` + q + `)`
+}
+
+// Confirm looks keys up in the source and appends to found every key it
+// holds: a key asked that is stored as is, or (aliasTable: the source's
+// alias table has rows) a canonical key asked whose stored non-NFC
+// spelling the alias table names. buf is scratch space, returned for
+// reuse.
+func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, aliasTable bool, found []string, buf []byte) ([]string, []byte, error) {
+	aliasTable = aliasTable && s.Logged
+	q := s.confirmSQL(aliasTable)
+	vals := make([]driver.Value, 1)
+	for start := 0; start < len(keys); start += confirmMax {
+		buf = appendKeyArray(buf[:0], keys[start:min(start+confirmMax, len(keys))])
+		if err := c.first(ctx, q, vals, driver.NamedValue{Ordinal: 1, Value: string(buf)}); err != nil {
+			return found, buf, fmt.Errorf("confirm: %w", err)
+		}
+		list, _ := vals[0].(string)
+		var err error
+		if found, err = parseKeyArray(list, found); err != nil {
+			return found, buf, fmt.Errorf("confirm: %w", err)
+		}
+	}
+	return found, buf, nil
+}
+
+// Exists reports whether the source stores key as is or (aliasTable) under
+// a spelling the alias table gives for it.
+func (c *Conn) Exists(ctx context.Context, s *Source, key string, aliasTable bool) (bool, error) {
+	q := `SELECT EXISTS (SELECT 1 FROM ` + s.QTable + ` WHERE ` + s.QCol + ` = ?1)`
+	if aliasTable && s.Logged {
+		q += ` OR EXISTS (SELECT 1 FROM ` + s.Alias + ` a WHERE a.canon = ?1
+			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = a.stored))`
+	}
+	vals := make([]driver.Value, 1)
+	if err := c.first(ctx, q, vals, driver.NamedValue{Ordinal: 1, Value: key}); err != nil {
+		return false, fmt.Errorf("confirm: %w", err)
+	}
+	n, _ := vals[0].(int64)
+	return n != 0, nil
+}

@@ -1,0 +1,188 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// Conn is a reading connection held by the library, with the statements
+// prepared on it. One goroutine uses it at a time: the one that took it
+// from the pool (or the freshness check).
+type Conn struct {
+	sc    *sql.Conn
+	stmts map[string]driver.Stmt // prepared on sc's driver connection, by SQL text
+}
+
+func newConn(sc *sql.Conn) *Conn { return &Conn{sc: sc, stmts: map[string]driver.Stmt{}} }
+
+// raw runs fn on the driver connection.
+func (c *Conn) raw(fn func(dc *sqlite3.SQLiteConn) error) error {
+	return c.sc.Raw(func(x any) error {
+		dc, ok := x.(*sqlite3.SQLiteConn)
+		if !ok {
+			return fmt.Errorf("unexpected driver connection %T", x)
+		}
+		return fn(dc)
+	})
+}
+
+// prepared returns q prepared on dc, once per connection.
+func (c *Conn) prepared(dc *sqlite3.SQLiteConn, q string) (driver.Stmt, error) {
+	if st, ok := c.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := dc.Prepare(q)
+	if err != nil {
+		return nil, err
+	}
+	c.stmts[q] = st
+	return st, nil
+}
+
+// each runs q with args and hands every row to fn, in dest (reused: copy
+// what must outlive the call). ctx interrupts the statement.
+func (c *Conn) each(ctx context.Context, q string, dest []driver.Value, fn func() error, args ...driver.NamedValue) error {
+	return c.raw(func(dc *sqlite3.SQLiteConn) error {
+		st, err := c.prepared(dc, q)
+		if err != nil {
+			return err
+		}
+		rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, args)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for {
+			if err := rows.Next(dest); err != nil {
+				if err == io.EOF {
+					return nil
+				}
+				return err
+			}
+			if err := fn(); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// errNoRow is a query that returned no row where one was expected.
+var errNoRow = errors.New("no row")
+
+// first runs q and reads its first row into dest.
+func (c *Conn) first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error {
+	seen := false
+	err := c.each(ctx, q, dest, func() error { seen = true; return errStop }, args...)
+	switch {
+	case err == errStop:
+		return nil
+	case err != nil:
+		return err
+	case !seen:
+		return errNoRow
+	}
+	return nil
+}
+
+// errStop ends an each loop early.
+var errStop = errors.New("stop")
+
+// QueryRowContext runs a query through database/sql, for statements off
+// the hot path.
+func (c *Conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return c.sc.QueryRowContext(ctx, q, args...)
+}
+
+// QueryContext runs a query through database/sql, for statements off the
+// hot path.
+func (c *Conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return c.sc.QueryContext(ctx, q, args...)
+}
+
+// close closes the statements and the connection.
+func (c *Conn) close() {
+	_ = c.raw(func(*sqlite3.SQLiteConn) error {
+		for _, st := range c.stmts {
+			_ = st.Close()
+		}
+		return nil
+	})
+	clear(c.stmts)
+	_ = c.sc.Close()
+}
+
+// pool hands out reading connections, the most recently released first
+// (its page cache is the warmest), at most size at a time.
+type pool struct {
+	db   *DB
+	sem  chan struct{} // a token per connection handed out
+	mu   sync.Mutex    // guards idle and closed
+	idle []*Conn
+	shut bool
+}
+
+func newPool(db *DB, size int) *pool {
+	return &pool{db: db, sem: make(chan struct{}, size)}
+}
+
+// Reader takes a reading connection, waiting for one while every one is
+// in use (ctx bounds the wait). Release it when done.
+func (db *DB) Reader(ctx context.Context) (*Conn, error) {
+	p := db.pool
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	p.mu.Lock()
+	if p.shut {
+		p.mu.Unlock()
+		<-p.sem
+		return nil, errors.New("database closed")
+	}
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	sc, err := db.r.Conn(ctx)
+	if err != nil {
+		<-p.sem
+		return nil, fmt.Errorf("open reading connection: %w", err)
+	}
+	return newConn(sc), nil
+}
+
+// Release gives a connection back to the pool.
+func (db *DB) Release(c *Conn) {
+	p := db.pool
+	p.mu.Lock()
+	if p.shut {
+		p.mu.Unlock()
+		c.close()
+	} else {
+		p.idle = append(p.idle, c)
+		p.mu.Unlock()
+	}
+	<-p.sem
+}
+
+func (p *pool) close() {
+	p.mu.Lock()
+	p.shut = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+}

@@ -1,0 +1,199 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+)
+
+// Options say how to open a database.
+type Options struct {
+	ReadOnly    bool          // open read-only: no writer, nothing written
+	Create      bool          // a missing file may be created (the library's own table)
+	Readers     int           // reading connections, at least 1
+	BusyTimeout time.Duration // how long SQLite waits for a lock
+}
+
+// DB is one database file opened by the library (see the package doc for
+// its connections). Its methods are safe for concurrent use, except
+// Versions, whose callers take turns (package rebuild's freshness check).
+type DB struct {
+	Path     Path
+	id       FileID // the file at Path.Real when it was opened
+	readOnly bool
+	created  bool // Open created the file
+
+	w        *sql.DB // nil when read-only; one connection
+	r        *sql.DB // the readers' and the freshness connection's pool
+	pool     *pool
+	fresh    *Conn           // never writes: see Versions
+	versions [2]driver.Value // Versions' row, reused (callers take turns)
+}
+
+// Open opens the database at path. A file that does not exist is an error
+// wrapping ErrNoSource and os.ErrNotExist unless opts.Create; a file with
+// more than one name (hard links: SQLite would keep a journal beside each
+// name and corrupt the database) is refused with ErrHardLinked.
+func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
+	p, err := ResolvePath(path)
+	if err != nil {
+		return nil, err
+	}
+	info, statErr := os.Stat(p.Real)
+	switch {
+	case statErr == nil && !info.Mode().IsRegular():
+		return nil, fmt.Errorf("open database %s: not a regular file (%s)", path, info.Mode().Type())
+	case statErr != nil && !(errors.Is(statErr, os.ErrNotExist) && opts.Create && !opts.ReadOnly):
+		return nil, fmt.Errorf("open database: %w", &NoDatabase{Path: path, Err: statErr})
+	}
+	db := &DB{Path: p, readOnly: opts.ReadOnly, created: statErr != nil}
+	defer func() {
+		if err != nil {
+			db.Close()
+			db.RemoveCreated()
+		}
+	}()
+	busy := "_busy_timeout=" + strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
+	if !opts.ReadOnly {
+		mode := "rw"
+		if db.created {
+			mode = "rwc"
+		}
+		if db.w, err = sql.Open("sqlite3", URI(p.Real, "mode="+mode+"&_txlock=immediate&"+busy)); err != nil {
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
+		db.w.SetMaxOpenConns(1)
+		db.w.SetMaxIdleConns(1)
+		db.w.SetConnMaxLifetime(0)
+		if err := db.w.PingContext(ctx); err != nil {
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
+	}
+	rmode := "rw"
+	if opts.ReadOnly {
+		rmode = "ro"
+	}
+	if db.r, err = sql.Open("sqlite3", URI(p.Real, "mode="+rmode+"&"+busy)); err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	readers := max(opts.Readers, 1)
+	db.r.SetMaxOpenConns(readers + 1)
+	db.r.SetMaxIdleConns(readers + 1)
+	db.r.SetConnMaxLifetime(0)
+	sc, err := db.r.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	db.fresh = newConn(sc)
+	db.pool = newPool(db, readers)
+	// The file SQLite opened is the one at Real now: a file replaced
+	// between the stat above and the connections would be noticed at the
+	// first call anyway, but a hard link must be refused before anything
+	// is written.
+	if db.id, err = Identify(p.Real); err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if db.id.Links > 1 {
+		return nil, fmt.Errorf("open database %s: %d names link to the file (hard links; SQLite keeps a journal beside each name, and writes through two names corrupt the database): %w",
+			path, db.id.Links, ErrHardLinked)
+	}
+	if _, _, err := db.Versions(ctx); err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// ReadOnly reports whether the database was opened read-only.
+func (db *DB) ReadOnly() bool { return db.readOnly }
+
+// Close closes every connection. Connections handed out and not released
+// yet close when they are released.
+func (db *DB) Close() {
+	if db.pool != nil {
+		db.pool.close()
+	}
+	if db.fresh != nil {
+		db.fresh.close()
+	}
+	if db.r != nil {
+		_ = db.r.Close()
+	}
+	if db.w != nil {
+		_ = db.w.Close()
+	}
+}
+
+// RemoveCreated removes the database file (and the files SQLite keeps
+// beside it) if Open created it: a failed first Open leaves nothing behind.
+// Call it only after Close.
+func (db *DB) RemoveCreated() {
+	if !db.created {
+		return
+	}
+	for _, f := range db.Path.Siblings() {
+		_ = os.Remove(f)
+	}
+}
+
+// Versions returns PRAGMA data_version and PRAGMA schema_version read on
+// the freshness connection. That connection never writes, so
+// data_version changes exactly when a transaction of another connection
+// (any process, the library's writer included) committed since its last
+// read; schema_version changes with every committed change of the schema.
+// Callers take turns: one call at a time.
+func (db *DB) Versions(ctx context.Context) (data, schema int64, err error) {
+	v := db.versions[:]
+	if err := db.fresh.first(ctx, versionsSQL, v); err != nil {
+		return 0, 0, fmt.Errorf("read data version: %w", err)
+	}
+	data, ok1 := v[0].(int64)
+	schema, ok2 := v[1].(int64)
+	if !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("read data version: unexpected values %v, %v", v[0], v[1])
+	}
+	return data, schema, nil
+}
+
+// versionsSQL reads both versions in one statement: one step through the
+// driver, about a microsecond.
+const versionsSQL = `SELECT d.data_version, s.schema_version FROM pragma_data_version() d, pragma_schema_version() s`
+
+// SameFile checks that the file at the path the app gave is still the one
+// this DB opened, with one name: ErrReplaced if another file is there (or
+// none), ErrHardLinked if the file gained a name. It costs one stat.
+func (db *DB) SameFile() error {
+	id, err := Identify(db.Path.Abs)
+	switch {
+	case err != nil:
+		return fmt.Errorf("check database %s: %v: %w", db.Path.Given, err, ErrReplaced)
+	case !id.Same(db.id):
+		return fmt.Errorf("check database %s: another file is at the path: %w", db.Path.Given, ErrReplaced)
+	case id.Links > 1:
+		return fmt.Errorf("check database %s: %d names link to the file: %w", db.Path.Given, id.Links, ErrHardLinked)
+	}
+	return nil
+}
+
+// NoDatabase is a database file that is not there (or not reachable): the
+// source is missing with it (errors.Is ErrNoSource), and the cause stays
+// visible (errors.Is os.ErrNotExist).
+type NoDatabase struct {
+	Path string
+	Err  error
+}
+
+func (e *NoDatabase) Error() string {
+	if errors.Is(e.Err, os.ErrNotExist) {
+		return e.Path + " does not exist (the library never creates an app's database)"
+	}
+	return e.Err.Error()
+}
+
+func (e *NoDatabase) Unwrap() []error { return []error{e.Err, ErrNoSource} }

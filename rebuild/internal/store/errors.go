@@ -1,0 +1,16 @@
+package store
+
+import "errors"
+
+// Errors of this package; package rebuild exports them under the same
+// names and documents them there.
+var (
+	ErrBadName       = errors.New("invalid table or column name")
+	ErrNoSource      = errors.New("source table or column not found")
+	ErrNotIndexed    = errors.New("key column not indexed")
+	ErrInexactColumn = errors.New("key column does not compare ids exactly")
+	ErrNotAttached   = errors.New("source not attached")
+	ErrHardLinked    = errors.New("database file has more than one name")
+	ErrReplaced      = errors.New("database file replaced")
+	ErrHeld          = errors.New("source held by an open index")
+)

@@ -1,0 +1,45 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+const maxNameLen = 128
+
+// CheckName accepts SQL identifiers made of letters, digits, '_' and '$',
+// not starting with a digit, at most 128 bytes, and not in SQLite's
+// reserved "sqlite_" namespace. Names are always double-quoted in SQL as
+// well (quote): the check keeps surprises out, the quoting keeps SQL
+// well-formed.
+func CheckName(kind, name string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("check %s name %q: %s: %w", kind, name, why, ErrBadName)
+	}
+	switch {
+	case name == "":
+		return bad("empty")
+	case len(name) > maxNameLen:
+		return bad(fmt.Sprintf("longer than %d bytes", maxNameLen))
+	case !utf8.ValidString(name):
+		return bad("not valid UTF-8")
+	case strings.HasPrefix(strings.ToLower(name), "sqlite_"):
+		return bad(`the "sqlite_" prefix is reserved`)
+	}
+	for i, r := range name {
+		switch {
+		case r == '_' || r == '$' || unicode.IsLetter(r):
+		case unicode.IsDigit(r) && i > 0:
+		default:
+			return bad(fmt.Sprintf("character %q at byte %d", r, i))
+		}
+	}
+	return nil
+}
+
+// Quote returns name as a double-quoted SQL identifier.
+func Quote(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}

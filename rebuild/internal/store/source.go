@@ -1,0 +1,304 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Names of the library's shared objects in the database.
+const (
+	SourcesTable   = "syncfilter_sources"
+	SnapshotsTable = "syncfilter_snapshots"
+	ScansTable     = "syncfilter_scans"
+	HoldersTable   = "syncfilter_holders"
+	OwnTable       = "syncfilter_fetched"
+	OwnColumn      = "key"
+)
+
+// querier is what the checks need of a *sql.DB, *sql.Tx or Conn.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// Source is one source (a table and its key column) as the schema stands
+// when it was resolved: the names SQLite stores and, if the library
+// attached it, its row and objects. Resolve it again after the schema
+// changed; a Source never changes once returned.
+type Source struct {
+	Table, Column string // as SQLite stores them
+	QTable, QCol  string // quoted
+	Own           bool   // the library's own table
+	OwnMissing    bool   // ... which does not exist yet (Attach creates it)
+
+	Row       bool // the source has a row in syncfilter_sources
+	ID        int64
+	DatasetID [16]byte
+	CreatedAt string // when the source was first attached (UTC, RFC 3339)
+	Scanned   bool   // a full scan completed since the last (re)attach
+
+	// Logged: both triggers are in place, exactly as the library created
+	// them, on this very table and column, and the log and alias tables
+	// exist. Every write since the attach is then in the log.
+	Logged bool
+
+	Log, Alias, Ins, Upd string // the source's object names (from ID)
+	cols                 sourceCols
+}
+
+// sourceCols says which columns syncfilter_sources has: databases attached
+// by older versions lack the newer ones until a writable Attach adds them.
+type sourceCols struct{ epoch, aliasGen bool }
+
+// Resolve finds the source in the schema and checks, reading only, that
+// answers about it can be exact (see checkTable): names resolve
+// case-insensitively to the names SQLite stores. An empty table and column
+// name the library's own table.
+func Resolve(ctx context.Context, q querier, table, column string, allowUnindexed bool) (*Source, error) {
+	s := &Source{Table: table, Column: column}
+	if table == "" {
+		s.Table, s.Column, s.Own = OwnTable, OwnColumn, true
+		var missing bool
+		if err := q.QueryRowContext(ctx, `SELECT NOT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, OwnTable).Scan(&missing); err != nil {
+			return nil, fmt.Errorf("check source: %w", err)
+		}
+		s.OwnMissing = missing
+	}
+	s.QTable, s.QCol = Quote(s.Table), Quote(s.Column)
+	if !s.OwnMissing { // the library creates its own table with the right type
+		if err := s.checkTable(ctx, q, allowUnindexed); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.findRow(ctx, q); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkTable finds the table and column and checks them: a table (not a
+// view or a virtual table, which no trigger can log), a column that is
+// not generated (an UPDATE of the columns it is computed from changes it
+// without an UPDATE OF trigger firing), TEXT affinity and BINARY collation
+// (checkExact), and an index SQLite uses for `column = ?` (checkIndexed).
+func (s *Source) checkTable(ctx context.Context, q querier, allowUnindexed bool) error {
+	var typ, name, ddl string
+	err := q.QueryRowContext(ctx, `SELECT type, name, coalesce(sql, '') FROM sqlite_master
+		WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1`, s.Table).Scan(&typ, &name, &ddl)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("check source: no table %q: %w", s.Table, ErrNoSource)
+	case err != nil:
+		return fmt.Errorf("check source: %w", err)
+	case typ != "table":
+		return fmt.Errorf("check source: %q is a %s, not a table: %w", name, typ, ErrNoSource)
+	case strings.HasPrefix(strings.ToUpper(strings.Join(strings.Fields(ddl), " ")), "CREATE VIRTUAL TABLE"):
+		return fmt.Errorf("check source: %q is a virtual table (no triggers can log its rows): %w", name, ErrNoSource)
+	}
+	var col, declared string
+	var hidden int
+	err = q.QueryRowContext(ctx, `SELECT name, type, hidden FROM pragma_table_xinfo(?) WHERE name = ? COLLATE NOCASE`, name, s.Column).Scan(&col, &declared, &hidden)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("check source: no column %q in table %q: %w", s.Column, name, ErrNoSource)
+	case err != nil:
+		return fmt.Errorf("check source: %w", err)
+	case hidden == 2 || hidden == 3:
+		return fmt.Errorf("check source: column %s.%s is generated: an UPDATE of the columns it is computed from changes its value without firing an UPDATE OF trigger, so new ids could go unlogged; key the source by a stored column: %w",
+			name, col, ErrInexactColumn)
+	}
+	s.Table, s.Column = name, col
+	s.QTable, s.QCol = Quote(name), Quote(col)
+	if err := s.checkExact(ctx, q, declared); err != nil {
+		return err
+	}
+	if allowUnindexed {
+		return nil
+	}
+	return s.checkIndexed(ctx, q)
+}
+
+// affinity returns the type affinity SQLite gives a column declared with
+// typ, by the rules of https://sqlite.org/datatype3.html section 3.1, in
+// their order.
+func affinity(typ string) string {
+	t := strings.ToUpper(typ)
+	switch {
+	case strings.Contains(t, "INT"):
+		return "INTEGER"
+	case strings.Contains(t, "CHAR"), strings.Contains(t, "CLOB"), strings.Contains(t, "TEXT"):
+		return "TEXT"
+	case strings.Contains(t, "BLOB"), t == "":
+		return "BLOB"
+	case strings.Contains(t, "REAL"), strings.Contains(t, "FLOA"), strings.Contains(t, "DOUB"):
+		return "REAL"
+	}
+	return "NUMERIC"
+}
+
+// checkExact refuses a key column whose comparison with a TEXT parameter
+// is not byte equality: another affinity converts ids ('007' is stored as
+// 7 under INTEGER or NUMERIC affinity, so "7" would be confirmed; a BLOB
+// column never equals a TEXT parameter), and another collation equates
+// different ids (NOCASE, RTRIM, or an application-defined one).
+func (s *Source) checkExact(ctx context.Context, q querier, declared string) error {
+	if a := affinity(declared); a != "TEXT" {
+		return fmt.Errorf("check source: column %s.%s is declared %q (%s affinity): SQLite would convert or mismatch ids, so answers could not be exact; declare it TEXT: %w",
+			s.Table, s.Column, declared, a, ErrInexactColumn)
+	}
+	// The collation SQLite applies to `column = ?` is the column's own. A
+	// subquery column keeps it, so compare probe values under it without
+	// reading a row of the table. An application-defined collation is not
+	// registered on the library's connections and fails here.
+	var foldsCase, trims bool
+	err := q.QueryRowContext(ctx, `SELECT x = 'A', x = 'a ' FROM (SELECT `+s.QCol+` AS x FROM `+s.QTable+` WHERE 0 UNION ALL SELECT 'a')`).Scan(&foldsCase, &trims)
+	if err != nil {
+		if strings.Contains(err.Error(), "collation") {
+			return fmt.Errorf("check source: column %s.%s: %v: only BINARY compares ids exactly; declare it TEXT without COLLATE (or COLLATE BINARY): %w",
+				s.Table, s.Column, err, ErrInexactColumn)
+		}
+		return fmt.Errorf("check source: %w", err)
+	}
+	if foldsCase || trims {
+		why := "NOCASE, 'a' equals 'A'"
+		if trims {
+			why = "RTRIM, 'a' equals 'a '"
+		}
+		return fmt.Errorf("check source: column %s.%s has a collation that equates different ids (%s), so a never-fetched id could be confirmed as fetched; declare it TEXT without COLLATE (or COLLATE BINARY): %w",
+			s.Table, s.Column, why, ErrInexactColumn)
+	}
+	return nil
+}
+
+// checkIndexed makes sure SQLite looks a key up through an index (the key
+// column is the first column of an index with its own collation), not by
+// scanning the table.
+func (s *Source) checkIndexed(ctx context.Context, q querier) error {
+	plan, err := q.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT 1 FROM `+s.QTable+` WHERE `+s.QCol+` = ?`, "")
+	if err != nil {
+		return fmt.Errorf("check source: %w", err)
+	}
+	defer plan.Close()
+	for plan.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := plan.Scan(&id, &parent, &unused, &detail); err != nil {
+			return fmt.Errorf("check source: %w", err)
+		}
+		if strings.HasPrefix(detail, "SCAN") {
+			return fmt.Errorf("check source: %s.%s: lookups would %s; create an index on (%s) or set AllowUnindexed: %w",
+				s.Table, s.Column, strings.ToLower(detail), s.Column, ErrNotIndexed)
+		}
+	}
+	if err := plan.Err(); err != nil {
+		return fmt.Errorf("check source: %w", err)
+	}
+	return nil
+}
+
+// findRow reads the source's row in syncfilter_sources, matching names as
+// SQLite does (case-insensitively), and whether its objects are in place.
+func (s *Source) findRow(ctx context.Context, q querier) error {
+	var exists bool
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, SourcesTable).Scan(&exists); err != nil {
+		return fmt.Errorf("find source: %w", err)
+	}
+	if !exists {
+		return nil
+	}
+	if err := s.readCols(ctx, q); err != nil {
+		return err
+	}
+	var ds []byte
+	err := q.QueryRowContext(ctx, `SELECT id, dataset_id, scanned, created_at FROM `+SourcesTable+`
+		WHERE tbl = ? COLLATE NOCASE AND col = ? COLLATE NOCASE ORDER BY id LIMIT 1`, s.Table, s.Column).Scan(&s.ID, &ds, &s.Scanned, &s.CreatedAt)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("find source: %w", err)
+	case len(ds) != len(s.DatasetID):
+		return fmt.Errorf("find source: dataset id of %d bytes in %s", len(ds), SourcesTable)
+	}
+	copy(s.DatasetID[:], ds)
+	s.Row = true
+	s.setNames(s.ID)
+	if s.OwnMissing {
+		return nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT name, type, coalesce(sql, '') FROM sqlite_master WHERE name IN (?, ?, ?, ?)`, s.Ins, s.Upd, s.Log, s.Alias)
+	if err != nil {
+		return fmt.Errorf("find source: %w", err)
+	}
+	defer rows.Close()
+	found := 0
+	for rows.Next() {
+		var name, typ, text string
+		if err := rows.Scan(&name, &typ, &text); err != nil {
+			return fmt.Errorf("find source: %w", err)
+		}
+		switch {
+		case name == s.Ins && typ == "trigger" && text == s.triggerSQL(s.Ins, "INSERT"),
+			name == s.Upd && typ == "trigger" && text == s.triggerSQL(s.Upd, "UPDATE OF "+s.QCol),
+			(name == s.Log || name == s.Alias) && typ == "table":
+			found++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("find source: %w", err)
+	}
+	s.Logged = found == 4
+	return nil
+}
+
+// readCols notes which columns syncfilter_sources has.
+func (s *Source) readCols(ctx context.Context, q querier) error {
+	rows, err := q.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, SourcesTable)
+	if err != nil {
+		return fmt.Errorf("find source: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return fmt.Errorf("find source: %w", err)
+		}
+		switch name {
+		case "epoch":
+			s.cols.epoch = true
+		case "alias_gen":
+			s.cols.aliasGen = true
+		}
+	}
+	return rows.Err()
+}
+
+// setNames derives the names of the source's log and alias tables and
+// triggers from its row id.
+func (s *Source) setNames(id int64) {
+	s.ID = id
+	n := strconv.FormatInt(id, 10)
+	s.Log, s.Alias = "syncfilter_log_"+n, "syncfilter_alias_"+n
+	s.Ins, s.Upd = "syncfilter_ins_"+n, "syncfilter_upd_"+n
+}
+
+// triggerSQL is the text of one of the source's triggers, exactly as
+// sqlite_master keeps it: on an INSERT, or an UPDATE of the key column,
+// the new id goes to the log.
+func (s *Source) triggerSQL(name, event string) string {
+	return `CREATE TRIGGER ` + name + ` AFTER ` + event + ` ON ` + s.QTable +
+		` WHEN NEW.` + s.QCol + ` IS NOT NULL BEGIN INSERT INTO ` + s.Log + ` (key) VALUES (NEW.` + s.QCol + `); END`
+}
+
+// Same reports whether s and t are the same attachment of the same source:
+// the same row, names and dataset, both logged. A source whose
+// attachment changed (triggers lost and recreated, another table under
+// the name) cannot vouch for what a filter of the old one holds.
+func (s *Source) Same(t *Source) bool {
+	return s != nil && t != nil && s.Logged && t.Logged && s.ID == t.ID && s.DatasetID == t.DatasetID &&
+		s.Table == t.Table && s.Column == t.Column
+}

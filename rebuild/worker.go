@@ -1,0 +1,84 @@
+package rebuild
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+)
+
+// worker is the database's one background goroutine (not started for a
+// read-only database). It runs the rebuilds the collections ask for (a
+// snapshot refused at open, a filter dropped, a filter due, triggers found
+// lost), one at a time and in the order asked, and renews the database's
+// holds on its sources (syncfilter_holders), which tell Detach that the
+// sources are in use. Close stops it: the rebuild in progress is
+// cancelled, and the loop returns.
+type worker struct {
+	mu     sync.Mutex // guards queue
+	queue  []*Index   // collections waiting for a rebuild, each once
+	wakeup chan struct{}
+}
+
+func newWorker() *worker { return &worker{wakeup: make(chan struct{}, 1)} }
+
+// ask queues a rebuild of ix (once, however often asked before it runs).
+func (w *worker) ask(ix *Index) {
+	w.mu.Lock()
+	if !slices.Contains(w.queue, ix) {
+		w.queue = append(w.queue, ix)
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *worker) wake() {
+	select {
+	case w.wakeup <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) next() *Index {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) == 0 {
+		return nil
+	}
+	ix := w.queue[0]
+	w.queue = w.queue[1:]
+	return ix
+}
+
+// run is the worker's loop; db.act counts it.
+func (w *worker) run(db *DB) {
+	defer db.act.leave()
+	renew := time.NewTicker(store.LeaseTerm / 3)
+	defer renew.Stop()
+	for {
+		select {
+		case <-db.ctx.Done():
+			return
+		case <-w.wakeup:
+		case <-renew.C:
+			db.renewHolds()
+		}
+		for ix := w.next(); ix != nil && db.ctx.Err() == nil; ix = w.next() {
+			ix.background()
+		}
+	}
+}
+
+// renewHolds renews the holds of every open index of the database.
+func (db *DB) renewHolds() {
+	db.mu.Lock()
+	list := make([]*Index, 0, len(db.indexes))
+	for ix := range db.indexes {
+		list = append(list, ix)
+	}
+	db.mu.Unlock()
+	for _, ix := range list {
+		ix.renewHold()
+	}
+}
