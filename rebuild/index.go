@@ -42,6 +42,7 @@ import (
 //	           state.go), lastAuto and autoTimer; held only to read and
 //	           swap them, never while waiting for anything
 //	act.mu     the count of work in progress (activity.go)
+//	bg.mu      the count of rebuilds asked of the worker (rebuild.go), innermost
 //	memo.mu    a memo's map of spellings (aliases.go), innermost
 //	metrics.mu the metrics' last values (stats.go), innermost
 //
@@ -74,6 +75,7 @@ type Index struct {
 	opened    atomic.Bool             // open has ended: later calls ask the worker for repairs
 	cron      bool                    // BuildSnapshot's index: a refused snapshot path fails the rebuild
 	why       atomic.Pointer[string]  // why the rebuild asked of the worker is due
+	bg        pending                 // rebuilds asked of the worker and not finished (Wait)
 
 	ready chan struct{} // closed when the opening rebuild or load attempt has ended
 	once  sync.Once
@@ -208,7 +210,9 @@ func (ix *Index) open(ctx context.Context) (err error) {
 
 func (ix *Index) markReady() { ix.once.Do(func() { close(ix.ready) }) }
 
-// Wait blocks until the index is past its opening rebuild or load, and
+// Wait blocks until the index is past its opening rebuild or load and no
+// rebuild it asked its worker for (a snapshot refused, a filter dropped,
+// the triggers put back, a filter due) is pending or running, then
 // returns the error of the last rebuild, if it failed.
 func (ix *Index) Wait(ctx context.Context) error {
 	select {
@@ -216,7 +220,17 @@ func (ix *Index) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	return ix.m.lastRebuildError()
+	for {
+		ch := ix.bg.wait()
+		if ch == nil {
+			return ix.m.lastRebuildError()
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 }
 
 // Close stops this index's background work and waits for it and for the
@@ -258,6 +272,8 @@ func (ix *Index) final(ctx context.Context) {
 	}
 	ix.mu.Unlock()
 	ix.unhold()
+	ix.bg.release()
+	ix.markReady()
 	ix.db.forget(ix)
 }
 

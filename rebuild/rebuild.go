@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +46,8 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 
 // background runs a rebuild the worker was asked for.
 func (ix *Index) background() {
+	ix.bg.start()
+	defer ix.bg.done()
 	if ix.enter() != nil {
 		return
 	}
@@ -60,11 +63,72 @@ func (ix *Index) background() {
 // askRebuild asks the database's worker for a rebuild of this collection
 // (callers check NoBackgroundRebuild or NoAutoRebuild).
 func (ix *Index) askRebuild(why string) {
-	if ix.db.work == nil {
+	if ix.db.work == nil || ix.act.closed() {
 		return
 	}
 	ix.why.Store(&why)
+	ix.bg.ask()
 	ix.db.work.ask(ix)
+}
+
+// pending counts the rebuilds asked of the worker and not finished, for
+// Wait.
+type pending struct {
+	mu     sync.Mutex    // guards the fields below
+	n      int           // asked and not finished
+	queued bool          // one is asked and has not started
+	idle   chan struct{} // closed when n drops to 0
+}
+
+func (p *pending) ask() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.queued {
+		p.queued = true
+		p.n++
+	}
+}
+
+func (p *pending) start() {
+	p.mu.Lock()
+	p.queued = false
+	p.mu.Unlock()
+}
+
+func (p *pending) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n > 0 {
+		p.n--
+	}
+	if p.n == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
+}
+
+// wait returns a channel closed once no rebuild is pending (nil if none).
+func (p *pending) wait() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n == 0 {
+		return nil
+	}
+	if p.idle == nil {
+		p.idle = make(chan struct{})
+	}
+	return p.idle
+}
+
+// release ends every wait (Close: nothing pending will run).
+func (p *pending) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n, p.queued = 0, false
+	if p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
 }
 
 // takeRebuildTurn waits for the database's rebuild turn (ctx bounds the
