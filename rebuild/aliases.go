@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/syncfilter/syncfilter/normalize"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
 // Stored spellings. Keys are compared in NFC, but the app may store an id
@@ -32,7 +33,7 @@ type memo struct {
 	srcID  int64  // 0: the source has no row (never attached)
 	epoch  uint64 //
 	table  bool   // the alias table covers everything up to base
-	ver    uint64 // unlogged sources: the view.ver the table was scanned at
+	dv     int64  // unlogged sources: PRAGMA data_version when the table was scanned
 	base   uint64
 	gen    atomic.Uint64 // log entries up to gen were read
 	mu     sync.RWMutex  // guards m
@@ -84,18 +85,34 @@ func (m *memo) pairs() [][2]string {
 	return out
 }
 
+// fits reports whether m is a memo of source srcID in file f.
+func (m *memo) fits(f *file, srcID int64) bool {
+	return m.f == f && m.srcID == srcID && srcID != 0
+}
+
+// fitsHead reports whether m serves a logged source at head h: same
+// epoch, same kind (alias table complete or not), and still able to read
+// the log from its generation on.
+func (m *memo) fitsHead(f *file, srcID int64, h store.Head) bool {
+	return m.fits(f, srcID) && m.epoch == h.Epoch && m.table == h.Scanned && m.gen.Load() >= h.Floor
+}
+
 // tableMemo returns the memo of a source that no log vouches for: the
 // spellings found by scanning the table's non-ASCII keys, again whenever
-// the data changed (O(rows) each time; only for a source never attached,
-// or whose triggers are being put back).
+// something committed since (PRAGMA data_version: O(rows) each time; only
+// for a source never attached, or whose triggers are being put back).
 func (ix *Index) tableMemo(ctx context.Context, c *call) (*memo, error) {
+	dv, err := c.f.st.DataVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
 	fits := func() bool {
 		m := ix.memo.Load()
-		return m != nil && m.f == c.v.f && !m.table && m.srcID == 0 && m.ver == c.v.ver
+		return m != nil && m.f == c.f && !m.table && m.srcID == 0 && m.dv == dv
 	}
-	err := ix.memoing.do(ctx, fits, func() error {
-		m := newMemo(c.v.f, 0, 0, false, 0)
-		m.ver = c.v.ver
+	err = ix.memoing.do(ctx, fits, func() error {
+		m := newMemo(c.f, 0, 0, false, 0)
+		m.dv = dv
 		if err := ix.scanSpellings(ctx, c, m); err != nil {
 			return err
 		}
@@ -109,22 +126,21 @@ func (ix *Index) tableMemo(ctx context.Context, c *call) (*memo, error) {
 }
 
 // logMemo returns the memo of a logged source for the call's head (not
-// yet caught up on the log: catchUp does that).
+// yet caught up on the log: the probe does that).
 func (ix *Index) logMemo(ctx context.Context, c *call) (*memo, error) {
 	h, id := c.h, c.b.src.ID
 	fits := func() bool {
 		m := ix.memo.Load()
-		return m != nil && m.f == c.v.f && m.srcID == id && m.epoch == h.Epoch && m.table == h.Scanned &&
-			(!m.table || m.gen.Load() >= h.Floor)
+		return m != nil && m.fitsHead(c.f, id, h)
 	}
 	err := ix.memoing.do(ctx, fits, func() error {
 		if h.Scanned {
-			ix.memo.Store(newMemo(c.v.f, id, h.Epoch, true, h.AliasGen))
+			ix.memo.Store(newMemo(c.f, id, h.Epoch, true, h.AliasGen))
 			return nil
 		}
 		// Attached again and not scanned yet: the table as it is now,
 		// then the log after the head read before the scan.
-		m := newMemo(c.v.f, id, h.Epoch, false, h.Seq)
+		m := newMemo(c.f, id, h.Epoch, false, h.Seq)
 		if err := ix.scanSpellings(ctx, c, m); err != nil {
 			return err
 		}

@@ -6,45 +6,87 @@ import (
 	"fmt"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
-// call is what one public call knows about its collection, as of a
-// freshness check that began after the call did: the file, the source as
-// resolved in the current schema, the log's head, the filter to trust (nil
-// in bypass), caught up to that head, and the stored spellings that the
-// alias table may lack. begin builds it; end releases what it holds.
+// call is one public call's hold on its collection: the database file now
+// at the path (a reference: the file stays open while the call uses it),
+// the source as resolved in that file, a reading connection taken at first
+// need, and, once probed, the log's head, the filter to trust, caught up
+// to that head (nil: answer from SQLite), and the stored spellings the
+// alias table may lack.
 type call struct {
 	ix   *Index
-	v    *view
+	f    *file
 	b    *binding
-	conn *store.Conn // a reading connection, taken at first need
-	h    store.Head  // when b.src.Logged
-	s    *serving    // the filter to trust; nil: answer from SQLite
-	m    *memo       // spellings beyond the alias table; nil if none can be
+	conn *store.Conn
+	h    store.Head // logged sources, from the last probe
+	s    *serving
+	m    *memo
+	pr   store.Probe // the last probe's result (its slices reused)
 }
 
-// binding is the source as resolved in one schema of one file. err is set
-// when answers about it cannot be exact (the table is gone, its key column
-// is no longer exact or indexed): every call returns it until the schema
-// changes again.
+// binding is the source as resolved in one file at one schema cookie.
+// err is set when answers about it cannot be exact (the table is gone,
+// its key column is no longer exact or indexed): every call returns it
+// until the schema changes again.
 type binding struct {
 	f      *file
-	schema uint64 // the view.schema it was resolved at
+	schema int64 // the cookie read before resolving
 	src    *store.Source
 	err    error
 }
 
-// headAt is the log's head as read at one view.
-type headAt struct {
-	f   *file
-	ver uint64
-	h   store.Head
+// errStale is a probe that found the call's view out of date (the schema
+// changed, the filter no longer covers the source): the caller starts
+// over.
+var errStale = errors.New("view out of date")
+
+// look takes the file now at the path and the source as last resolved
+// there (resolving it if the file is new to the index). A source that
+// could not be answered for is resolved again once the schema changed;
+// until then its error is returned.
+func (ix *Index) look(ctx context.Context) (_ *call, err error) {
+	f, err := ix.db.file(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &call{ix: ix, f: f}
+	defer func() {
+		if err != nil {
+			c.end()
+		}
+	}()
+	if b := ix.bound.Load(); b != nil && b.f == f {
+		c.b = b
+	} else if c.b, err = ix.bind(ctx, c); err != nil {
+		return nil, err
+	}
+	if c.b.err != nil {
+		conn, err := c.reader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		schema, err := conn.Schema(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if schema != c.b.schema {
+			if c.b, err = ix.bind(ctx, c); err != nil {
+				return nil, err
+			}
+		}
+		if c.b.err != nil {
+			return nil, c.b.err
+		}
+	}
+	return c, nil
 }
 
 // reader returns the call's reading connection, taking one at first need.
 func (c *call) reader(ctx context.Context) (*store.Conn, error) {
 	if c.conn == nil {
-		conn, err := c.v.f.st.Reader(ctx)
+		conn, err := c.f.st.Reader(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -56,149 +98,303 @@ func (c *call) reader(ctx context.Context) (*store.Conn, error) {
 // end releases the call's connection and file.
 func (c *call) end() {
 	if c.conn != nil {
-		c.v.f.st.Release(c.conn)
+		c.f.st.Release(c.conn)
 		c.conn = nil
 	}
-	c.v.f.release()
+	c.f.release()
 }
 
-// begin checks freshness and returns the call's view of the collection,
-// with the filter caught up (see call). The caller entered the index's
-// activity.
-func (ix *Index) begin(ctx context.Context) (*call, error) {
-	c, err := ix.look(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.prepare(ctx); err != nil {
-		c.end()
-		return nil, err
-	}
-	return c, nil
-}
-
-// look checks freshness and resolves the source (see bind).
-func (ix *Index) look(ctx context.Context) (*call, error) {
-	v, err := ix.db.check(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c := &call{ix: ix, v: v}
-	if c.b, err = ix.bind(ctx, c); err == nil && c.b.err != nil {
-		err = c.b.err
-	}
-	if err != nil {
-		c.end()
-		return nil, err
-	}
-	return c, nil
-}
-
-// prepare reads the log's head, the stored spellings and catches the
-// filter up, or finds that the index must answer from SQLite.
-func (c *call) prepare(ctx context.Context) (err error) {
-	ix := c.ix
-	if !c.b.src.Logged {
-		// Never attached (read-only), or its triggers were lost and are
-		// not back yet: no log and no filter can vouch for anything.
-		ix.dropFilter(ix.get().filter, errors.New("the source's triggers are not in place"))
-		c.m, err = ix.tableMemo(ctx, c)
-		return err
-	}
-	if c.h, err = ix.readHead(ctx, c); err != nil {
-		return err
-	}
-	if c.m, err = ix.logMemo(ctx, c); err != nil {
-		return err
-	}
-	for {
-		s := ix.filter()
-		switch {
-		case s == nil:
-		case !s.covers(c.v.f, c.b.src.ID, c.h.Epoch):
-			ix.dropFilter(s, errors.New("the source changed under the filter (attached again, or a new database file)"))
-			continue
-		case s.gen.Load() < c.h.Floor:
-			// Another process compacted the log past this filter.
-			ix.dropFilter(s, fmt.Errorf("catch up from generation %d, log starts after %d: %w", s.gen.Load(), c.h.Floor, ErrCannotCatchUp))
-			continue
-		}
-		err := ix.catchUp(ctx, c, s)
-		if err != nil && s != nil && ix.filter() != s {
-			continue // replaced or dropped meanwhile: look again
-		}
-		if err != nil {
-			return err
-		}
-		c.s = s
-		ix.checkDue(c)
-		return nil
-	}
-}
-
-// bind returns the source as resolved in the call's schema, resolving it
-// again after a change of schema or file. Resolving only reads and needs
-// no lock: concurrent resolutions agree, and the newest is kept. A source
-// whose triggers are not in place is attached again by the worker (or by
-// the app's Rebuild, with NoBackgroundRebuild).
+// bind resolves the source in the call's file. Resolving only reads and
+// needs no lock: concurrent resolutions agree, and the latest is kept. A
+// source whose triggers are not in place is attached again by the worker
+// (or by the app's Rebuild, with NoBackgroundRebuild).
 func (ix *Index) bind(ctx context.Context, c *call) (*binding, error) {
-	if b := ix.bound.Load(); b != nil && b.f == c.v.f && b.schema == c.v.schema {
-		return b, nil
-	}
 	conn, err := c.reader(ctx)
 	if err != nil {
 		return nil, err
 	}
+	schema, err := conn.Schema(ctx)
+	if err != nil {
+		return nil, err
+	}
 	src, err := store.Resolve(ctx, conn, ix.cfg.Table, ix.cfg.Column, ix.cfg.AllowUnindexed)
-	b := &binding{f: c.v.f, schema: c.v.schema, src: src}
+	b := &binding{f: c.f, schema: schema, src: src}
 	if err != nil {
 		if !errors.Is(err, ErrNoSource) && !errors.Is(err, ErrInexactColumn) && !errors.Is(err, ErrNotIndexed) {
 			return nil, err // not about the source: try again next call
 		}
 		b.err = fmt.Errorf("the source changed: %w", err)
 	}
-	ix.setBinding(b)
+	for {
+		old := ix.bound.Load()
+		if old != nil && old.f.n > b.f.n {
+			break // a newer file's binding is kept
+		}
+		if ix.bound.CompareAndSwap(old, b) {
+			break
+		}
+	}
 	if b.err == nil && !src.Logged && ix.opened.Load() && !ix.db.cfg.ReadOnly && !ix.cfg.NoBackgroundRebuild {
 		ix.askRebuild("the source's triggers are not in place (a migration, or a new database file)")
 	}
 	return b, nil
 }
 
-// setBinding keeps b unless a binding of a newer file or schema is kept.
-func (ix *Index) setBinding(b *binding) {
-	for {
-		old := ix.bound.Load()
-		if old != nil && (old.f.n > b.f.n || old.f == b.f && old.schema > b.schema) {
-			return
+// candidate returns the serving filter if it may cover the call's source
+// (the probe checks its epoch and floor).
+func (c *call) candidate() *serving {
+	if s := c.ix.filter(); s != nil && s.file == c.f && c.b.src != nil && s.src.ID == c.b.src.ID {
+		return s
+	}
+	return nil
+}
+
+// probe runs the call's probe (store.Conn.Probe): in one statement it
+// checks the schema, reads the log's head and first new entries, and
+// confirms keys (nil: none). It then brings the call up to date: s (the
+// filter the caller asked with, or nil) and the memo take every key
+// logged up to the head, whoever reads them. errStale: the schema changed
+// or s no longer covers the source; start over.
+func (c *call) probe(ctx context.Context, s *serving, keys []string) (err error) {
+	ix := c.ix
+	conn, err := c.reader(ctx)
+	if err != nil {
+		return err
+	}
+	src := c.b.src
+	m := ix.memo.Load()
+	after := uint64(0)
+	if src.Logged && m != nil && m.fits(c.f, src.ID) {
+		after = m.gen.Load()
+		if s != nil {
+			after = min(after, s.gen.Load())
 		}
-		if ix.bound.CompareAndSwap(old, b) {
-			return
+	} else if s != nil {
+		after = s.gen.Load()
+	}
+	opts := store.ProbeOptions{After: after, NonASCII: s == nil, Keys: keys, Aliases: ix.aliasHint.Load()}
+	if err := conn.Probe(ctx, src, opts, &c.pr); err != nil {
+		if errors.Is(err, ErrNotAttached) { // detached or dropped meanwhile: the schema changed
+			return c.rebind(ctx)
+		}
+		return err
+	}
+	if c.pr.Schema != c.b.schema {
+		return c.rebind(ctx)
+	}
+	if !src.Logged {
+		// Never attached (read-only), or its triggers were lost and are
+		// not back yet: no log and no filter can vouch for anything.
+		ix.dropFilter(ix.get().filter, errors.New("the source's triggers are not in place"))
+		if s != nil {
+			return errStale
+		}
+		c.m, err = ix.tableMemo(ctx, c)
+		return err
+	}
+	h := c.pr.Head
+	c.h = h
+	if h.Aliases != ix.aliasHint.Load() {
+		ix.aliasHint.Store(h.Aliases)
+		if keys != nil && h.Aliases {
+			return errStale // confirmed without the alias table: again with it
+		}
+	}
+	if s != nil && (!s.covers(c.f, src.ID, h.Epoch) || s.gen.Load() < h.Floor) {
+		why := errors.New("the source changed under the filter (attached again after its triggers were lost)")
+		if s.gen.Load() < h.Floor { // another process compacted the log past it
+			why = fmt.Errorf("catch up from generation %d, log starts after %d: %w", s.gen.Load(), h.Floor, ErrCannotCatchUp)
+		}
+		ix.dropFilter(s, why)
+		return errStale
+	}
+	fresh := m == nil || !m.fitsHead(c.f, src.ID, h)
+	if c.m, err = ix.logMemo(ctx, c); err != nil {
+		return err
+	}
+	if fresh && keys != nil && c.m.filled.Load() {
+		return errStale // the confirmation lacked spellings the new memo knows
+	}
+	if c.pr.Read > after { // the first chunk of the log after after
+		if err := ix.apply(ctx, c, s, after, c.pr.Read, c.pr.Logged); err != nil {
+			return err
+		}
+	}
+	if c.m.gen.Load() < h.Seq || s != nil && s.gen.Load() < h.Seq { // more than a chunk behind: the rest in chunks
+		if err := ix.catchUp(ctx, c, s); err != nil {
+			return err
+		}
+	}
+	c.s = s
+	ix.checkDue(c)
+	return nil
+}
+
+// head probes without keys: the call's source resolved in the current
+// schema, its head read, and the serving filter and memo caught up.
+func (c *call) head(ctx context.Context) error {
+	for tries := 0; ; tries++ {
+		if tries == 16 {
+			return errors.New("the database keeps changing under the call (schema or attachment)")
+		}
+		err := c.probe(ctx, c.candidate(), nil)
+		if !errors.Is(err, errStale) {
+			return err
 		}
 	}
 }
 
-// readHead returns the log's head as of the call's view.
-func (ix *Index) readHead(ctx context.Context, c *call) (store.Head, error) {
-	if h := ix.head.Load(); h != nil && h.f == c.v.f && h.ver == c.v.ver {
-		return h.h, nil
-	}
-	conn, err := c.reader(ctx)
+// rebind resolves the source again after a change of schema and reports
+// errStale (or the binding's error).
+func (c *call) rebind(ctx context.Context) error {
+	b, err := c.ix.bind(ctx, c)
 	if err != nil {
-		return store.Head{}, err
+		return err
 	}
-	h, err := conn.Head(ctx, c.b.src)
-	if err != nil {
-		return store.Head{}, err
+	c.b = b
+	if b.err != nil {
+		return b.err
 	}
-	at := &headAt{f: c.v.f, ver: c.v.ver, h: h}
-	for {
-		old := ix.head.Load()
-		if old != nil && (old.f.n > at.f.n || old.f == at.f && old.ver > at.ver) {
-			break
+	return errStale
+}
+
+// answer returns, for each canonical key, whether the source holds it
+// under any equivalent spelling. The filter rules out what it can; the
+// rest is confirmed in the statement that checks the call is fresh (the
+// probe), and what the catch-up in that probe turned into maybes, in one
+// more. s reports the filter used (nil: SQLite answered alone).
+func (c *call) answer(ctx context.Context, keys []string) (found []bool, err error) {
+	ix := c.ix
+	for tries := 0; ; tries++ {
+		if tries == 16 {
+			return nil, errors.New("the database keeps changing under the call (schema or attachment)")
 		}
-		if ix.head.CompareAndSwap(old, at) {
-			break
+		s := c.candidate()
+		var before uint64 // the filter's generation when it ruled keys out
+		ask := make([]int, 0, len(keys))
+		if s != nil {
+			before = s.gen.Load()
+			maybe, err := s.f.MightContainBatch(make([]bool, 0, len(keys)), keys)
+			if err != nil {
+				return nil, err
+			}
+			for i, m := range maybe {
+				if m {
+					ask = append(ask, i)
+				}
+			}
+		} else {
+			for i := range keys {
+				ask = append(ask, i)
+			}
+		}
+		list, spelled := c.withSpellings(keys, ask, ix.memo.Load())
+		err := c.probe(ctx, s, list)
+		if errors.Is(err, errStale) || errors.Is(err, syncfilter.ErrClosed) { // the filter was replaced meanwhile
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		got := c.pr.Found
+		if !c.pr.Confirmed && len(list) > 0 {
+			if got, err = c.conn.Confirm(ctx, c.b.src, list, c.h.Aliases, nil); err != nil {
+				return nil, err
+			}
+		}
+		// Keys come back as stored (or as asked, through the alias
+		// table); a page may hold a key twice.
+		holds := make(map[string]struct{}, len(got))
+		mark := func(got []string, spelled map[string]string) {
+			for _, k := range got {
+				if canon, ok := spelled[k]; ok {
+					k = canon
+				}
+				holds[k] = struct{}{}
+			}
+		}
+		mark(got, spelled)
+		found = make([]bool, len(keys))
+		for _, i := range ask {
+			_, found[i] = holds[keys[i]]
+		}
+		// What the catch-up turned into maybes, and spellings it learned
+		// for keys not found: one more statement.
+		var more []int
+		if s != nil && s.gen.Load() > before { // caught up (by this call or another): look again at what it ruled out
+			asked := make([]bool, len(keys))
+			for _, i := range ask {
+				asked[i] = true
+			}
+			for i, k := range keys {
+				if !asked[i] {
+					if m, _ := s.f.MightContain(k); m {
+						more = append(more, i)
+					}
+				}
+			}
+		}
+		if c.m != nil && c.m.filled.Load() {
+			for _, i := range ask {
+				if !found[i] && len(c.m.spellings(keys[i])) > 0 {
+					more = append(more, i)
+				}
+			}
+		}
+		if len(more) > 0 {
+			list2, spelled2 := c.withSpellings(keys, more, c.m)
+			got2, err := c.conn.Confirm(ctx, c.b.src, list2, c.h.Aliases, nil)
+			if err != nil {
+				return nil, err
+			}
+			mark(got2, spelled2)
+			for _, i := range more {
+				_, found[i] = holds[keys[i]]
+			}
+		}
+		c.count(len(keys), len(ask)+len(more), found)
+		return found, nil
+	}
+}
+
+// withSpellings returns the keys at positions at, and after them the
+// stored spellings the memo knows for them, with the map from spelling to
+// canonical key.
+func (c *call) withSpellings(keys []string, at []int, m *memo) (list []string, spelled map[string]string) {
+	list = make([]string, len(at))
+	for j, i := range at {
+		list[j] = keys[i]
+	}
+	if m == nil || !m.filled.Load() {
+		return list, nil
+	}
+	for _, i := range at {
+		for _, sp := range m.spellings(keys[i]) {
+			if spelled == nil {
+				spelled = map[string]string{}
+			}
+			spelled[sp] = keys[i]
+			list = append(list, sp)
 		}
 	}
-	return h, nil
+	return list, spelled
+}
+
+// count records a call's answers in the metrics: n keys, asked of SQLite
+// (all of them in bypass), found.
+func (c *call) count(n, asked int, found []bool) {
+	m := &c.ix.m
+	confirmed := uint64(0)
+	for _, f := range found {
+		if f {
+			confirmed++
+		}
+	}
+	if c.s == nil {
+		m.bypass.Add(uint64(asked))
+		return
+	}
+	m.negatives.Add(uint64(n - asked))
+	m.confirmedPage(uint64(asked), confirmed)
+	m.served(uint64(n), uint64(asked)-confirmed)
 }

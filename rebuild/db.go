@@ -24,21 +24,23 @@ import (
 // rebuild's, not the sum).
 //
 // A DB owns the goroutines it starts: the filters' writer and, unless
-// read-only, the worker. Close stops them.
+// read-only, the worker. Close stops them. Its connections: one writer
+// (none when read-only), DBConfig.Readers readers, and one more, opened
+// only for sources without a log, that reads PRAGMA data_version.
 //
 // Locks, each with one job (the indexes' own are in the Index doc; none is
 // ever held while taking another, nor across SQL or a wait):
 //
 //	mu            guards indexes and closing
-//	fresh.turn    the freshness connection, one check at a time (a
-//	              channel: a waiting call gives up when its ctx ends)
+//	turn          one reopen of a replaced file at a time (a channel: a
+//	              waiting call gives up when its ctx ends)
 //	rebuilds      one rebuild at a time in the database (a channel, same)
 type DB struct {
 	cfg    DBConfig
 	ctx    context.Context // of background work; cancelled by Close
 	cancel context.CancelFunc
-	writer *syncfilter.Writer // applies the bit changes of every filter
-	fresh  freshness
+	writer *syncfilter.Writer   // applies the bit changes of every filter
+	turn   chan struct{}        // one reopen at a time (fresh.go)
 	path   store.Path           // resolved at open
 	cur    atomic.Pointer[file] // the file at the path; replaced when the app replaces it, nil once closed
 	work   *worker              // nil when read-only
@@ -102,18 +104,11 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{cfg: cfg, path: st.Path, writer: syncfilter.NewWriter(), rebuilds: make(chan struct{}, 1), indexes: map[*Index]struct{}{}}
+	db := &DB{cfg: cfg, path: st.Path, writer: syncfilter.NewWriter(), turn: make(chan struct{}, 1), rebuilds: make(chan struct{}, 1), indexes: map[*Index]struct{}{}}
 	db.ctx, db.cancel = context.WithCancel(context.Background())
 	f := &file{st: st, n: 1}
 	f.refs.Store(1)
 	db.cur.Store(f)
-	if err := db.fresh.init(ctx, f); err != nil {
-		db.cancel()
-		_ = db.writer.Close()
-		f.release()
-		st.RemoveCreated()
-		return nil, err
-	}
 	_, _ = rand.Read(db.token[:])
 	host, _ := os.Hostname()
 	db.holder = fmt.Sprintf("process %d (%s) on %s", os.Getpid(), filepath.Base(os.Args[0]), host)

@@ -63,8 +63,8 @@ type Index struct {
 	state     atomic.Pointer[state]   // stored only under mu; never nil
 	lastAuto  time.Time               // under mu: when the last automatic rebuild was asked for
 	autoTimer *time.Timer             // under mu: an automatic rebuild asked for later (autorebuild.go)
-	bound     atomic.Pointer[binding] // the source as last resolved (bind.go)
-	head      atomic.Pointer[headAt]  // the log's head as last read (catchup.go)
+	bound     atomic.Pointer[binding] // the source as last resolved (call.go)
+	aliasHint atomic.Bool             // the alias table had a row at the last probe: confirm through it
 	memo      atomic.Pointer[memo]    // stored spellings beyond the alias table (aliases.go)
 	follow    flight                  // catching the filter and the memo up on the log
 	memoing   flight                  // building a memo
@@ -186,9 +186,9 @@ func (ix *Index) open(ctx context.Context) (err error) {
 		}
 	default:
 		if ix.cfg.Snapshot != "" && !readOnly {
-			ix.checkTarget(c.v.f, src)
+			ix.checkTarget(c.f, src)
 		}
-		ix.hold(c.v.f, src)
+		ix.hold(c.f, src)
 		if ix.cfg.Snapshot != "" {
 			err = ix.load(ctx, c)
 		} else {

@@ -89,18 +89,17 @@ func (e *InvalidKeysError) Positions() []int {
 	return out
 }
 
-// page is one Missing call's keys: their canonical forms, the positions
-// still to ask about, and the invalid ones.
+// page is one Missing call's keys: their canonical forms and the invalid
+// ones.
 type page struct {
 	keys  []string
 	canon []string // canonical form of each key; "" for an invalid one
-	ask   []int    // positions of the keys the filter did not rule out; at first every valid one
+	valid []int    // positions of the valid keys
 	bad   *InvalidKeysError
-	all   bool // every key is valid: canon lists exactly the keys asked at first
 }
 
 func newPage(keys []string) *page {
-	p := &page{keys: keys, canon: make([]string, len(keys)), ask: make([]int, 0, len(keys))}
+	p := &page{keys: keys, canon: make([]string, len(keys)), valid: make([]int, 0, len(keys))}
 	for i, k := range keys {
 		c, err := canonical(k)
 		if err != nil {
@@ -111,62 +110,46 @@ func newPage(keys []string) *page {
 			continue
 		}
 		p.canon[i] = c
-		p.ask = append(p.ask, i)
+		p.valid = append(p.valid, i)
 	}
-	p.all = p.bad == nil
 	return p
 }
 
-// askedKeys returns the canonical keys at the positions asked.
+// askedKeys returns the canonical forms of the valid keys, in order.
 func (p *page) askedKeys() []string {
-	if p.all && len(p.ask) == len(p.canon) {
+	if p.bad == nil {
 		return p.canon
 	}
-	out := make([]string, len(p.ask))
-	for j, i := range p.ask {
+	out := make([]string, len(p.valid))
+	for j, i := range p.valid {
 		out[j] = p.canon[i]
 	}
 	return out
 }
 
-// keep keeps the positions asked whose answer is true.
-func (p *page) keep(maybe []bool) {
-	n := 0
-	for j, m := range maybe {
-		if m {
-			p.ask[n] = p.ask[j]
-			n++
-		}
-	}
-	p.ask = p.ask[:n]
-}
-
-// missing returns the keys not found, in input order, each canonical key
-// once (its first spelling), invalid keys included, and how many keys
-// asked were found.
-func (p *page) missing(found map[string]struct{}) (missing []string, confirmed uint64) {
-	missing = make([]string, 0, len(p.keys)-len(found))
+// missing returns the keys not found (found answers askedKeys), in input
+// order, each canonical key once (its first spelling), invalid keys
+// included.
+func (p *page) missing(found []bool) []string {
+	missing := make([]string, 0, len(p.keys))
 	var seen map[string]struct{}
 	next := 0
 	for i, k := range p.keys {
-		c := p.canon[i]
-		if next < len(p.ask) && p.ask[next] == i {
+		if next < len(p.valid) && p.valid[next] == i {
+			f := found[next]
 			next++
-			if _, ok := found[c]; ok {
-				confirmed++
+			if f {
 				continue
 			}
-		}
-		if c != "" || p.keys[i] == "" {
 			if seen == nil {
 				seen = make(map[string]struct{}, len(p.keys))
 			}
-			if _, dup := seen[c]; dup {
+			if _, dup := seen[p.canon[i]]; dup {
 				continue
 			}
-			seen[c] = struct{}{}
+			seen[p.canon[i]] = struct{}{}
 		}
 		missing = append(missing, k)
 	}
-	return missing, confirmed
+	return missing
 }

@@ -19,36 +19,24 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 		return false, fmt.Errorf("fetched: %w", err)
 	}
 	ix.m.queries.Add(1)
-	c, err := ix.begin(ctx)
+	c, err := ix.look(ctx)
 	if err != nil {
 		return false, fmt.Errorf("fetched: %w", err)
 	}
 	defer c.end()
-	if c.s != nil {
-		if maybe, _ := c.s.f.MightContain(canon); !maybe {
-			ix.m.negatives.Add(1)
-			return false, nil
-		}
-	} else {
-		ix.m.bypass.Add(1)
-	}
-	found, err := c.fetched(ctx, canon)
+	found, err := c.answer(ctx, []string{canon})
 	if err != nil {
 		return false, fmt.Errorf("fetched: %w", err)
 	}
-	if c.s != nil {
-		ix.m.confirmedPage(1, boolInt(found))
-		ix.m.served(1, 1-boolInt(found))
-	}
-	return found, nil
+	return found[0], nil
 }
 
 // Missing returns the keys of a page of server ids that were not fetched,
 // in input order, each canonical id once: of several spellings of one id
 // in the page (NFC and NFD, or the same bytes twice), the first is
 // listed, so the app fetches and stores the record once. The filter
-// answers most keys; the maybes are confirmed in SQLite, in one statement
-// for a page of up to 32,768 keys.
+// answers most keys; the maybes are confirmed in SQLite, in the same
+// statement that checks the filter is up to date.
 //
 // A key that cannot be compared (not valid UTF-8, or longer than
 // MaxKeyBytes) does not fail the page: every other key is answered, the
@@ -61,96 +49,22 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 		return nil, err
 	}
 	defer ix.leave()
-	p := newPage(keys) // ask: the keys the filter cannot rule out; so far every valid one
+	p := newPage(keys)
 	ix.m.queries.Add(uint64(len(keys)))
-	c, err := ix.begin(ctx)
+	c, err := ix.look(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("missing: %w", err)
 	}
 	defer c.end()
-	served := uint64(0)
-	if c.s != nil {
-		asked := p.askedKeys()
-		served = uint64(len(asked))
-		maybe, err := c.s.f.MightContainBatch(make([]bool, 0, len(asked)), asked)
-		if err != nil {
-			return nil, fmt.Errorf("missing: %w", err)
-		}
-		p.keep(maybe)
-		ix.m.negatives.Add(uint64(len(asked) - len(p.ask)))
-	} else {
-		ix.m.bypass.Add(uint64(len(p.ask)))
-	}
-	found, err := c.confirm(ctx, p.askedKeys())
+	found, err := c.answer(ctx, p.askedKeys())
 	if err != nil {
 		return nil, fmt.Errorf("missing: %w", err)
 	}
-	missing, confirmed := p.missing(found)
-	if c.s != nil {
-		ix.m.confirmedPage(uint64(len(p.ask)), confirmed)
-		ix.m.served(served, uint64(len(p.ask))-confirmed)
-	}
+	missing := p.missing(found)
 	if p.bad != nil {
 		return missing, fmt.Errorf("missing: %w", p.bad)
 	}
 	return missing, nil
-}
-
-// fetched confirms one canonical key: stored as is, through the alias
-// table, or under a spelling the memo knows.
-func (c *call) fetched(ctx context.Context, canon string) (bool, error) {
-	conn, err := c.reader(ctx)
-	if err != nil {
-		return false, err
-	}
-	found, err := conn.Exists(ctx, c.b.src, canon, c.h.Aliases)
-	if err != nil || found {
-		return found, err
-	}
-	for _, sp := range c.m.spellings(canon) {
-		if found, err := conn.Exists(ctx, c.b.src, sp, false); err != nil || found {
-			return found, err
-		}
-	}
-	return false, nil
-}
-
-// confirm looks canonical keys up and returns the set of those the source
-// holds under any equivalent spelling.
-func (c *call) confirm(ctx context.Context, keys []string) (map[string]struct{}, error) {
-	found := make(map[string]struct{}, len(keys))
-	if len(keys) == 0 {
-		return found, nil
-	}
-	conn, err := c.reader(ctx)
-	if err != nil {
-		return nil, err
-	}
-	list := keys
-	var spelled map[string]string // stored spelling → canonical key asked
-	if c.m != nil && c.m.filled.Load() {
-		for _, k := range keys {
-			for _, sp := range c.m.spellings(k) {
-				if spelled == nil {
-					spelled = map[string]string{}
-					list = append([]string(nil), keys...)
-				}
-				spelled[sp] = k
-				list = append(list, sp)
-			}
-		}
-	}
-	got, _, err := conn.Confirm(ctx, c.b.src, list, c.h.Aliases, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range got {
-		if canon, ok := spelled[k]; ok {
-			k = canon
-		}
-		found[k] = struct{}{}
-	}
-	return found, nil
 }
 
 // MarkFetched records keys as fetched in the library's own table
@@ -177,12 +91,8 @@ func (ix *Index) MarkFetched(ctx context.Context, keys ...string) error {
 		return fmt.Errorf("mark fetched: %w", err)
 	}
 	defer c.end()
-	return c.v.f.st.InsertOwn(ctx, c.b.src, canon)
-}
-
-func boolInt(b bool) uint64 {
-	if b {
-		return 1
+	if c.b.err != nil {
+		return fmt.Errorf("mark fetched: %w", c.b.err)
 	}
-	return 0
+	return c.f.st.InsertOwn(ctx, c.b.src, canon)
 }

@@ -165,7 +165,10 @@ func (ix *Index) rebuild(ctx context.Context, why string) (err error) {
 		return err
 	}
 	defer c.end()
-	f, src := c.v.f, c.b.src
+	if c.b.err != nil {
+		return c.b.err
+	}
+	f, src := c.f, c.b.src
 	if ix.cfg.Snapshot != "" {
 		ix.checkTarget(f, src)
 		if terr := ix.targetError(); terr != nil && ix.cron {

@@ -74,7 +74,7 @@ func (ix *Index) readSnapshot(ctx context.Context, c *call) (*serving, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot %s: %w", path, err)
 	}
-	s := &serving{f: f, capacity: snap.Capacity, file: c.v.f, src: src, epoch: c.h.Epoch, built: time.Now()}
+	s := &serving{f: f, capacity: snap.Capacity, file: c.f, src: src, epoch: c.h.Epoch, built: time.Now()}
 	s.gen.Store(snap.Generation)
 	return s, nil
 }
@@ -101,7 +101,7 @@ func (ix *Index) plausible(ctx context.Context, conn *store.Conn, m uint64) erro
 
 // load serves from the snapshot file at open.
 func (ix *Index) load(ctx context.Context, c *call) error {
-	if err := c.prepare(ctx); err != nil {
+	if err := c.head(ctx); err != nil {
 		return err
 	}
 	s, err := ix.readSnapshot(ctx, c)
@@ -128,11 +128,14 @@ func (ix *Index) Reload(ctx context.Context) error {
 		return fmt.Errorf("reload: %w", err)
 	}
 	defer ix.dropRebuildTurn()
-	c, err := ix.begin(ctx)
+	c, err := ix.look(ctx)
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
 	defer c.end()
+	if err := c.head(ctx); err != nil {
+		return fmt.Errorf("reload: %w", err)
+	}
 	if !c.b.src.Logged {
 		return fmt.Errorf("reload: the source's triggers are not in place: no snapshot can vouch for it")
 	}

@@ -6,11 +6,15 @@ import (
 	"fmt"
 )
 
-// confirmMax is the most keys one confirmation statement carries: the
-// keys travel as one JSON array parameter (json_each), so one prepared
-// statement serves every page size, and SQLite looks them up in sorted
-// order, as it does for an IN (...) list.
-const confirmMax = 1 << 15
+// confirmMax is the most keys one confirmation statement carries, and
+// listBytes the longest JSON array of them: the keys travel as one JSON
+// array parameter (json_each), so one prepared statement serves every
+// page size, and SQLite looks them up in sorted order, as it does for an
+// IN (...) list. The array stays well below the connection's length limit.
+const (
+	confirmMax = 1 << 15
+	listBytes  = 1 << 20
+)
 
 // confirmSQL returns the confirmation statement: one row, one column, the
 // JSON array of the keys found. Keys come back as the source stores them
@@ -31,38 +35,55 @@ func (s *Source) confirmSQL(aliasTable bool) string {
 // Confirm looks keys up in the source and appends to found every key it
 // holds: a key asked that is stored as is, or (aliasTable: the source's
 // alias table has rows) a canonical key asked whose stored non-NFC
-// spelling the alias table names. buf is scratch space, returned for
-// reuse.
-func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, aliasTable bool, found []string, buf []byte) ([]string, []byte, error) {
-	aliasTable = aliasTable && s.Logged
-	q := s.confirmSQL(aliasTable)
+// spelling the alias table names.
+func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, aliasTable bool, found []string) ([]string, error) {
+	q := s.queries().confirm[b2i(aliasTable && s.Logged)]
 	vals := make([]driver.Value, 1)
-	for start := 0; start < len(keys); start += confirmMax {
-		buf = appendKeyArray(buf[:0], keys[start:min(start+confirmMax, len(keys))])
-		if err := c.first(ctx, q, vals, driver.NamedValue{Ordinal: 1, Value: string(buf)}); err != nil {
-			return found, buf, fmt.Errorf("confirm: %w", err)
+	for start := 0; start < len(keys); {
+		end, size := start, 2
+		for end < len(keys) && end-start < confirmMax && (end == start || size+len(keys[end])+3 <= listBytes/6) {
+			size += len(keys[end]) + 3
+			end++
+		}
+		c.buf = appendKeyArray(c.buf[:0], keys[start:end])
+		start = end
+		if err := c.first(ctx, q, vals, driver.NamedValue{Ordinal: 1, Value: string(c.buf)}); err != nil {
+			return found, fmt.Errorf("confirm: %w", err)
 		}
 		list, _ := vals[0].(string)
 		var err error
 		if found, err = parseKeyArray(list, found); err != nil {
-			return found, buf, fmt.Errorf("confirm: %w", err)
+			return found, fmt.Errorf("confirm: %w", err)
 		}
 	}
-	return found, buf, nil
+	return found, nil
 }
 
 // Exists reports whether the source stores key as is or (aliasTable) under
 // a spelling the alias table gives for it.
 func (c *Conn) Exists(ctx context.Context, s *Source, key string, aliasTable bool) (bool, error) {
-	q := `SELECT EXISTS (SELECT 1 FROM ` + s.QTable + ` WHERE ` + s.QCol + ` = ?1)`
-	if aliasTable && s.Logged {
-		q += ` OR EXISTS (SELECT 1 FROM ` + s.Alias + ` a WHERE a.canon = ?1
-			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = a.stored))`
-	}
+	q := s.queries().exists[b2i(aliasTable && s.Logged)]
 	vals := make([]driver.Value, 1)
 	if err := c.first(ctx, q, vals, driver.NamedValue{Ordinal: 1, Value: key}); err != nil {
 		return false, fmt.Errorf("confirm: %w", err)
 	}
 	n, _ := vals[0].(int64)
 	return n != 0, nil
+}
+
+// existsSQL returns the statement of Exists.
+func (s *Source) existsSQL(aliasTable bool) string {
+	q := `SELECT EXISTS (SELECT 1 FROM ` + s.QTable + ` WHERE ` + s.QCol + ` = ?1)`
+	if aliasTable {
+		q += ` OR EXISTS (SELECT 1 FROM ` + s.Alias + ` a WHERE a.canon = ?1
+			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = a.stored))`
+	}
+	return q
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

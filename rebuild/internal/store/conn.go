@@ -18,9 +18,28 @@ import (
 type Conn struct {
 	sc    *sql.Conn
 	stmts map[string]driver.Stmt // prepared on sc's driver connection, by SQL text
+	buf   []byte                 // scratch for key arrays
 }
 
-func newConn(sc *sql.Conn) *Conn { return &Conn{sc: sc, stmts: map[string]driver.Stmt{}} }
+// newConn wraps a reading connection. It never builds or takes a value
+// longer than chunkBytes (SQLITE_LIMIT_LENGTH) except while reading one
+// long key on purpose (scans, the log), so that what a statement returns
+// stays bounded whatever the table holds.
+func newConn(sc *sql.Conn) (*Conn, error) {
+	c := &Conn{sc: sc, stmts: map[string]driver.Stmt{}}
+	if err := c.raw(func(dc *sqlite3.SQLiteConn) error {
+		dc.SetLimit(sqliteLimitLength, chunkBytes)
+		return nil
+	}); err != nil {
+		_ = sc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// maxLength lifts SQLITE_LIMIT_LENGTH to SQLite's own bound while one
+// long key is read.
+const maxLength = 1_000_000_000
 
 // raw runs fn on the driver connection.
 func (c *Conn) raw(fn func(dc *sqlite3.SQLiteConn) error) error {
@@ -155,11 +174,14 @@ func (db *DB) Reader(ctx context.Context) (*Conn, error) {
 	}
 	p.mu.Unlock()
 	sc, err := db.r.Conn(ctx)
-	if err != nil {
-		<-p.sem
-		return nil, fmt.Errorf("open reading connection: %w", err)
+	if err == nil {
+		var c *Conn
+		if c, err = newConn(sc); err == nil {
+			return c, nil
+		}
 	}
-	return newConn(sc), nil
+	<-p.sem
+	return nil, fmt.Errorf("open reading connection: %w", err)
 }
 
 // Release gives a connection back to the pool.

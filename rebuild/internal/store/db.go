@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -22,19 +21,17 @@ type Options struct {
 }
 
 // DB is one database file opened by the library (see the package doc for
-// its connections). Its methods are safe for concurrent use, except
-// Versions, whose callers take turns (package rebuild's freshness check).
+// its connections). Its methods are safe for concurrent use.
 type DB struct {
 	Path     Path
 	id       FileID // the file at Path.Real when it was opened
 	readOnly bool
 	created  bool // Open created the file
 
-	w        *sql.DB // nil when read-only; one connection
-	r        *sql.DB // the readers' and the freshness connection's pool
-	pool     *pool
-	fresh    *Conn           // never writes: see Versions
-	versions [2]driver.Value // Versions' row, reused (callers take turns)
+	w    *sql.DB // nil when read-only; one connection
+	r    *sql.DB // the readers' pool
+	pool *pool
+	dataVersion
 }
 
 // Open opens the database at path. A file that does not exist is an error
@@ -84,14 +81,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	readers := max(opts.Readers, 1)
-	db.r.SetMaxOpenConns(readers + 1)
+	db.r.SetMaxOpenConns(readers + 1) // + DataVersion's
 	db.r.SetMaxIdleConns(readers + 1)
 	db.r.SetConnMaxLifetime(0)
-	sc, err := db.r.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	db.fresh = newConn(sc)
 	db.pool = newPool(db, readers)
 	// The file SQLite opened is the one at Real now: a file replaced
 	// between the stat above and the connections would be noticed at the
@@ -104,9 +96,11 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		return nil, fmt.Errorf("open database %s: %d names link to the file (hard links; SQLite keeps a journal beside each name, and writes through two names corrupt the database): %w",
 			path, db.id.Links, ErrHardLinked)
 	}
-	if _, _, err := db.Versions(ctx); err != nil {
+	c, err := db.Reader(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	db.Release(c)
 	return db, nil
 }
 
@@ -119,9 +113,12 @@ func (db *DB) Close() {
 	if db.pool != nil {
 		db.pool.close()
 	}
-	if db.fresh != nil {
-		db.fresh.close()
+	db.dvMu.Lock()
+	if db.dv != nil {
+		db.dv.close()
+		db.dv = nil
 	}
+	db.dvMu.Unlock()
 	if db.r != nil {
 		_ = db.r.Close()
 	}
@@ -141,29 +138,6 @@ func (db *DB) RemoveCreated() {
 		_ = os.Remove(f)
 	}
 }
-
-// Versions returns PRAGMA data_version and PRAGMA schema_version read on
-// the freshness connection. That connection never writes, so
-// data_version changes exactly when a transaction of another connection
-// (any process, the library's writer included) committed since its last
-// read; schema_version changes with every committed change of the schema.
-// Callers take turns: one call at a time.
-func (db *DB) Versions(ctx context.Context) (data, schema int64, err error) {
-	v := db.versions[:]
-	if err := db.fresh.first(ctx, versionsSQL, v); err != nil {
-		return 0, 0, fmt.Errorf("read data version: %w", err)
-	}
-	data, ok1 := v[0].(int64)
-	schema, ok2 := v[1].(int64)
-	if !ok1 || !ok2 {
-		return 0, 0, fmt.Errorf("read data version: unexpected values %v, %v", v[0], v[1])
-	}
-	return data, schema, nil
-}
-
-// versionsSQL reads both versions in one statement: one step through the
-// driver, about a microsecond.
-const versionsSQL = `SELECT d.data_version, s.schema_version FROM pragma_data_version() d, pragma_schema_version() s`
 
 // SameFile checks that the file at the path the app gave is still the one
 // this DB opened, with one name: ErrReplaced if another file is there (or

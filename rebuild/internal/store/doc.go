@@ -13,10 +13,12 @@
 //     the alias table, log compaction — and nothing else;
 //   - a few readers (Options.Readers), handed out one at a time, most
 //     recently used first so that a connection's page cache stays warm;
-//     each keeps its prepared statements;
-//   - one freshness connection that never writes, so that
-//     PRAGMA data_version changes exactly when another connection (the
-//     app's, another process's, the library's writer) commits.
+//     each keeps its prepared statements.
+//
+// A call reads what it needs in one statement, one snapshot of the
+// database (probe.go): the schema cookie, the source's log head, the
+// first chunk of the log after the caller's generation, and the keys to
+// confirm.
 //
 // The database's journal mode is the app's: no connection sets it, and
 // every statement here works in DELETE, TRUNCATE, PERSIST and WAL mode.

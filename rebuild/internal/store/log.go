@@ -37,7 +37,7 @@ func (s *Source) headSQL() string {
 // Head reads the source's log head.
 func (c *Conn) Head(ctx context.Context, s *Source) (Head, error) {
 	var v [6]driver.Value
-	if err := c.first(ctx, s.headSQL(), v[:]); err != nil {
+	if err := c.first(ctx, s.queries().head, v[:]); err != nil {
 		if errors.Is(err, errNoRow) {
 			return Head{}, fmt.Errorf("read log head of %s: %w", s.Table, ErrNotAttached)
 		}
@@ -63,13 +63,10 @@ var logChunk = 1024
 // a character outside ASCII (the only ones that can be stored in a form
 // other than NFC) are read, SQLite skipping the others. Keys logged as
 // BLOB (never equal to a text id) are skipped.
-func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonASCII bool, fn func(keys []string) error) error {
-	filter := `typeof(key) = 'text'`
-	if nonASCII {
-		filter += ` AND key GLOB '*[^` + "\x01-\x7f" + `]*'`
-	}
-	q := `SELECT json_group_array(key) FILTER (WHERE ` + filter + `), max(seq) FROM
-		(SELECT seq, key FROM ` + s.Log + ` WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3)`
+//
+// fn gets each chunk with the sequence number it reads up to.
+func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonASCII bool, fn func(read uint64, keys []string) error) error {
+	q := s.queries().log[b2i(nonASCII)]
 	err := c.raw(func(dc *sqlite3.SQLiteConn) error {
 		st, err := c.prepared(dc, q)
 		if err != nil {
@@ -95,16 +92,18 @@ func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonAS
 				continue
 			case errors.As(err, &se) && se.Code == sqlite3.ErrTooBig:
 				// One entry longer than chunkBytes: read it alone, as is.
-				dc.SetLimit(sqliteLimitLength, old)
+				dc.SetLimit(sqliteLimitLength, maxLength)
 				next, key, isText, err := oneEntry(ctx, c, dc, s, after, upTo)
 				dc.SetLimit(sqliteLimitLength, chunkBytes)
 				if err != nil {
 					return err
 				}
+				var keys []string
 				if isText && (!nonASCII || !isASCII(key)) {
-					if err := fn([]string{key}); err != nil {
-						return err
-					}
+					keys = []string{key}
+				}
+				if err := fn(next, keys); err != nil {
+					return err
 				}
 				after, limit = next, 1
 				continue
@@ -112,17 +111,15 @@ func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonAS
 				return err
 			}
 			last, ok := vals[1].(int64)
-			if !ok { // no entry in the range: the log was compacted or never reached upTo
-				return nil
+			if !ok { // no entry in the range: nothing logged up to upTo any more
+				return fn(upTo, nil)
 			}
 			list, _ := vals[0].(string)
 			if keys, err = parseKeyArray(list, keys[:0]); err != nil {
 				return err
 			}
-			if len(keys) > 0 {
-				if err := fn(keys); err != nil {
-					return err
-				}
+			if err := fn(uint64(last), keys); err != nil {
+				return err
 			}
 			after = uint64(last)
 			limit = min(logChunk, 2*limit)
@@ -136,6 +133,18 @@ func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonAS
 		return fmt.Errorf("read log of %s: %w", s.Table, err)
 	}
 	return nil
+}
+
+// logSQL reads a chunk of the log: the text keys (with nonASCII, those
+// holding a character outside ASCII) as a JSON array, and the last
+// sequence number read.
+func (s *Source) logSQL(nonASCII bool) string {
+	filter := `typeof(key) = 'text'`
+	if nonASCII {
+		filter += ` AND key GLOB '*[^` + "\x01-\x7f" + `]*'`
+	}
+	return `SELECT json_group_array(key) FILTER (WHERE ` + filter + `), max(seq) FROM
+		(SELECT seq, key FROM ` + s.Log + ` WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3)`
 }
 
 // oneEntry reads the first log entry after after.

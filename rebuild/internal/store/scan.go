@@ -159,7 +159,7 @@ func (c *Conn) scanChunked(ctx context.Context, dc *sqlite3.SQLiteConn, s *Sourc
 			}
 			continue
 		case errors.As(err, &se) && se.Code == sqlite3.ErrTooBig:
-			dc.SetLimit(sqliteLimitLength, old)
+			dc.SetLimit(sqliteLimitLength, maxLength)
 			if TestHookChunk != nil {
 				TestHookChunk("rest")
 			}

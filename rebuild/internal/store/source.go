@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Names of the library's shared objects in the database.
@@ -48,6 +49,34 @@ type Source struct {
 
 	Log, Alias, Ins, Upd string // the source's object names (from ID)
 	cols                 sourceCols
+
+	once sync.Once
+	q    sourceSQL // the statements of the hot paths, built once (queries)
+}
+
+// sourceSQL are the source's statements that run on every call.
+type sourceSQL struct {
+	head    string
+	confirm [2]string // without, with the alias table
+	exists  [2]string
+	log     [2]string // every key, non-ASCII keys only
+	probe   [8]string // by confirm<<2 | aliases<<1 | nonASCII
+}
+
+// queries returns the source's hot statements.
+func (s *Source) queries() *sourceSQL {
+	s.once.Do(func() {
+		s.q.head = s.headSQL()
+		for i, aliases := range []bool{false, true} {
+			s.q.confirm[i] = s.confirmSQL(aliases)
+			s.q.exists[i] = s.existsSQL(aliases)
+			s.q.log[i] = s.logSQL(aliases)
+		}
+		for i := range s.q.probe {
+			s.q.probe[i] = s.probeSQL(i&4 != 0, i&2 != 0, i&1 != 0)
+		}
+	})
+	return &s.q
 }
 
 // sourceCols says which columns syncfilter_sources has: databases attached

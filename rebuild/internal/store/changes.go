@@ -1,0 +1,47 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// DataVersion returns PRAGMA data_version read on a connection kept for it
+// that never writes, so that the value changes exactly when a transaction
+// of another connection (any process, the library's writer included)
+// committed since the last read. Only sources without a log need it (a
+// source never attached, open read-only; one whose triggers were lost):
+// the log's head tells the others. The connection is opened at first use.
+func (db *DB) DataVersion(ctx context.Context) (int64, error) {
+	db.dvMu.Lock()
+	defer db.dvMu.Unlock()
+	if db.dv == nil {
+		sc, err := db.r.Conn(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("read data version: %w", err)
+		}
+		if db.dv, err = newConn(sc); err != nil {
+			return 0, fmt.Errorf("read data version: %w", err)
+		}
+	}
+	var v int64
+	if err := db.dv.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read data version: %w", err)
+	}
+	return v, nil
+}
+
+// Schema returns the schema cookie (PRAGMA schema_version).
+func (c *Conn) Schema(ctx context.Context) (int64, error) {
+	var v int64
+	if err := c.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// dataVersion is the connection DataVersion reads on.
+type dataVersion struct {
+	dvMu sync.Mutex // one read at a time; guards dv (rare: unlogged sources only)
+	dv   *Conn
+}
