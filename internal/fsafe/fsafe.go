@@ -58,6 +58,9 @@ func Resolve(path string) (string, error) {
 	for range maxLinks {
 		dir, base := filepath.Split(p)
 		rdir, err := filepath.EvalSymlinks(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
 		if err != nil {
 			return "", err
 		}
