@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"strconv"
+	"time"
 )
 
 // Detach removes everything the library added to the database for one
@@ -24,7 +26,13 @@ import (
 // new dataset id and refuses to replace it without ReplaceForeignFile).
 // Close every Index on the source first: an open one would attach it again
 // at its next Open, and until then its filter no longer learns of new rows.
-func Detach(ctx context.Context, path, table, column string) (err error) {
+func Detach(ctx context.Context, path, table, column string) error {
+	return DetachTimeout(ctx, path, table, column, 5*time.Second)
+}
+
+// DetachTimeout is Detach waiting at most busy (instead of 5 seconds) for
+// a lock that another connection holds on the database.
+func DetachTimeout(ctx context.Context, path, table, column string, busy time.Duration) (err error) {
 	if (table == "") != (column == "") {
 		return fmt.Errorf("detach: table %q and column %q: give both or neither: %w", table, column, ErrBadConfig)
 	}
@@ -42,7 +50,7 @@ func Detach(ctx context.Context, path, table, column string) (err error) {
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("detach: open database: %w", err)
 	}
-	db, err := sql.Open("sqlite3", dsn(path, "mode=rw&_txlock=immediate&_busy_timeout=5000"))
+	db, err := sql.Open("sqlite3", dsn(path, "mode=rw&_txlock=immediate&_busy_timeout="+strconv.FormatInt(busy.Milliseconds(), 10)))
 	if err != nil {
 		return fmt.Errorf("detach: open database: %w", err)
 	}

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -115,7 +114,7 @@ func WriteFileCommit(path string, h Header, img *syncfilter.Image, mode os.FileM
 	if err := os.Rename(tmp.Name(), t.File); err != nil {
 		return fmt.Errorf("rename temp file: %w", err)
 	}
-	if err := syncDir(t.Dir); err != nil {
+	if err := fsafe.SyncDir(t.Dir); err != nil {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	return nil
@@ -221,24 +220,4 @@ func openSized(path string) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("open snapshot: %w", err)
 	}
 	return f, info.Size(), nil
-}
-
-// syncDir makes a rename in dir durable. Windows cannot sync a directory;
-// there the rename is as durable as NTFS makes it.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if errors.Is(err, os.ErrInvalid) { // some file systems refuse; the rename itself happened
-		return nil
-	}
-	return err
 }

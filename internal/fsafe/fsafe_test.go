@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -98,7 +97,7 @@ func TestCheckWriteFollowsLinksAndRefusesNonRegularFiles(t *testing.T) {
 	}
 	if runtime.GOOS != "windows" {
 		fifo := filepath.Join(dir, "fifo")
-		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		if err := mkfifo(fifo); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := CheckWrite(fifo); !errors.Is(err, ErrNotRegular) {
@@ -115,7 +114,7 @@ func TestOpenRegularNeverBlocks(t *testing.T) {
 	}
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := mkfifo(fifo); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -210,7 +209,7 @@ func TestSweepTempRemovesOnlyProvableLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if runtime.GOOS != "windows" {
-		if err := syscall.Mkfifo(name("records.sfb.tmp-cccccccccccccccc"), 0o600); err != nil {
+		if err := mkfifo(name("records.sfb.tmp-cccccccccccccccc")); err != nil {
 			t.Fatal(err)
 		}
 	}
