@@ -56,6 +56,8 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 	fs.Var(fileMode{&mode}, "mode", "permission of the snapshot file, octal `MODE` (default: 0600, plus read for group and others where they may read the database)")
 	ownerFlag := fs.String("owner", "", "give the snapshot to `user` (name or id; default: the database file's owner; only root may give it to another user)")
 	groupFlag := fs.String("group", "", "give the snapshot to `group` (name or id; default: the database file's group)")
+	every := 5 * time.Second
+	fs.Var(duration{&every}, "progress-every", "off a terminal, log the scan's progress every `D` (0: never)")
 	metrics := fs.String("metrics-file", "", "write Prometheus textfile-collector metrics to `file` (atomically), on success and on failure")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -110,11 +112,18 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 	defer a.setAbort(nil)
 
 	p := newProgress(a.log, a.width)
+	if !a.terminal {
+		p.every = every
+	}
+	var progressFn func(done, total int64)
+	if a.terminal || every > 0 {
+		progressFn = p.update
+	}
 	rep, err := rebuild.BuildSnapshot(ctx, rebuild.Config{
 		Path: *db, Table: *table, Column: *column, Snapshot: *out,
 		FPR: fpr, Capacity: capacity, Headroom: headroom, BusyTimeout: busy, LogRetain: retain,
 		SnapshotMode: os.FileMode(mode), ReplaceForeignFile: *force, AllowUnindexed: *unindexed,
-		Progress: p.update, ProgressEvery: 10_000,
+		Progress: progressFn, ProgressEvery: 10_000,
 	})
 	p.finish()
 	if err != nil {

@@ -47,9 +47,12 @@ type result struct {
 	stdout, stderr string
 }
 
+// execCommand returns the command to run the binary with args.
+func execCommand(args ...string) *exec.Cmd { return exec.Command(binary, args...) }
+
 func run(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := execCommand(args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
