@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	_ = os.Chmod(dir, 0o755) // tests run the binary as other users too
 	binary = filepath.Join(dir, "syncfilter")
 	args := append(append([]string{"build"}, buildFlags...), "-o", binary, ".")
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
