@@ -197,7 +197,7 @@ func (a *app) exit(cmd string, err error) int {
 	}
 	// The library names its own step ("rebuild: ..."): say it once.
 	msg := strings.TrimPrefix(oneLine(err.Error()), cmd+": ")
-	msg += a.lockHint(err, msg)
+	msg += a.lockHint(cmd, err, msg)
 	a.log.printf("syncfilter %s: %s", cmd, msg)
 	if code == exitUsage {
 		a.log.printf("run syncfilter help %s", cmd)
@@ -207,9 +207,9 @@ func (a *app) exit(cmd string, err error) int {
 
 // lockHint explains a failure of SQLite to get a lock (SQLITE_BUSY: another
 // connection held it for longer than --busy-timeout): the step that
-// waited (the message's words before SQLite's), for how long, and what
-// to do. msg is the message printed.
-func (a *app) lockHint(err error, msg string) string {
+// waited (the message's words before SQLite's, or the command's name),
+// for how long, and what to do. msg is the message printed.
+func (a *app) lockHint(cmd string, err error, msg string) string {
 	var se sqlite3.Error
 	if !errors.As(err, &se) || (se.Code != sqlite3.ErrBusy && se.Code != sqlite3.ErrLocked) {
 		return ""
@@ -222,7 +222,7 @@ func (a *app) lockHint(err error, msg string) string {
 		step = step[i+2:]
 	}
 	if step == "" || step == msg {
-		step = "opening the database"
+		step = cmd
 	}
 	return fmt.Sprintf(" (step %q waited %s, the --busy-timeout, for a lock that another connection held on %s, most likely an open write transaction of the app: "+
 		"run again when it is done, or give a longer --busy-timeout, e.g. --busy-timeout %s)", step, shortDuration(busy), db, shortDuration(max(time.Minute, 4*busy)))
