@@ -17,7 +17,7 @@ func (a *app) check(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, `print one JSON object per key: {"key": ..., "answer": ...}`)
 	exitCode := fs.Bool("exit-code", false, "exit with status 5 if any key is missing")
 	busy := 5 * time.Second
-	fs.Var(duration{&busy}, "busy-timeout", "how long to wait for a lock held by another process, e.g. `5s`")
+	fs.Var(duration{&busy}, "busy-timeout", "how long SQLite waits for a lock another connection (the app) holds, a duration `D` such as 30s")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -23,7 +23,7 @@ func (a *app) detach(ctx context.Context, args []string) error {
 	db, table, column := sourceFlags(fs)
 	snap := fs.String("snapshot", "", "also delete this snapshot `file`, if it is the detached source's")
 	busy := 5 * time.Second
-	fs.Var(duration{&busy}, "busy-timeout", "how long to wait for a lock held by another process, e.g. `5s`")
+	fs.Var(duration{&busy}, "busy-timeout", "how long SQLite waits for a lock another connection (the app) holds, a duration `D` such as 30s")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -49,7 +49,7 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 	force := fs.Bool("force", false, "replace --out or --metrics-file even if it is not syncfilter's, or is another dataset's snapshot (never the database)")
 	unindexed := fs.Bool("allow-unindexed", false, "accept a key column without an index (every confirmation scans the table)")
 	busy := 5 * time.Second
-	fs.Var(duration{&busy}, "busy-timeout", "how long to wait for a lock held by the app, e.g. `5s`")
+	fs.Var(duration{&busy}, "busy-timeout", "how long SQLite waits for a lock another connection (the app) holds, a duration `D` such as 30s")
 	var retain uint64 = 100_000
 	fs.Var(count{&retain, 1 << 40}, "log-retain", "log entries to keep behind the snapshot for apps with older filters, `N`")
 	var mode uint32

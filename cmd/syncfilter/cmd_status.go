@@ -48,7 +48,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 	fpr := 0.01
 	fs.Var(fraction{&fpr}, "fpr", "target false-positive `rate` that RebuildDue is judged against")
 	busy := 5 * time.Second
-	fs.Var(duration{&busy}, "busy-timeout", "how long to wait for a lock held by another process, e.g. `5s`")
+	fs.Var(duration{&busy}, "busy-timeout", "how long SQLite waits for a lock another connection (the app) holds, a duration `D` such as 30s")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
