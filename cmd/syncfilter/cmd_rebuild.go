@@ -160,26 +160,31 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 		a.log.printf("syncfilter rebuild: %v (the snapshot was written)", metricsErr)
 		failed = &exitError{code: exitFailure}
 	}
-	// The summary is the run's last line.
+	if err := a.printSummary(sum, *asJSON, rep.Took); err != nil {
+		return err
+	}
+	return failed
+}
+
+// printSummary writes the run's last line, on stdout: the summary, as
+// text (stamped off a terminal) or JSON. Nothing is logged after it.
+func (a *app) printSummary(sum summary, asJSON bool, took time.Duration) error {
 	a.log.close()
-	if *asJSON {
-		if err := json.NewEncoder(a.stdout).Encode(sum); err != nil {
-			return err
-		}
-		return failed
+	if asJSON {
+		return json.NewEncoder(a.stdout).Encode(sum)
 	}
 	where := sum.Snapshot
 	if sum.File != "" {
 		where += " (-> " + sum.File + ")"
 	}
 	line := fmt.Sprintf("syncfilter rebuild: wrote %s: %d rows, %d keys, %d skipped (%d invalid text, %d BLOB, %d NULL), generation %d, m = %d, k = %d, sized for %d at %g, %s, mode %s %s, in %s",
-		where, sum.Rows, sum.Keys, sum.Skipped, sum.SkippedText, sum.SkippedBlob, sum.SkippedNull, sum.Generation, sum.M, sum.K, sum.Capacity, fpr,
-		size(uint64(sum.Bytes)), sum.Mode, sum.Owner, rep.Took.Round(time.Millisecond))
+		where, sum.Rows, sum.Keys, sum.Skipped, sum.SkippedText, sum.SkippedBlob, sum.SkippedNull, sum.Generation, sum.M, sum.K, sum.Capacity, sum.FPR,
+		size(uint64(sum.Bytes)), sum.Mode, sum.Owner, took.Round(time.Millisecond))
 	if !a.terminal {
 		line = time.Now().UTC().Format(time.RFC3339) + " " + line
 	}
-	fmt.Fprintln(a.stdout, line)
-	return failed
+	_, err := fmt.Fprintln(a.stdout, line)
+	return err
 }
 
 // defaultMode is the snapshot's permission when --mode is not given: as
