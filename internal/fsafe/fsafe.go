@@ -47,19 +47,33 @@ func DatabaseFiles(db string) []string {
 }
 
 // Resolve returns the absolute path of the file that path names once
-// every symbolic link is followed, the last one included. A link to a
-// file that does not exist resolves to that file's path (a write
-// creates it there); the directory holding it must exist.
+// every symbolic link is followed, the last one included, as the kernel
+// follows them: a ".." after a link steps out of the link's target, not
+// out of the link's directory. A link to a file that does not exist
+// resolves to that file's path (a write creates it there). A path whose
+// directory does not exist is returned cleaned, as it is: no file can be
+// there.
 func Resolve(path string) (string, error) {
-	p, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
+	p := path
+	if !filepath.IsAbs(p) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		p = wd + string(filepath.Separator) + p // not Join: that would clean ".." lexically
 	}
 	for range maxLinks {
 		dir, base := filepath.Split(p)
+		if base == "" || base == "." || base == ".." {
+			r, err := filepath.EvalSymlinks(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				return filepath.Clean(p), nil
+			}
+			return r, err
+		}
 		rdir, err := filepath.EvalSymlinks(dir)
 		if errors.Is(err, fs.ErrNotExist) {
-			return p, nil
+			return filepath.Clean(p), nil
 		}
 		if err != nil {
 			return "", err
@@ -80,9 +94,9 @@ func Resolve(path string) (string, error) {
 			return "", err
 		}
 		if !filepath.IsAbs(link) {
-			link = filepath.Join(rdir, link)
+			link = rdir + string(filepath.Separator) + link
 		}
-		p = filepath.Clean(link)
+		p = link
 	}
 	return "", &fs.PathError{Op: "resolve", Path: path, Err: errors.New("too many levels of symbolic links")}
 }

@@ -85,6 +85,25 @@ func TestCheckWriteFollowsLinksAndRefusesNonRegularFiles(t *testing.T) {
 	if tg, err := CheckWrite(dangling); err != nil || tg.File != filepath.Join(data, "new.sfb") || tg.Info != nil {
 		t.Fatalf("CheckWrite(dangling link) = %+v, %v", tg, err)
 	}
+	// ".." after a link leaves the link's target, as the kernel does.
+	elsewhere := t.TempDir()
+	if err := os.Mkdir(filepath.Join(elsewhere, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(elsewhere, "app.db"), "the database")
+	if err := os.Symlink(filepath.Join(elsewhere, "sub"), filepath.Join(dir, "sublink")); err != nil {
+		t.Fatal(err)
+	}
+	dotdot := filepath.Join(dir, "sublink") + "/../app.db"
+	if got, err := Resolve(dotdot); err != nil || got != filepath.Join(elsewhere, "app.db") {
+		t.Fatalf("Resolve(%s) = %s, %v", dotdot, got, err)
+	}
+	if _, err := CheckWrite(dotdot, filepath.Join(elsewhere, "app.db")); !errors.Is(err, ErrProtected) {
+		t.Fatalf("CheckWrite(%s) = %v, want ErrProtected", dotdot, err)
+	}
+	if b, _ := os.ReadFile(dotdot); string(b) != "the database" {
+		t.Fatalf("the kernel reads %q through %s", b, dotdot)
+	}
 	loop := filepath.Join(dir, "loop")
 	if err := os.Symlink(loop, loop); err != nil {
 		t.Fatal(err)
