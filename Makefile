@@ -10,13 +10,28 @@ FUZZ_TARGETS = \
 	./snapshot:FuzzDecode \
 	./rebuild/internal/store:FuzzKeyArrayRoundTrip
 
-.PHONY: demo test fmt-check vet portable race unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint
+.PHONY: demo test no-binaries fmt-check vet portable race unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
 	$(GO) run ./cmd/syncfilter demo
 
-test: fmt-check vet portable fixtures-check unicode-newer race fuzz-short
+test: no-binaries fmt-check vet portable fixtures-check unicode-newer race fuzz-short
+
+# No build output in git: a tracked file that is an executable binary (ELF,
+# Mach-O, a Windows PE) or has the executable bit without being a script
+# (#!) fails the run. Build into bin/, which is ignored.
+no-binaries:
+	@bad=$$(git ls-files -s -z 2>/dev/null | tr '\0' '\n' | while read -r mode _ _ path; do \
+		[ -f "$$path" ] || continue; \
+		magic=$$(head -c 4 "$$path" | od -An -tx1 | tr -d ' \n'); \
+		case "$$magic" in \
+		7f454c46|cffaedfe|cefaedfe|feedfacf|feedface) echo "$$path"; continue;; \
+		4d5a*) if head -c 512 "$$path" | grep -aq 'program cannot be run in DOS mode'; then echo "$$path"; continue; fi;; \
+		esac; \
+		if [ "$$mode" = 100755 ] && [ "$$(head -c 2 "$$path")" != '#!' ]; then echo "$$path"; fi; \
+	done); \
+	if [ -n "$$bad" ]; then echo "executable binaries tracked by git (git rm --cached them; build into bin/):"; echo "$$bad"; exit 1; fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -174,7 +174,9 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string) (err error)
 	}
 	opts := store.ProbeOptions{After: after, NonASCII: s == nil, Keys: keys, Aliases: ix.aliasHint.Load()}
 	if err := conn.Probe(ctx, src, opts, &c.pr); err != nil {
-		if errors.Is(err, ErrNotAttached) { // detached or dropped meanwhile: the schema changed
+		// A table the statement names was dropped or the source detached
+		// meanwhile: the schema changed; resolve again.
+		if schema, serr := conn.Schema(ctx); serr == nil && schema != c.b.schema {
 			return c.rebind(ctx)
 		}
 		return err

@@ -87,6 +87,11 @@ func (ix *Index) startBuilder(ctx context.Context, cancel func(), f *file, src *
 			}
 		}
 		fb.receive(true) // the counting goroutine ends before this one
+		if fb.err == nil && fb.count.err != nil {
+			// The count only sizes the filter, but a read of the source
+			// that fails fails the rebuild, whenever it comes in.
+			fb.err = fb.count.err
+		}
 		built <- fb.err
 	}()
 	return fb

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/fsafe"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/snapshot"
 	"github.com/syncfilter/syncfilter/syncfilter"
@@ -220,7 +221,7 @@ func (ix *Index) saveNow(ctx context.Context, s *serving) error {
 	}
 	h := snapshot.Header{Capacity: s.capacity, Generation: gen, DatasetID: src.DatasetID, Created: now()}
 	record := func(sum [32]byte) error { return f.st.RecordSnapshot(ctx, src, s.epoch, sum, gen, img.Params().M) }
-	if err := snapshot.WriteFileCommit(ix.cfg.Snapshot, h, img, ix.cfg.SnapshotMode, record); err != nil {
+	if err := snapshot.WriteFileCommit(ix.cfg.Snapshot, h, img, ix.cfg.SnapshotMode, record, fsafe.DatabaseFiles(f.st.Path.Real)...); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
 	raise(&ix.savedGen, gen)

@@ -3,10 +3,11 @@ package rebuild
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/syncfilter/syncfilter/internal/fsafe"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -15,79 +16,78 @@ import (
 // index and its rollback journal.
 var databaseFiles = []string{"", "-wal", "-shm", "-journal"}
 
-// checkTarget refuses a snapshot path that must not be replaced: the
-// database or one of its files (by any path: symbolic links, "..", hard
-// links), a directory, and, unless force is set, an existing file that is
-// not a snapshot or is the snapshot of a dataset other than ds (known
-// false: the source has no dataset yet, so any existing snapshot is
-// another's).
+// checkTarget refuses a snapshot path that must not be replaced, by the
+// one file rule (package internal/fsafe): the database or one of its
+// files under any spelling (symbolic links, "..", hard links; SQLite
+// names its -wal after the resolved path), a directory, a FIFO or
+// another file that is not a regular file; and, unless force is set, an
+// existing file that is not a snapshot or is the snapshot of a dataset
+// other than ds (known false: the source has no dataset yet, so any
+// existing snapshot is another's). A symbolic link at target is judged
+// by the file it names: that file is the one a save replaces. The
+// refusals say what the file is and what to do.
 func checkTarget(target, database string, ds [16]byte, known, force bool) error {
 	refuse := func(why string) error {
 		return fmt.Errorf("check snapshot path %s: %s: %w", target, why, ErrUnsafeTarget)
 	}
-	for _, suffix := range databaseFiles {
-		if samePath(target, database+suffix) {
-			return refuse("it is the database's own file " + filepath.Base(database+suffix))
-		}
-	}
-	info, err := os.Stat(target)
+	protected := fsafe.DatabaseFiles(database)
+	t, err := fsafe.CheckWrite(target, protected...)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
+	case errors.Is(err, fsafe.ErrProtected):
+		for _, p := range protected {
+			if _, err := fsafe.CheckWrite(target, p); errors.Is(err, fsafe.ErrProtected) {
+				return refuse("it is the database's own file " + filepath.Base(p) + " (" + p + ")")
+			}
+		}
+		return refuse("it is one of the database's own files")
+	case errors.Is(err, fsafe.ErrNotRegular):
+		return refuse("it is " + fsafe.Kind(t.Info.Mode()) + ", not a regular file")
 	case err != nil:
 		return fmt.Errorf("check snapshot path %s: %w", target, err)
-	case info.IsDir():
-		return refuse("it is a directory")
-	case !info.Mode().IsRegular():
-		return refuse("it is not a regular file")
-	case force:
+	case t.Info == nil, force:
 		return nil
 	}
-	h, err := snapshot.ReadHeader(target)
+	named := ""
+	if t.Link {
+		named = " (the file the link names, " + t.File + ")"
+	}
+	h, err := snapshot.ReadHeader(t.File)
 	switch {
-	case errors.Is(err, snapshot.ErrNotSnapshot), errors.Is(err, snapshot.ErrTruncated) && info.Size() < int64(len(snapshot.Magic)):
-		return refuse("the existing file is not a snapshot (set ReplaceForeignFile, or --force, to replace it anyway)")
+	case errors.Is(err, snapshot.ErrNotSnapshot), errors.Is(err, snapshot.ErrTruncated) && t.Info.Size() < int64(len(snapshot.Magic)):
+		return refuse("the existing file" + named + " is not a snapshot (set ReplaceForeignFile, or pass --force to syncfilter rebuild, to replace it anyway)")
 	case err != nil:
 		// A snapshot by its magic, but damaged or of a version this
 		// program does not read: the library's own kind of file, whose
 		// dataset cannot be told. Replacing it loses nothing usable.
 		return nil
-	case !known || h.DatasetID != ds:
-		return refuse(fmt.Sprintf("the existing file is the snapshot of another dataset (%x) (set ReplaceForeignFile, or --force, to replace it anyway)", h.DatasetID))
+	case !known:
+		return refuse(fmt.Sprintf("the existing file%s is the snapshot of dataset %x (written %s, generation %d), "+
+			"and this database has no record of the source: it was never attached here, or the database was deleted and created again since. "+
+			"If the database was recreated, the file is stale: delete it, or set ReplaceForeignFile (syncfilter rebuild --force) to replace it; "+
+			"if it belongs to another database, choose another snapshot path",
+			named, h.DatasetID, h.Created.UTC().Format(time.RFC3339), h.Generation))
+	case h.DatasetID != ds:
+		return refuse(fmt.Sprintf("the existing file%s is the snapshot of another dataset, %x (written %s, generation %d), "+
+			"and this database's source is dataset %x: the file belongs to another database, or to this one before it was "+
+			"deleted and created again (or detached and attached again). Delete it, or set ReplaceForeignFile (syncfilter rebuild --force) "+
+			"to replace it; if another database uses it, choose another snapshot path",
+			named, h.DatasetID, h.Created.UTC().Format(time.RFC3339), h.Generation, ds))
 	}
 	return nil
 }
 
-// samePath reports whether a and b name the same file: the same inode if
-// both exist, else the same cleaned absolute path once the directory's
-// symbolic links are resolved (for the -wal or -shm file not created yet).
-func samePath(a, b string) bool {
-	ia, errA := os.Stat(a)
-	ib, errB := os.Stat(b)
-	if errA == nil && errB == nil {
-		return os.SameFile(ia, ib)
-	}
-	return resolved(a) == resolved(b)
-}
-
-func resolved(p string) string {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return filepath.Clean(p)
-	}
-	dir, base := filepath.Split(abs)
-	if d, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = d
-	}
-	return filepath.Join(dir, base)
-}
-
-// checkTargetDir makes sure a snapshot can be created in the target's
-// directory (it exists, is a directory, and a file can be created in it:
-// a probe file is created and removed), so that a job whose only product
-// is the file fails before it scans, not after.
+// checkTargetDir makes sure a snapshot can be created beside the file
+// the target names (a symbolic link's target: that is where a save
+// writes): the directory exists, is a directory, and a file can be
+// created in it (a probe, named as the rule names temporary files, is
+// created and removed), so that a job whose only product is the file
+// fails before it scans, not after.
 func checkTargetDir(target string) error {
-	dir := filepath.Dir(target)
+	file, err := fsafe.Resolve(target)
+	if err != nil {
+		return fmt.Errorf("check snapshot path %s: %w", target, err)
+	}
+	dir := filepath.Dir(file)
 	d, err := os.Stat(dir)
 	if err != nil {
 		return fmt.Errorf("check snapshot path %s: %w", target, err)
@@ -95,7 +95,7 @@ func checkTargetDir(target string) error {
 	if !d.IsDir() {
 		return fmt.Errorf("check snapshot path %s: %s is not a directory: %w", target, dir, ErrUnsafeTarget)
 	}
-	probe, err := os.CreateTemp(dir, filepath.Base(target)+".probe-*")
+	probe, err := fsafe.CreateTemp(dir, filepath.Base(file), 0o600)
 	if err != nil {
 		return fmt.Errorf("check snapshot path %s: cannot create files in %s: %w", target, dir, err)
 	}

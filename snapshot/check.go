@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"github.com/syncfilter/syncfilter/normalize"
 )
@@ -28,10 +29,13 @@ func (h *Header) CheckNormalization() error {
 // CheckDataset reports whether the snapshot was built from the dataset
 // with the given id (ErrIncompatible otherwise): a snapshot of another
 // database, or of a database that was deleted and created again, covers
-// other records.
+// other records. The error names both datasets and when the file was
+// written.
 func (h *Header) CheckDataset(id [16]byte) error {
 	if h.DatasetID != id {
-		return fmt.Errorf("dataset %s, the database is %s: %w", hex.EncodeToString(h.DatasetID[:]), hex.EncodeToString(id[:]), ErrIncompatible)
+		return fmt.Errorf("the file is the snapshot of dataset %s (written %s, generation %d), the database's source is dataset %s: "+
+			"it was built from another database, or from this one before it was deleted and created again: %w",
+			hex.EncodeToString(h.DatasetID[:]), h.Created.UTC().Format(time.RFC3339), h.Generation, hex.EncodeToString(id[:]), ErrIncompatible)
 	}
 	return nil
 }

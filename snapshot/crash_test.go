@@ -89,7 +89,7 @@ func TestKilledWriterLeavesPreviousFile(t *testing.T) {
 		}
 	}
 	// The children left temporary files; once stale they are swept.
-	temps, _ := filepath.Glob(path + tempInfix + "*")
+	temps, _ := filepath.Glob(path + ".tmp-*")
 	if len(temps) == 0 {
 		t.Fatal("killed writers left no temporary file: were they killed mid-write?")
 	}

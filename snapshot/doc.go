@@ -40,6 +40,19 @@
 // allocates the payload. WriteFileCommit lets such a loader record the
 // checksum before the file is renamed into place.
 //
+// # Files
+//
+// Every file this package reads, writes or sweeps follows one rule
+// (package internal/fsafe): a path read must be a regular file, checked
+// on the open descriptor and opened without blocking (a FIFO is refused
+// with ErrNotRegular at once); a save never replaces a file that is not
+// a regular file, nor any file the caller protects (WriteFileCommit's
+// protected: the database and its -wal, -shm, -journal, under any
+// spelling); a symbolic link at the path is followed, the file it names
+// replaced in its own directory and the link kept; temporary files have
+// an exact name with a random part and are swept only when stale and
+// holding a snapshot's magic (or nothing), never by prefix.
+//
 // # Caveats
 //
 // WriteFile makes the replacement atomic, not the content fresh: a

@@ -1,6 +1,10 @@
 package snapshot
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/syncfilter/syncfilter/internal/fsafe"
+)
 
 // Errors returned when reading a snapshot, in the order the decoder checks
 // for them. Each is wrapped with context; test with errors.Is. A read
@@ -35,7 +39,9 @@ var (
 	// ErrNotRegular: the path names a directory, a FIFO, a device or
 	// another file that is not a regular file; snapshots are regular
 	// files, read with their size known. Not a verdict on any bytes.
-	ErrNotRegular = errors.New("not a regular file")
+	// Refused without blocking: a FIFO is never opened for a blocking
+	// read. (The same value as the file rule's own, fsafe.ErrNotRegular.)
+	ErrNotRegular = fsafe.ErrNotRegular
 
 	// ErrIncompatible: the snapshot is intact but must not be used here:
 	// it was built under another normalization policy or Unicode version,

@@ -2,15 +2,14 @@ package snapshot
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/fsafe"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
@@ -23,10 +22,6 @@ const FileMode = 0o600
 // A live writer touches its temporary file with every chunk it writes.
 const StaleTemp = 5 * time.Minute
 
-// tempInfix separates the snapshot's name from the random suffix of its
-// temporary files: "filter.sfb.tmp-1234567".
-const tempInfix = ".tmp-"
-
 // testHookChunkWritten, when set by tests, runs after each chunk written
 // to a temporary file, so a test can kill a writer in the middle.
 var testHookChunkWritten func()
@@ -36,6 +31,16 @@ var testHookChunkWritten func()
 // directory. A crash at any moment leaves either the previous file or the
 // new one at path, never a mix; the temporary file is removed on error,
 // and ones left by crashed writers are swept (see StaleTemp).
+//
+// The files it replaces, creates and sweeps follow one rule (package
+// internal/fsafe): path must be a regular file or not exist (a
+// directory, a FIFO or a device is refused with ErrNotRegular); a
+// symbolic link at path is followed, the file it points to is replaced
+// in its own directory and the link stays; temporary files are named
+// "<name>.tmp-<16 hex digits>" and swept only when so named, stale, and
+// holding a snapshot's magic or nothing, never by prefix. The new file
+// gets the owner and group of the file it replaces where the process may
+// (as root; a group of its own otherwise).
 func WriteFile(path string, h Header, img *syncfilter.Image) error {
 	return WriteFileCommit(path, h, img, FileMode, nil)
 }
@@ -48,16 +53,22 @@ func WriteFile(path string, h Header, img *syncfilter.Image) error {
 // in the database) records the checksum there: a crash after the record
 // and before the rename leaves a record of a file that never appeared,
 // which vouches for nothing.
-func WriteFileCommit(path string, h Header, img *syncfilter.Image, mode os.FileMode, commit func(sum [32]byte) error) (err error) {
+//
+// protected names files that path must never be, under any spelling
+// (symbolic links, "..", hard links): package rebuild passes the
+// database and its -wal, -shm and -journal files. Such a path is refused
+// before anything is written, and checked again just before the rename.
+func WriteFileCommit(path string, h Header, img *syncfilter.Image, mode os.FileMode, commit func(sum [32]byte) error, protected ...string) (err error) {
 	if mode == 0 {
 		mode = FileMode
 	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
+	t, err := fsafe.CheckWrite(path, protected...)
+	if err != nil {
+		return fmt.Errorf("check snapshot path: %w", err)
 	}
-	sweepTemp(dir, base, time.Now().Add(-StaleTemp))
-	tmp, err := os.CreateTemp(dir, base+tempInfix+"*")
+	base := filepath.Base(t.File)
+	fsafe.SweepTemp(t.Dir, base, time.Now().Add(-StaleTemp), Magic[:])
+	tmp, err := fsafe.CreateTemp(t.Dir, base, 0o600)
 	if err != nil {
 		return fmt.Errorf("create temp file: %w", err)
 	}
@@ -69,6 +80,9 @@ func WriteFileCommit(path string, h Header, img *syncfilter.Image, mode os.FileM
 	}()
 	if err := tmp.Chmod(mode.Perm()); err != nil && runtime.GOOS != "windows" {
 		return fmt.Errorf("chmod temp file: %w", err)
+	}
+	if t.Info != nil {
+		fsafe.CopyOwner(tmp, t.Info)
 	}
 	var w io.Writer = tmp
 	if testHookChunkWritten != nil {
@@ -84,15 +98,23 @@ func WriteFileCommit(path string, h Header, img *syncfilter.Image, mode os.FileM
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("close temp file: %w", err)
 	}
+	// The path may have changed while the filter was written (a link
+	// moved, a directory or FIFO put there): check it again.
+	if again, err := fsafe.CheckWrite(path, protected...); err != nil || again.File != t.File {
+		if err == nil {
+			err = fmt.Errorf("%s now resolves to %s, not %s", path, again.File, t.File)
+		}
+		return fmt.Errorf("check snapshot path: %w", err)
+	}
 	if commit != nil {
 		if err := commit(sum); err != nil {
 			return err
 		}
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(tmp.Name(), t.File); err != nil {
 		return fmt.Errorf("rename temp file: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsafe.SyncDir(t.Dir); err != nil {
 		return fmt.Errorf("sync directory: %w", err)
 	}
 	return nil
@@ -125,7 +147,7 @@ func ReadFile(path string) (*Snapshot, error) {
 // (magic, version, header checksum and fields): what the file claims, not
 // yet verified against its payload. It reads at most a few hundred bytes.
 func ReadHeader(path string) (Header, error) {
-	f, err := os.Open(path)
+	f, _, err := fsafe.OpenRegular(path)
 	if err != nil {
 		return Header{}, fmt.Errorf("open snapshot: %w", err)
 	}
@@ -189,58 +211,13 @@ func ReadClaim(path string) (Claim, error) {
 	return c, nil
 }
 
-// openSized opens a regular file and returns its size. A directory or
-// another kind of file is refused by name, not read as a short snapshot.
+// openSized opens a regular file and returns its size. A directory, a
+// FIFO or another kind of file is refused by name (ErrNotRegular), not
+// read as a short snapshot, and without blocking (fsafe.OpenRegular).
 func openSized(path string) (*os.File, int64, error) {
-	f, err := os.Open(path)
+	f, info, err := fsafe.OpenRegular(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("open snapshot: %w", err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, fmt.Errorf("stat snapshot: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, fmt.Errorf("open snapshot %s: not a regular file (%s): %w", path, st.Mode().Type(), ErrNotRegular)
-	}
-	return f, st.Size(), nil
-}
-
-// sweepTemp removes temporary files of base in dir last modified before
-// cutoff: leftovers of writers that crashed.
-func sweepTemp(dir, base string, cutoff time.Time) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), base+tempInfix) || !e.Type().IsRegular() {
-			continue
-		}
-		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
-}
-
-// syncDir makes a rename in dir durable. Windows cannot sync a directory;
-// there the rename is as durable as NTFS makes it.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if errors.Is(err, os.ErrInvalid) { // some file systems refuse; the rename itself happened
-		return nil
-	}
-	return err
+	return f, info.Size(), nil
 }

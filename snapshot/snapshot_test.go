@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -395,33 +396,57 @@ func TestWriteFileCleansUpOnError(t *testing.T) {
 	}
 }
 
+// TestWriteFileSweepsStaleTempFiles: a save removes the stale temporary
+// files crashed writers left, and nothing else: not a live writer's, not
+// another snapshot's, not an app's file whose name merely starts like
+// them, not one holding something other than a snapshot.
 func TestWriteFileSweepsStaleTempFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "filter.sfb")
-	stale := filepath.Join(dir, "filter.sfb.tmp-123")
-	fresh := filepath.Join(dir, "filter.sfb.tmp-456")
-	other := filepath.Join(dir, "other.sfb.tmp-789")
-	for _, name := range []string{stale, fresh, other} {
-		if err := os.WriteFile(name, []byte("half a snapshot"), 0o600); err != nil {
+	half := string(Magic[:]) + "half a snapshot"
+	stale := filepath.Join(dir, "filter.sfb.tmp-0123456789abcdef")
+	staleOld := filepath.Join(dir, "filter.sfb.tmp-123") // an earlier version's name
+	kept := map[string]string{
+		filepath.Join(dir, "filter.sfb.tmp-456"):              half, // fresh: a live writer's
+		filepath.Join(dir, "other.sfb.tmp-0123456789abcdef"):  half,
+		filepath.Join(dir, "filter.sfb.tmp-notes"):            half,
+		filepath.Join(dir, "filter.sfb.tmp-fedcba9876543210"): "an app's own text",
+	}
+	for _, name := range []string{stale, staleOld} {
+		if err := os.WriteFile(name, []byte(half), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range kept {
+		if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	old := time.Now().Add(-2 * StaleTemp)
-	for _, name := range []string{stale, other} {
+	for name := range kept {
+		if !strings.HasSuffix(name, "tmp-456") {
+			_ = os.Chtimes(name, old, old)
+		}
+	}
+	for _, name := range []string{stale, staleOld} {
 		if err := os.Chtimes(name, old, old); err != nil {
 			t.Fatal(err)
 		}
 	}
 	img, _ := build(t, testParams(t, 100), keys("k", 10))
-	if err := WriteFile(path, Header{}, img); err != nil {
-		t.Fatal(err)
+	for range 2 { // every save sweeps
+		if err := WriteFile(path, Header{}, img); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Fatalf("stale temp file survived: %v", err)
+	for _, name := range []string{stale, staleOld} {
+		if _, err := os.Stat(name); !os.IsNotExist(err) {
+			t.Fatalf("stale temp file %s survived: %v", name, err)
+		}
 	}
-	for _, name := range []string{fresh, other} {
-		if _, err := os.Stat(name); err != nil {
-			t.Fatalf("%s removed: it may belong to a live writer or another file", name)
+	for name, content := range kept {
+		if got, err := os.ReadFile(name); err != nil || string(got) != content {
+			t.Fatalf("%s removed or changed: it may belong to a live writer or to the app (%v)", name, err)
 		}
 	}
 }

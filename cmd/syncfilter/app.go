@@ -8,7 +8,10 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
+	sqlite3 "github.com/mattn/go-sqlite3"
 	"golang.org/x/term"
 
 	"github.com/syncfilter/syncfilter/rebuild"
@@ -43,23 +46,50 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
-// app holds the process's streams; every subcommand writes through it.
+// app holds the process's streams; every subcommand writes through it:
+// stdout for its output, the logger for every stderr line.
 type app struct {
-	stdin          io.Reader
-	stdout, stderr io.Writer
-	terminal       bool // stderr is a terminal: draw progress bars
-	width          int  // its width in columns (terminal only)
+	stdin    io.Reader
+	stdout   io.Writer
+	log      *logger // stderr
+	terminal bool    // stderr is a terminal: draw progress bars, no time stamps
+	width    int     // its width in columns (terminal only)
+
+	// What the running command says about itself, for the hints of its
+	// last line and for an interrupted run; set before it opens anything.
+	mu      sync.Mutex
+	cmd     string        // the command's name
+	db      string        // its --db
+	busy    time.Duration // its --busy-timeout
+	onAbort func()        // run before the process ends without waiting for the command
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	a := &app{stdin: stdin, stdout: stdout}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		a.terminal = true
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
 			a.width = w
 		}
 	}
+	a.log = newLogger(stderr, a.terminal)
 	return a
+}
+
+// opens records the database a command opens and how long it lets SQLite
+// wait for a lock, for the hint of a "database is locked" failure.
+func (a *app) opens(db string, busy time.Duration) {
+	a.mu.Lock()
+	a.db, a.busy = db, busy
+	a.mu.Unlock()
+}
+
+// setAbort sets what must happen if the process ends without waiting for
+// the command (see main); nil clears it.
+func (a *app) setAbort(f func()) {
+	a.mu.Lock()
+	a.onAbort = f
+	a.mu.Unlock()
 }
 
 type command struct {
@@ -77,8 +107,9 @@ func init() {
 			[]string{
 				"syncfilter rebuild --db app.db --table records --column id --out records.sfb",
 				"syncfilter rebuild --db app.db --table records --column id --out records.sfb --json --metrics-file /var/lib/node_exporter/syncfilter.prom",
+				"syncfilter rebuild --db /var/lib/app/app.db --table records --column id --out /var/lib/app/records.sfb --owner app --group app --busy-timeout 1m",
 			}, (*app).rebuild},
-		{"status", "--db PATH --table NAME --column NAME [--snapshot FILE] [--json]",
+		{"status", "--db PATH --table NAME --column NAME [--snapshot FILE] [--json] [--busy-timeout D]",
 			"show what the library keeps in the database and whether the snapshot is usable (read-only)",
 			[]string{"syncfilter status --db app.db --table records --column id --snapshot records.sfb"}, (*app).status},
 		{"inspect", "FILE [--json]", "print a snapshot's header and health (streams the file)",
@@ -87,13 +118,13 @@ func init() {
 			[]string{"syncfilter verify records.sfb && echo ok"}, (*app).verify},
 		{"query", "FILE [-0] [--json] [KEY...]", "print maybe or absent for each key (arguments, or stdin as it arrives)",
 			[]string{"syncfilter query records.sfb id-1 id-2", "cut -f1 ids.tsv | syncfilter query records.sfb --json"}, (*app).query},
-		{"check", "--db PATH --table NAME --column NAME [--snapshot FILE] [-0] [--json] [--exit-code] [KEY...]",
+		{"check", "--db PATH --table NAME --column NAME [--snapshot FILE] [-0] [--json] [--exit-code] [--busy-timeout D] [KEY...]",
 			"print fetched or missing for each key: the definitive answer (read-only)",
 			[]string{
 				"syncfilter check --db app.db --table records --column id id-1 id-2",
 				"syncfilter check --db app.db --table records --column id --snapshot records.sfb --exit-code < ids.txt",
 			}, (*app).check},
-		{"detach", "--db PATH --table NAME --column NAME [--snapshot FILE]",
+		{"detach", "--db PATH --table NAME --column NAME [--snapshot FILE] [--busy-timeout D]",
 			"remove the filter's tables, triggers and record from the database (and its snapshot FILE)",
 			[]string{"syncfilter detach --db app.db --table records --column id --snapshot records.sfb"}, (*app).detach},
 		{"demo", "[--dir DIR] [--records N]", "seed a SQLite database, build a filter and sync pages of ids",
@@ -106,7 +137,8 @@ func init() {
 
 func (a *app) run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
-		a.usage(a.stderr)
+		a.log.printf("syncfilter: no command given (%s)", strings.Join(commandNames(), ", "))
+		a.log.printf("run syncfilter help")
 		return exitUsage
 	}
 	name := args[0]
@@ -118,6 +150,9 @@ func (a *app) run(ctx context.Context, args []string) int {
 	}
 	for _, c := range commands {
 		if c.name == name {
+			a.mu.Lock()
+			a.cmd = c.name
+			a.mu.Unlock()
 			return a.exit(c.name, c.run(a, ctx, args[1:]))
 		}
 	}
@@ -125,8 +160,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 	if s := nearest(name, commandNames()); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
-	fmt.Fprintln(a.stderr, msg)
-	fmt.Fprintln(a.stderr, "run syncfilter help")
+	a.log.printf("%s", msg)
+	a.log.printf("run syncfilter help")
 	return exitUsage
 }
 
@@ -139,6 +174,8 @@ func commandNames() []string {
 }
 
 // exit prints err in one line on stderr and maps it to an exit status.
+// A failure that waited for a lock says which step waited, how long, and
+// what to do.
 func (a *app) exit(cmd string, err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -149,7 +186,7 @@ func (a *app) exit(cmd string, err error) int {
 	switch {
 	case errors.As(err, &ee):
 		if ee.msg != "" {
-			fmt.Fprintf(a.stderr, "syncfilter %s: %s\n", cmd, ee.msg)
+			a.log.printf("syncfilter %s: %s", cmd, ee.msg)
 		}
 		return ee.code
 	case errors.As(err, &ue), errors.Is(err, rebuild.ErrBadName), errors.Is(err, rebuild.ErrBadConfig):
@@ -161,11 +198,47 @@ func (a *app) exit(cmd string, err error) int {
 	}
 	// The library names its own step ("rebuild: ..."): say it once.
 	msg := strings.TrimPrefix(oneLine(err.Error()), cmd+": ")
-	fmt.Fprintf(a.stderr, "syncfilter %s: %s\n", cmd, msg)
+	msg += a.lockHint(cmd, err, msg)
+	a.log.printf("syncfilter %s: %s", cmd, msg)
 	if code == exitUsage {
-		fmt.Fprintf(a.stderr, "run syncfilter help %s\n", cmd)
+		a.log.printf("run syncfilter help %s", cmd)
 	}
 	return code
+}
+
+// lockHint explains a failure of SQLite to get a lock (SQLITE_BUSY: another
+// connection held it for longer than --busy-timeout): the step that
+// waited (the message's words before SQLite's, or the command's name),
+// for how long, and what to do. msg is the message printed.
+func (a *app) lockHint(cmd string, err error, msg string) string {
+	var se sqlite3.Error
+	if !errors.As(err, &se) || (se.Code != sqlite3.ErrBusy && se.Code != sqlite3.ErrLocked) {
+		return ""
+	}
+	a.mu.Lock()
+	db, busy := a.db, a.busy
+	a.mu.Unlock()
+	step := strings.TrimSuffix(strings.TrimSuffix(msg, se.Error()), ": ")
+	if i := strings.LastIndex(step, ": "); i >= 0 {
+		step = step[i+2:]
+	}
+	if step == "" || step == msg {
+		step = cmd
+	}
+	return fmt.Sprintf(" (step %q waited %s, the --busy-timeout, for a lock that another connection held on %s, most likely an open write transaction of the app: "+
+		"run again when it is done, or give a longer --busy-timeout, e.g. --busy-timeout %s)", step, shortDuration(busy), db, shortDuration(max(time.Minute, 4*busy)))
+}
+
+// shortDuration prints d as typed: 1m, not 1m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // isInvalidSnapshot reports whether err is a verdict on a snapshot's

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild"
@@ -18,7 +17,7 @@ func (a *app) check(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, `print one JSON object per key: {"key": ..., "answer": ...}`)
 	exitCode := fs.Bool("exit-code", false, "exit with status 5 if any key is missing")
 	busy := 5 * time.Second
-	fs.Var(duration{&busy}, "busy-timeout", "how long to wait for a lock held by another process")
+	fs.Var(duration{&busy}, "busy-timeout", "how long SQLite waits for a lock another connection (the app) holds, a duration `D` such as 30s")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -26,24 +25,28 @@ func (a *app) check(ctx context.Context, args []string) error {
 	if err := required(fs, "db", "table", "column"); err != nil {
 		return err
 	}
+	if err := checkDB(*db); err != nil {
+		return err
+	}
+	a.opens(*db, busy)
 	// Read-only: check changes nothing in the database or on disk.
 	ix, err := rebuild.Open(ctx, rebuild.Config{
 		Path: *db, Table: *table, Column: *column, Snapshot: *snap, ReadOnly: true, BusyTimeout: busy,
 	})
 	if err != nil {
-		return err
+		return explainReadOnly(*db, err)
 	}
 	defer ix.Close(context.WithoutCancel(ctx))
 	switch st := ix.Stats(); {
 	case !st.Attached:
-		fmt.Fprintf(a.stderr, "syncfilter check: no filter attached to %s.%s; answering from SQLite alone\n", *table, *column)
+		a.log.printf("syncfilter check: no filter attached to %s.%s; answering from SQLite alone", *table, *column)
 	case *snap != "" && st.SnapshotError != nil:
-		fmt.Fprintf(a.stderr, "syncfilter check: snapshot not used, answering from SQLite: %s\n", oneLine(st.SnapshotError.Error()))
+		a.log.printf("syncfilter check: snapshot not used, answering from SQLite: %s", oneLine(st.SnapshotError.Error()))
 	}
-	out := &output{w: bufio.NewWriter(a.stdout), nul: *nul, json: *asJSON, stderr: a.stderr, cmd: "check"}
+	out := &output{w: bufio.NewWriter(a.stdout), nul: *nul, json: *asJSON, log: a.log, cmd: "check"}
 	missingAny := false
 	texts := make([]string, 0, batchKeys)
-	err = a.streamKeys(pos, *nul, func(batch []key) error {
+	err = a.streamKeys(ctx, pos, *nul, func(batch []key) error {
 		texts = texts[:0]
 		for _, k := range batch {
 			if k.tooLong { // only its first bytes were kept: never ask about them

@@ -10,7 +10,7 @@ import (
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
-func (a *app) query(_ context.Context, args []string) error {
+func (a *app) query(ctx context.Context, args []string) error {
 	fs := a.flags("query")
 	nul := fs.Bool("0", false, "keys on stdin are NUL-separated; so are the output records")
 	asJSON := fs.Bool("json", false, `print one JSON object per key: {"key": ..., "answer": ...}`)
@@ -36,10 +36,10 @@ func (a *app) query(_ context.Context, args []string) error {
 	if err := s.CheckNormalization(); err != nil {
 		return fmt.Errorf("%s is intact but unusable here: %w", pos[0], err)
 	}
-	out := &output{w: bufio.NewWriter(a.stdout), nul: *nul, json: *asJSON, stderr: a.stderr, cmd: "query"}
+	out := &output{w: bufio.NewWriter(a.stdout), nul: *nul, json: *asJSON, log: a.log, cmd: "query"}
 	maybe := make([]bool, 0, batchKeys)
 	valid := make([]string, 0, batchKeys)
-	err = a.streamKeys(pos[1:], *nul, func(batch []key) error {
+	err = a.streamKeys(ctx, pos[1:], *nul, func(batch []key) error {
 		valid = valid[:0]
 		bad := make(map[int]error)
 		for i, k := range batch {

@@ -48,7 +48,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 	fpr := 0.01
 	fs.Var(fraction{&fpr}, "fpr", "target false-positive `rate` that RebuildDue is judged against")
 	busy := 5 * time.Second
-	fs.Var(duration{&busy}, "busy-timeout", "how long to wait for a lock held by another process")
+	fs.Var(duration{&busy}, "busy-timeout", "how long SQLite waits for a lock another connection (the app) holds, a duration `D` such as 30s")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -60,9 +60,13 @@ func (a *app) status(ctx context.Context, args []string) error {
 	if err := required(fs, "db", "table", "column"); err != nil {
 		return err
 	}
+	if err := checkDB(*db); err != nil {
+		return err
+	}
+	a.opens(*db, busy)
 	st, err := rebuild.Describe(ctx, rebuild.Config{Path: *db, Table: *table, Column: *column, Snapshot: *snap, FPR: fpr, BusyTimeout: busy})
 	if err != nil {
-		return err
+		return explainReadOnly(*db, err)
 	}
 	out := statusJSON{Table: st.Table, Column: st.Column, Attached: st.Attached, Rows: st.Rows, Generation: st.Generation,
 		LogFloor: st.LogFloor, LogEntries: st.LogEntries, Aliases: st.Aliases, Triggers: st.Triggers, Records: st.Records}

@@ -190,7 +190,7 @@ func (d duration) Set(s string) error {
 type fileMode struct{ v *uint32 }
 
 func (m fileMode) String() string {
-	if m.v == nil {
+	if m.v == nil || *m.v == 0 { // 0: not given, a default applies
 		return ""
 	}
 	return fmt.Sprintf("%04o", *m.v)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,13 +39,16 @@ type key struct {
 // if any, else stdin as it arrives (split on newlines, a trailing CR
 // dropped, or with nul on NUL bytes). Memory stays bounded whatever the
 // input: one batch and a short queue.
-func (a *app) streamKeys(args []string, nul bool, each func([]key) error) error {
+func (a *app) streamKeys(ctx context.Context, args []string, nul bool, each func([]key) error) error {
 	if len(args) > 0 {
 		for len(args) > 0 {
 			n := min(len(args), batchKeys)
 			batch := make([]key, n)
 			for i, k := range args[:n] {
 				batch[i] = key{text: k, tooLong: len(k) > maxKeyBytes}
+			}
+			if err := ctx.Err(); err != nil {
+				return err
 			}
 			if err := each(batch); err != nil {
 				return err
@@ -59,7 +63,27 @@ func (a *app) streamKeys(args []string, nul bool, each func([]key) error) error 
 		defer close(keys)
 		readErr <- readKeys(a.stdin, nul, keys)
 	}()
-	for first := range keys {
+	drain := func() { // let the reader finish into the void
+		go func() {
+			for range keys {
+			}
+		}()
+	}
+	for {
+		var first key
+		select {
+		case k, ok := <-keys:
+			if !ok {
+				if err := <-readErr; err != nil {
+					return fmt.Errorf("read keys: %w", err)
+				}
+				return nil
+			}
+			first = k
+		case <-ctx.Done(): // stdin may stay open and silent: a signal still ends the run
+			drain()
+			return ctx.Err()
+		}
 		batch, size := []key{first}, len(first.text)
 	more:
 		for len(batch) < batchKeys && size < batchBytes {
@@ -74,17 +98,10 @@ func (a *app) streamKeys(args []string, nul bool, each func([]key) error) error 
 			}
 		}
 		if err := each(batch); err != nil {
-			go func() { // let the reader finish into the void
-				for range keys {
-				}
-			}()
+			drain()
 			return err
 		}
 	}
-	if err := <-readErr; err != nil {
-		return fmt.Errorf("read keys: %w", err)
-	}
-	return nil
 }
 
 // readKeys splits r into keys and sends them. A line longer than
@@ -137,7 +154,7 @@ type output struct {
 	json    bool
 	invalid int // keys answered "invalid"
 	keys    int
-	stderr  io.Writer
+	log     *logger
 	cmd     string
 }
 
@@ -178,7 +195,7 @@ func (o *output) reject(k key, why error) {
 	if k.tooLong {
 		why, cut = fmt.Errorf("longer than %d bytes", maxKeyBytes), "..."
 	}
-	fmt.Fprintf(o.stderr, "syncfilter %s: key %d (%s%s): %v\n", o.cmd, o.keys+1, display(k.text), cut, why)
+	o.log.printf("syncfilter %s: key %d (%s%s): %v", o.cmd, o.keys+1, display(k.text), cut, why)
 	if k.tooLong && !o.nul && !o.json {
 		o.keys++
 		o.w.WriteString("invalid\t" + strconv.Quote(k.text) + "...\n")

@@ -3,21 +3,13 @@
 // runs a one-command demo. Run `syncfilter help` for the subcommands.
 //
 // Exit status: 0 success; 1 runtime failure (missing file, I/O or SQLite
-// error); 2 usage error; 3 invalid snapshot, or one this build cannot use;
-// 4 some keys invalid (query, check: the others were answered); 5 some
-// keys missing (check --exit-code).
+// error, interrupted); 2 usage error; 3 invalid snapshot, or one this
+// build cannot use; 4 some keys invalid (query, check: the others were
+// answered); 5 some keys missing (check --exit-code).
 package main
 
-import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-)
+import "os"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := newApp(os.Stdin, os.Stdout, os.Stderr).run(ctx, os.Args[1:])
-	stop()
-	os.Exit(code)
+	os.Exit(newApp(os.Stdin, os.Stdout, os.Stderr).main(os.Args[1:]))
 }

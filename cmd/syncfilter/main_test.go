@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	_ = os.Chmod(dir, 0o755) // tests run the binary as other users too
 	binary = filepath.Join(dir, "syncfilter")
 	args := append(append([]string{"build"}, buildFlags...), "-o", binary, ".")
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
@@ -47,9 +48,12 @@ type result struct {
 	stdout, stderr string
 }
 
+// execCommand returns the command to run the binary with args.
+func execCommand(args ...string) *exec.Cmd { return exec.Command(binary, args...) }
+
 func run(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := execCommand(args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

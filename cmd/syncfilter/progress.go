@@ -2,49 +2,46 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
 
-// progress reports scan progress on stderr: on a terminal, a bar redrawn
-// in place that fits the terminal's width; otherwise, as for cron, a log
-// line every few seconds, each starting with an RFC 3339 UTC time. The
-// rate (and so an ETA) is shown only once it is known: measured from the
-// first report, over at least a second. It is called from one goroutine.
+// progress reports scan progress on stderr through the logger: on a
+// terminal, a bar redrawn in place that fits the terminal's width;
+// otherwise, as for cron, a log line every few seconds (stamped by the
+// logger). The rate (and so an ETA) is shown only once it is known:
+// measured from the first report, over at least a second. update is
+// called from the scanning goroutine; after finish it prints nothing.
 type progress struct {
-	w        io.Writer
-	terminal bool
-	width    int // terminal columns; 0: unknown (80 assumed)
-	every    time.Duration
-	now      func() time.Time
+	log   *logger
+	width int // terminal columns; 0: unknown (80 assumed)
+	every time.Duration
+	now   func() time.Time
 
+	mu        sync.Mutex
+	finished  bool
 	first     time.Time // the first report: the rate is measured from it
 	firstDone int64
 	last      time.Time
 	lastDone  int64 // rows of the last line written (no line twice)
-	drawn     bool
 }
 
-func newProgress(w io.Writer, terminal bool, width int) *progress {
+func newProgress(log *logger, width int) *progress {
 	every := 5 * time.Second
-	if terminal {
+	if log.terminal {
 		every = 100 * time.Millisecond
 	}
-	return &progress{w: w, terminal: terminal, width: width, every: every, now: time.Now, lastDone: -1}
-}
-
-// logf writes one log line: off a terminal, stamped with the time.
-func (p *progress) logf(format string, args ...any) {
-	p.clear()
-	if !p.terminal {
-		fmt.Fprint(p.w, p.now().UTC().Format(time.RFC3339)+" ")
-	}
-	fmt.Fprintf(p.w, format+"\n", args...)
+	return &progress{log: log, width: width, every: every, now: time.Now, lastDone: -1}
 }
 
 func (p *progress) update(done, total int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.finished {
+		return
+	}
 	now := p.now()
 	if p.first.IsZero() {
 		p.first, p.firstDone = now, done
@@ -53,8 +50,8 @@ func (p *progress) update(done, total int64) {
 	if done == p.lastDone || (!final && now.Sub(p.last) < p.every) {
 		return
 	}
-	if !p.terminal && final {
-		return // the summary line says it
+	if !p.log.terminal && final {
+		return // the summary says it
 	}
 	p.last, p.lastDone = now, done
 	pct := 100.0
@@ -70,16 +67,16 @@ func (p *progress) update(done, total int64) {
 		}
 	}
 	text := fmt.Sprintf("%d/%d rows (%.0f%%)%s%s", done, total, pct, rate, eta)
-	if !p.terminal {
-		p.logf("syncfilter rebuild: %s", text)
+	if !p.log.terminal {
+		p.log.printf("syncfilter rebuild: %s", text)
 		return
 	}
-	p.draw(pct, text)
+	p.log.draw(p.bar(pct, text))
 }
 
-// draw writes the bar line, never wider than the terminal minus one column
-// (so it never wraps), shortening the bar and then the text.
-func (p *progress) draw(pct float64, text string) {
+// bar returns the bar line, never wider than the terminal minus one
+// column (so it never wraps), shortening the bar and then the text.
+func (p *progress) bar(pct float64, text string) string {
 	width := p.width
 	if width <= 0 {
 		width = 80
@@ -93,17 +90,16 @@ func (p *progress) draw(pct float64, text string) {
 	if r := []rune(line); len(r) > avail {
 		line = string(r[:max(0, avail)])
 	}
-	fmt.Fprint(p.w, "\r"+line+"\x1b[K") // erase what a longer previous line left
-	p.drawn = true
+	return line
 }
 
-// clear ends the bar's line, if one was drawn.
-func (p *progress) clear() {
-	if p.drawn {
-		fmt.Fprintln(p.w)
-		p.drawn = false
-	}
+// finish stops the reports (a scan goroutine's late call prints nothing)
+// and ends the bar's line.
+func (p *progress) finish() {
+	p.mu.Lock()
+	p.finished = true
+	p.mu.Unlock()
+	p.log.mu.Lock()
+	p.log.endBar()
+	p.log.mu.Unlock()
 }
-
-// finish ends the bar's line.
-func (p *progress) finish() { p.clear() }

@@ -17,13 +17,21 @@ func fakeClock(step time.Duration) func() time.Time {
 
 func TestProgressOffATerminal(t *testing.T) {
 	var log bytes.Buffer
-	p := newProgress(&log, false, 0)
-	p.now, p.every = fakeClock(3*time.Second), 5*time.Second
+	lg := newLogger(&log, false)
+	p := newProgress(lg, 0)
+	p.now, lg.now, p.every = fakeClock(3*time.Second), fakeClock(time.Second), 5*time.Second
 	for done := int64(10_000); done <= 100_000; done += 10_000 {
 		p.update(done, 100_000)
 	}
 	p.update(100_000, 100_000) // reported twice by the scan: printed never (the summary says it)
 	p.finish()
+	n := log.Len()
+	p.update(100_001, 200_000) // a late report after finish: nothing
+	lg.close()
+	lg.printf("after the summary")
+	if log.Len() != n {
+		t.Fatalf("written after finish: %q", log.String()[n:])
+	}
 	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
 	stamp := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ syncfilter rebuild: \d+/100000 rows`)
 	for _, l := range lines {
@@ -45,7 +53,7 @@ func TestProgressOffATerminal(t *testing.T) {
 func TestProgressFitsTheTerminal(t *testing.T) {
 	for _, width := range []int{20, 40, 60, 132} {
 		var term bytes.Buffer
-		p := newProgress(&term, true, width)
+		p := newProgress(newLogger(&term, true), width)
 		p.now, p.every = fakeClock(2*time.Second), 0
 		for done := int64(0); done <= 12_345_678; done += 1_234_567 {
 			p.update(done, 12_345_678)
