@@ -1,0 +1,401 @@
+package syncbench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/syncfilter/syncfilter/rebuild"
+)
+
+// The cold start (issue 20, item 2): from process start to the first
+// answer for a page of ids, half of them stored, on a database with an
+// existing, vouched snapshot. Each measurement is a fresh child process;
+// the parent passes the wall-clock time just before it starts the child
+// (EnvT0), and the child reports the time from there to its answer.
+
+// EnvT0 is the environment variable carrying the parent's start time
+// (Unix nanoseconds) to a cold-start child.
+const EnvT0 = "SYNCBENCH_T0"
+
+// Child modes.
+const (
+	ModeLib       = "lib"        // rebuild.Open with the snapshot, then Missing
+	ModeLibNoSnap = "lib-nosnap" // rebuild.Open without a snapshot (bypass), then Missing
+	ModeSQL       = "sql"        // database/sql: open, prepare the IN-list, run it once
+)
+
+// Page-cache conditions.
+const (
+	CondWarm = "warm" // every file read just before the child starts
+	CondCold = "cold" // the database's and snapshot's pages dropped (DropCache)
+)
+
+// ChildReport is what a cold-start child prints, one JSON line.
+type ChildReport struct {
+	Mode          string        `json:"mode"`
+	Total         time.Duration `json:"total_ns"` // parent's start of the child → the answer
+	Main          time.Duration `json:"main_ns"`  // parent's start of the child → ColdChild called
+	Open          time.Duration `json:"open_ns"`  // Open, or sql.Open and Prepare
+	First         time.Duration `json:"first_ns"` // the first Missing, or the IN-list query
+	Missing       int           `json:"missing"`
+	Want          int           `json:"want"`
+	Serving       bool          `json:"serving"` // the library served from a filter
+	SnapshotError string        `json:"snapshot_error,omitempty"`
+}
+
+// ColdPage returns page seed: size ids of the rows-row RandomUUID table,
+// every other one stored (drawn at random), the others new; and the new ones.
+func ColdPage(rows int64, seed uint64, size int) (page, fresh []string) {
+	rng := rand.New(rand.NewPCG(seed, 0xc01d))
+	page = make([]string, size)
+	for i := range page {
+		if i%2 == 1 {
+			page[i] = RandomUUID.ID(uint64(rows) + seed*uint64(size) + uint64(i))
+			fresh = append(fresh, page[i])
+		} else {
+			page[i] = RandomUUID.ID(rng.Uint64N(uint64(rows)))
+		}
+	}
+	return page, fresh
+}
+
+// ColdChild is a child's whole work: args are its flags (-mode, -db,
+// -snap, -rows, -seed, -page); it prints a ChildReport to out.
+func ColdChild(ctx context.Context, args []string, out io.Writer) error {
+	t0 := time.Now()
+	if s := os.Getenv(EnvT0); s != "" {
+		ns, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("cold child: %s=%q: %w", EnvT0, s, err)
+		}
+		t0 = time.Unix(0, ns)
+	}
+	r := ChildReport{Main: time.Since(t0)}
+	fs := flag.NewFlagSet("cold-child", flag.ContinueOnError)
+	mode := fs.String("mode", ModeLib, "lib, lib-nosnap or sql")
+	db := fs.String("db", "", "database path")
+	snap := fs.String("snap", "", "snapshot path")
+	rows := fs.Int64("rows", 0, "rows of the table")
+	seed := fs.Uint64("seed", 0, "which page")
+	size := fs.Int("page", 1000, "ids per page")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	r.Mode = *mode
+	page, want := ColdPage(*rows, *seed, *size)
+	r.Want = len(want)
+	var got []string
+	switch *mode {
+	case ModeLib, ModeLibNoSnap:
+		cfg := rebuild.Config{Path: *db, Table: Table, Column: Column}
+		if *mode == ModeLib {
+			cfg.Snapshot = *snap
+		}
+		start := time.Now()
+		ix, err := rebuild.Open(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("cold child: %w", err)
+		}
+		defer ix.Close(context.Background())
+		r.Open = time.Since(start)
+		start = time.Now()
+		if got, err = ix.Missing(ctx, page); err != nil {
+			return fmt.Errorf("cold child: %w", err)
+		}
+		r.First, r.Total = time.Since(start), time.Since(t0)
+		st := ix.Stats()
+		r.Serving = st.BypassLookups == 0
+		if st.SnapshotError != nil {
+			r.SnapshotError = st.SnapshotError.Error()
+		}
+	case ModeSQL:
+		start := time.Now()
+		l, err := OpenInList(*db)
+		if err != nil {
+			return fmt.Errorf("cold child: %w", err)
+		}
+		defer l.Close()
+		if _, err := l.Prepare(ctx, len(page)); err != nil {
+			return fmt.Errorf("cold child: %w", err)
+		}
+		r.Open = time.Since(start)
+		start = time.Now()
+		if got, err = l.Missing(ctx, page); err != nil {
+			return fmt.Errorf("cold child: %w", err)
+		}
+		r.First, r.Total = time.Since(start), time.Since(t0)
+	default:
+		return fmt.Errorf("cold child: mode %q: want lib, lib-nosnap or sql", *mode)
+	}
+	r.Missing = len(got)
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("cold child: %s: %d ids missing, want the %d new ones", *mode, len(got), len(want))
+	}
+	return json.NewEncoder(out).Encode(r)
+}
+
+// ColdOptions configure a cold-start run.
+type ColdOptions struct {
+	Rows     int64
+	Reps     int      // repetitions of every (condition, mode); default 7
+	Modes    []string // default lib, sql
+	Conds    []string // default warm, cold
+	PageSize int      // default 1,000
+	// Child returns the command that runs ColdChild with args.
+	Child func(args ...string) *exec.Cmd
+	Log   io.Writer // one line per child, if set
+}
+
+// ColdRun is one child's measurement.
+type ColdRun struct {
+	Cond, Mode string
+	Rep        int
+	Report     ChildReport
+	Wall       time.Duration // the parent's start of the child → its exit
+	Resident   float64       // share of the files' pages cached when it started
+}
+
+// ColdResult holds every run of a cold-start measurement.
+type ColdResult struct {
+	Opts  ColdOptions
+	Setup string // what was prepared, and the check of the cache drop
+	Runs  []ColdRun
+}
+
+// coldFiles are the files whose pages a cold start drops.
+func coldFiles(db, snap string) []string {
+	return []string{db, db + "-wal", db + "-shm", db + "-journal", snap}
+}
+
+// ColdStart prepares a copy of the base table of Rows random UUIDs with a
+// snapshot built by rebuild.BuildSnapshot (kept in CacheDir as
+// cold-<rows>/ and rebuilt by every run), then starts children: for each
+// repetition, each condition, each mode (their order rotating).
+func ColdStart(ctx context.Context, o ColdOptions) (*ColdResult, error) {
+	if o.Reps == 0 {
+		o.Reps = 7
+	}
+	if len(o.Modes) == 0 {
+		o.Modes = []string{ModeLib, ModeSQL}
+	}
+	if len(o.Conds) == 0 {
+		o.Conds = []string{CondWarm, CondCold}
+	}
+	if o.PageSize == 0 {
+		o.PageSize = 1000
+	}
+	base, err := BaseDB(ctx, RandomUUID, o.Rows)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(CacheDir(), fmt.Sprintf("cold-%d", o.Rows))
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("cold start: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cold start: %w", err)
+	}
+	db, snap := filepath.Join(dir, "app.db"), filepath.Join(dir, "app.db.sfb")
+	if err := CopyDB(base, db); err != nil {
+		return nil, err
+	}
+	rep, err := rebuild.BuildSnapshot(ctx, rebuild.Config{Path: db, Table: Table, Column: Column, Snapshot: snap})
+	if err != nil {
+		return nil, fmt.Errorf("cold start: %w", err)
+	}
+	res := &ColdResult{Opts: o}
+	res.Setup = fmt.Sprintf("%d rows, snapshot built by BuildSnapshot in %v", o.Rows, rep.Took.Round(time.Millisecond))
+	if slices.Contains(o.Conds, CondCold) {
+		check, err := checkDrop(db)
+		if err != nil {
+			return nil, err
+		}
+		res.Setup += "; " + check
+	}
+	for r := 0; r < o.Reps; r++ {
+		for ci := range o.Conds {
+			cond := o.Conds[(r+ci)%len(o.Conds)]
+			for mi := range o.Modes {
+				mode := o.Modes[(r+mi)%len(o.Modes)]
+				run, err := coldOnce(ctx, o, db, snap, cond, mode, r)
+				if err != nil {
+					return nil, err
+				}
+				res.Runs = append(res.Runs, run)
+				if o.Log != nil {
+					fmt.Fprintf(o.Log, "rep %d %s %-10s total %8.2f ms (to main %.2f, open %.2f, first answer %.2f), wall %.2f ms, cached %.0f%% %s\n",
+						r, cond, mode, ms(run.Report.Total), ms(run.Report.Main), ms(run.Report.Open), ms(run.Report.First),
+						ms(run.Wall), 100*run.Resident, run.Report.SnapshotError)
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// checkDrop shows that DropCache works here: the file's cached share and
+// the time to read it, warm and after a drop.
+func checkDrop(path string) (string, error) {
+	read := func() (time.Duration, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		start := time.Now()
+		_, err = io.Copy(io.Discard, f)
+		return time.Since(start), err
+	}
+	if _, err := read(); err != nil {
+		return "", fmt.Errorf("check cache drop: %w", err)
+	}
+	warm, err := read()
+	if err != nil {
+		return "", fmt.Errorf("check cache drop: %w", err)
+	}
+	inWarm, pages, err := Resident(path)
+	if err != nil {
+		return "", fmt.Errorf("check cache drop: %w", err)
+	}
+	if err := DropCache(path); err != nil {
+		return "", err
+	}
+	inCold, _, err := Resident(path)
+	if err != nil {
+		return "", fmt.Errorf("check cache drop: %w", err)
+	}
+	cold, err := read()
+	if err != nil {
+		return "", fmt.Errorf("check cache drop: %w", err)
+	}
+	if inCold*10 > pages {
+		return "", fmt.Errorf("check cache drop: %d of %d pages still cached after the drop", inCold, pages)
+	}
+	return fmt.Sprintf("drop check on the database (%d pages): cached %d warm, %d after the drop; reading it all took %v warm, %v after the drop",
+		pages, inWarm, inCold, warm.Round(time.Millisecond), cold.Round(time.Millisecond)), nil
+}
+
+// coldOnce prepares the condition and runs one child.
+func coldOnce(ctx context.Context, o ColdOptions, db, snap, cond, mode string, r int) (ColdRun, error) {
+	run := ColdRun{Cond: cond, Mode: mode, Rep: r}
+	files := coldFiles(db, snap)
+	for _, f := range files {
+		var err error
+		switch cond {
+		case CondWarm:
+			err = readAll(f)
+		case CondCold:
+			err = DropCache(f)
+		default:
+			err = fmt.Errorf("condition %q: want warm or cold", cond)
+		}
+		if err != nil {
+			return run, fmt.Errorf("cold start: %w", err)
+		}
+	}
+	var in, total int
+	for _, f := range files {
+		i, n, err := Resident(f)
+		if err != nil {
+			return run, err
+		}
+		in, total = in+i, total+n
+	}
+	if total > 0 {
+		run.Resident = float64(in) / float64(total)
+	}
+	cmd := o.Child("-mode", mode, "-db", db, "-snap", snap, "-rows", strconv.FormatInt(o.Rows, 10),
+		"-seed", strconv.Itoa(r), "-page", strconv.Itoa(o.PageSize))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	cmd.Env = append(cmd.Environ(), EnvT0+"="+strconv.FormatInt(start.UnixNano(), 10))
+	if err := cmd.Start(); err != nil {
+		return run, fmt.Errorf("cold start: start child: %w", err)
+	}
+	err := cmd.Wait()
+	run.Wall = time.Since(start)
+	if err != nil {
+		return run, fmt.Errorf("cold start: %s child: %w: %s", mode, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &run.Report); err != nil {
+		return run, fmt.Errorf("cold start: %s child printed %q: %w", mode, stdout.String(), err)
+	}
+	return run, nil
+}
+
+// readAll reads a file through, so its pages are cached; a missing file
+// is skipped.
+func readAll(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(io.Discard, f)
+	return err
+}
+
+// Medians returns, per condition and mode, the median time to the answer,
+// and the median wall time.
+func (res *ColdResult) Medians() map[[2]string][2]time.Duration {
+	tot, wall := map[[2]string][]time.Duration{}, map[[2]string][]time.Duration{}
+	for _, r := range res.Runs {
+		k := [2]string{r.Cond, r.Mode}
+		tot[k] = append(tot[k], r.Report.Total)
+		wall[k] = append(wall[k], r.Wall)
+	}
+	out := map[[2]string][2]time.Duration{}
+	for k := range tot {
+		out[k] = [2]time.Duration{Median(tot[k]), Median(wall[k])}
+	}
+	return out
+}
+
+// Report writes the medians and the ratios to the IN-list child.
+func (res *ColdResult) Report(w io.Writer) error {
+	o := res.Opts
+	var errs []error
+	p := func(format string, args ...any) {
+		_, err := fmt.Fprintf(w, format+"\n", args...)
+		errs = append(errs, err)
+	}
+	p("cold start: %s; page of %d ids (half stored); medians of %d children each", res.Setup, o.PageSize, o.Reps)
+	med := res.Medians()
+	for _, cond := range o.Conds {
+		sql := med[[2]string{cond, ModeSQL}][0]
+		for _, mode := range o.Modes {
+			m := med[[2]string{cond, mode}]
+			part := func(f func(ChildReport) time.Duration) float64 {
+				var ds []time.Duration
+				for _, r := range res.Runs {
+					if r.Cond == cond && r.Mode == mode {
+						ds = append(ds, f(r.Report))
+					}
+				}
+				return ms(Median(ds))
+			}
+			p("  %-4s %-10s to answer %9.2f ms (%.2f× the IN-list child; to main %.2f, open %.2f, first answer %.2f), to exit %9.2f ms",
+				cond, mode, ms(m[0]), Ratio(m[0], sql), part(func(r ChildReport) time.Duration { return r.Main }),
+				part(func(r ChildReport) time.Duration { return r.Open }), part(func(r ChildReport) time.Duration { return r.First }), ms(m[1]))
+		}
+	}
+	return errors.Join(errs...)
+}
