@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/syncfilter/syncfilter/bench/syncbench"
+	"github.com/syncfilter/syncfilter/rebuild"
 )
 
 // The sync loop (issue 20, item 3): the library's Missing, one prepared
@@ -83,10 +84,12 @@ func BenchmarkSyncLoop(b *testing.B) {
 	}
 }
 
-// BenchmarkSyncFetched asks about single ids in a sync loop: per op,
-// Fetched and the prepared SELECT of one stored id and of one new id (the
-// four calls in a rotating order); the new id is then stored by the app,
-// at once in its own transaction (store=1) or 100 at a time (store=100).
+// BenchmarkSyncFetched asks about single ids in a sync loop: per op, one
+// id, stored or new at random, asked of Fetched and of the prepared SELECT
+// (the first alternating); a new id is then stored by the app, at once in
+// its own transaction (store=1) or 100 at a time (store=100). Medians by
+// kind, over every op and split by whether the app committed just before
+// (after-write) or not (quiet).
 func BenchmarkSyncFetched(b *testing.B) {
 	rows := benchRows(b)
 	for _, shape := range syncbench.Shapes {
@@ -112,15 +115,79 @@ func BenchmarkSyncFetched(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				fs, ss := syncbench.Median(l.FetchedStored), syncbench.Median(l.SelectStored)
-				fn, sn := syncbench.Median(l.FetchedNew), syncbench.Median(l.SelectNew)
-				b.ReportMetric(us(fs), "fetched-stored-us")
-				b.ReportMetric(us(ss), "select-stored-us")
-				b.ReportMetric(syncbench.Ratio(fs, ss), "stored-ratio")
-				b.ReportMetric(us(fn), "fetched-new-us")
-				b.ReportMetric(us(sn), "select-new-us")
-				b.ReportMetric(syncbench.Ratio(fn, sn), "new-ratio")
+				for _, kind := range []struct {
+					name string
+					i    int
+				}{{"stored", syncbench.Stored}, {"new", syncbench.New}} {
+					lib, sel := l.SingleMedians(kind.i, -1)
+					b.ReportMetric(us(lib), kind.name+"-fetched-us")
+					b.ReportMetric(us(sel), kind.name+"-select-us")
+					b.ReportMetric(syncbench.Ratio(lib, sel), kind.name+"-ratio")
+					for _, after := range []struct {
+						name string
+						i    int
+					}{{"quiet", syncbench.Quiet}, {"after-write", syncbench.AfterWrite}} {
+						if len(l.Singles[kind.i][after.i].Lib) == 0 {
+							continue
+						}
+						lib, sel := l.SingleMedians(kind.i, after.i)
+						b.ReportMetric(syncbench.Ratio(lib, sel), kind.name+"-"+after.name+"-ratio")
+						b.ReportMetric(us(lib), kind.name+"-"+after.name+"-fetched-us")
+					}
+				}
 			})
 		}
 	}
+}
+
+// BenchmarkOpenFirstAnswer is the cold start's in-process part, repeated
+// so that it can be profiled: Open on a table with a vouched snapshot, one
+// Missing of a page of 1,000 ids (half stored), Close; against opening
+// database/sql, preparing the IN-list and running it once. The files stay
+// in the page cache; each op opens new connections. The cold start as a
+// user meets it (a fresh process, files cached or not) is
+// `go run ./cmd/syncbench cold-start`.
+func BenchmarkOpenFirstAnswer(b *testing.B) {
+	rows := benchRows(b)
+	path, snap, err := syncbench.PrepareCopy(b.Context(), syncbench.RandomUUID, rows, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("lib", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			page, want := syncbench.ColdPage(rows, uint64(i), 1000)
+			ix, err := rebuild.Open(b.Context(), rebuild.Config{Path: path, Table: syncbench.Table, Column: syncbench.Column, Snapshot: snap})
+			if err != nil {
+				b.Fatal(err)
+			}
+			got, err := ix.Missing(b.Context(), page)
+			if err != nil || len(got) != len(want) {
+				b.Fatalf("%d missing, %v; want %d", len(got), err, len(want))
+			}
+			if st := ix.Stats(); st.SnapshotError != nil || st.BypassLookups != 0 {
+				b.Fatalf("not served from the snapshot: %v", st.SnapshotError)
+			}
+			if err := ix.Close(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sql", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			page, want := syncbench.ColdPage(rows, uint64(i), 1000)
+			in, err := syncbench.OpenInList(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got, err := in.Missing(b.Context(), page)
+			if err != nil || len(got) != len(want) {
+				b.Fatalf("%d missing, %v; want %d", len(got), err, len(want))
+			}
+			if err := in.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

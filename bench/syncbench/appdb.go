@@ -13,6 +13,8 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+
+	"github.com/syncfilter/syncfilter/rebuild"
 )
 
 // Body is what the app stores for every record: a stand-in for the
@@ -122,6 +124,25 @@ func buildBase(ctx context.Context, path string, shape Shape, rows int64) error 
 		return fmt.Errorf("build base table: %w", err)
 	}
 	return nil
+}
+
+// PrepareCopy copies the base table of shape and rows (BaseDB) into dir
+// as app.db and builds its snapshot, app.db.sfb, with
+// rebuild.BuildSnapshot, as the cron job or the app's previous run leaves
+// it.
+func PrepareCopy(ctx context.Context, shape Shape, rows int64, dir string) (db, snap string, err error) {
+	base, err := BaseDB(ctx, shape, rows)
+	if err != nil {
+		return "", "", err
+	}
+	db, snap = filepath.Join(dir, "app.db"), filepath.Join(dir, "app.db.sfb")
+	if err := CopyDB(base, db); err != nil {
+		return "", "", err
+	}
+	if _, err := rebuild.BuildSnapshot(ctx, rebuild.Config{Path: db, Table: Table, Column: Column, Snapshot: snap}); err != nil {
+		return "", "", fmt.Errorf("prepare copy: %w", err)
+	}
+	return db, snap, nil
 }
 
 // CopyDB copies the database file src to dst (no -wal: BaseDB's files

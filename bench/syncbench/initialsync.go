@@ -23,7 +23,10 @@ type InitialOptions struct {
 	Sleep    time.Duration // per page, standing for the network fetch
 	Capacity uint64        // rebuild.Config.Capacity; 0 is the default
 	NoInList bool          // skip the IN-list side (a heap figure without its garbage)
-	Progress func(PageRecord)
+	// NoLibrary runs the app and the IN-list alone, the library never
+	// opened (no triggers on the table): the app's INSERTs without it.
+	NoLibrary bool
+	Progress  func(PageRecord)
 }
 
 // PageRecord is what one page of the initial sync measured.
@@ -85,6 +88,9 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 	if o.PageSize == 0 {
 		o.PageSize = 1000
 	}
+	if o.NoLibrary && o.NoInList {
+		return nil, fmt.Errorf("initial sync: no side to run (no library, no in-list)")
+	}
 	if o.Dir == "" {
 		if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
 			return nil, fmt.Errorf("initial sync: %w", err)
@@ -119,21 +125,28 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 	defer heap.Stop()
 	begin := time.Now()
 	cfg := rebuild.Config{Path: path, Table: Table, Column: Column, Snapshot: path + ".sfb", Capacity: o.Capacity}
-	ix, err := rebuild.Open(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("initial sync: %w", err)
-	}
-	res.Open = time.Since(begin)
-	closed := false
-	defer func() {
-		if !closed {
-			_ = ix.Close(context.Background())
+	var ix *rebuild.Index
+	if !o.NoLibrary {
+		if ix, err = rebuild.Open(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("initial sync: %w", err)
 		}
-	}()
-	res.TargetFPR = ix.Stats().TargetFPR
+		res.Open = time.Since(begin)
+		defer func() {
+			if ix != nil {
+				_ = ix.Close(context.Background())
+			}
+		}()
+	}
+	stats := func() rebuild.Stats {
+		if ix == nil {
+			return rebuild.Stats{}
+		}
+		return ix.Stats()
+	}
+	res.TargetFPR = stats().TargetFPR
 
 	next := uint64(0) // the ids are RandomUUID's 0, 1, 2, … (the table starts empty)
-	prev := ix.Stats()
+	prev := stats()
 	for p := 0; p < o.Pages; p++ {
 		page := make([]string, o.PageSize)
 		for i := range page {
@@ -153,16 +166,19 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 			r.InList = time.Since(start)
 			return check("in-list", got, page, err)
 		}
-		sides := []func() error{lib, base}
-		if in == nil {
-			sides = sides[:1]
+		var sides []func() error
+		if ix != nil {
+			sides = append(sides, lib)
+		}
+		if in != nil {
+			sides = append(sides, base)
 		}
 		for k := range sides {
 			if err := sides[(p+k)%len(sides)](); err != nil {
 				return nil, fmt.Errorf("initial sync: page %d: %w", p, err)
 			}
 		}
-		st := ix.Stats()
+		st := stats()
 		r.Bypass = st.BypassLookups > prev.BypassLookups
 		r.Serving, r.Rebuilding, r.EstFPR = st.Serving, st.Rebuilding, st.EstimatedFPR
 		r.MeasuredFPR = -1
@@ -188,12 +204,14 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 			o.Progress(r)
 		}
 	}
-	st := ix.Stats()
+	st := stats()
 	res.LastRebuildIn, res.Rebuilds, res.AutoRebuilds, res.FinalCap = st.LastRebuildIn, st.Rebuilds, st.AutoRebuilds, st.Capacity
 	res.Wall = time.Since(begin)
-	closed = true
-	if err := ix.Close(ctx); err != nil {
-		return nil, fmt.Errorf("initial sync: %w", err)
+	if ix != nil {
+		err := ix.Close(ctx)
+		if ix = nil; err != nil {
+			return nil, fmt.Errorf("initial sync: %w", err)
+		}
 	}
 	res.HeapPeak = heap.Stop()
 	res.PeakRSS = PeakRSS()
@@ -264,8 +282,13 @@ func (res *InitialResult) Report(w io.Writer) error {
 		_, err := fmt.Fprintf(w, format+"\n", args...)
 		errs = append(errs, err)
 	}
-	p("initial sync: %d pages of %d new random UUIDs, sleep %v per page, capacity %d (0 = default), in-list %v",
-		o.Pages, o.PageSize, o.Sleep, o.Capacity, !o.NoInList)
+	p("initial sync: %d pages of %d new random UUIDs, sleep %v per page, capacity %d (0 = default), library %v, in-list %v",
+		o.Pages, o.PageSize, o.Sleep, o.Capacity, !o.NoLibrary, !o.NoInList)
+	if o.NoLibrary {
+		p("IN-list total %v; app INSERTs total %v; wall %v", res.InListTotal.Round(time.Millisecond),
+			res.InsertTotal.Round(time.Millisecond), res.Wall.Round(time.Millisecond))
+		return errors.Join(errs...)
+	}
 	p("open (first scan of the empty table): %v", res.Open.Round(time.Microsecond))
 	if res.InListTotal > 0 {
 		p("Missing total %v, IN-list total %v: %.2f× (target ≤ 0.5×)", res.MissingTotal.Round(time.Millisecond),
@@ -278,9 +301,9 @@ func (res *InitialResult) Report(w io.Writer) error {
 	p("pages answered in bypass: %d; longest run %d pages, %v (last rebuild took %v)",
 		res.BypassPages, res.LongestBypass, res.LongestBypassTook.Round(time.Millisecond), res.LastRebuildIn.Round(time.Millisecond))
 	p("rebuilds %d (automatic %d), final capacity %d", res.Rebuilds, res.AutoRebuilds, res.FinalCap)
-	p("heap objects: %.1f MiB before Open, peak %.1f MiB (+%.1f MiB); final filter (snapshot file) %.2f MiB; target peak ≤ 2× filter + 64 MiB = %.1f MiB above the base",
+	p("heap objects: %.1f MiB before Open, peak %.1f MiB (+%.1f MiB); final filter (snapshot file) %.1f KiB; target peak ≤ 2× filter + 64 MiB = %.1f MiB above the base",
 		mib(res.HeapBase), mib(res.HeapPeak), mib(res.HeapPeak-min(res.HeapPeak, res.HeapBase)),
-		mib(uint64(res.FilterBytes)), 2*mib(uint64(res.FilterBytes))+64)
+		float64(res.FilterBytes)/1024, 2*mib(uint64(res.FilterBytes))+64)
 	p("peak RSS %.1f MiB; app INSERTs total %v; wall %v", mib(res.PeakRSS), res.InsertTotal.Round(time.Millisecond), res.Wall.Round(time.Millisecond))
 	return errors.Join(errs...)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -33,9 +32,9 @@ type Loop struct {
 	Lib, InList, PerID, Insert []time.Duration // one per page
 	LibObjects, LibBytes       uint64          // allocated by Missing, over every page
 
-	// Single ids (Single): Fetched and the prepared SELECT on a stored
-	// id and on a new one, one of each per op.
-	FetchedStored, SelectStored, FetchedNew, SelectNew []time.Duration
+	// Single ids (Single): Fetched and the prepared SELECT per op, by
+	// the id's kind and by whether the app committed since the last op.
+	Singles [2][2]SidePair // [Stored or New][Quiet or AfterWrite]
 
 	dir, path string
 	ix        *rebuild.Index
@@ -46,7 +45,18 @@ type Loop struct {
 	rng       *rand.Rand
 	nextNew   uint64   // the next new id's index
 	unstored  []string // new ids asked about, not yet stored (Single)
+	wrote     bool     // the app committed since the last op (Single)
 }
+
+// SidePair holds the library's and the prepared SELECT's times for one
+// kind of single-id call.
+type SidePair struct{ Lib, Select []time.Duration }
+
+// Indexes of Loop.Singles.
+const (
+	Stored, New       = 0, 1 // the id asked about is stored, or new
+	Quiet, AfterWrite = 0, 1 // no commit since the last op, or the app committed just before
+)
 
 // OpenLoop prepares a cell: it copies the base table of shape and rows
 // (built and cached by BaseDB), builds its snapshot and opens the three
@@ -55,10 +65,6 @@ func OpenLoop(ctx context.Context, shape Shape, rows int64, size, newPct int) (_
 	if size < 1 || newPct < 0 || newPct > 100 || rows < 1 {
 		return nil, fmt.Errorf("open loop: page %d, new %d%%, rows %d: bad parameters", size, newPct, rows)
 	}
-	base, err := BaseDB(ctx, shape, rows)
-	if err != nil {
-		return nil, err
-	}
 	l := &Loop{Shape: shape, Rows: rows, Size: size, NewPct: newPct, allocs: NewAllocs(),
 		rng: rand.New(rand.NewPCG(uint64(size), uint64(newPct))), nextNew: uint64(rows)}
 	defer func() {
@@ -66,17 +72,17 @@ func OpenLoop(ctx context.Context, shape Shape, rows int64, size, newPct int) (_
 			err = errors.Join(err, l.Close())
 		}
 	}()
+	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("open loop: %w", err)
+	}
 	if l.dir, err = os.MkdirTemp(CacheDir(), "loop-"); err != nil {
 		return nil, fmt.Errorf("open loop: %w", err)
 	}
-	l.path = filepath.Join(l.dir, "app.db")
-	if err := CopyDB(base, l.path); err != nil {
+	var snap string
+	if l.path, snap, err = PrepareCopy(ctx, shape, rows, l.dir); err != nil {
 		return nil, err
 	}
-	cfg := rebuild.Config{Path: l.path, Table: Table, Column: Column, Snapshot: l.path + ".sfb"}
-	if _, err := rebuild.BuildSnapshot(ctx, cfg); err != nil {
-		return nil, fmt.Errorf("open loop: build snapshot: %w", err)
-	}
+	cfg := rebuild.Config{Path: l.path, Table: Table, Column: Column, Snapshot: snap}
 	if l.ix, err = rebuild.Open(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("open loop: %w", err)
 	}
@@ -101,6 +107,9 @@ func OpenLoop(ctx context.Context, shape Shape, rows int64, size, newPct int) (_
 	}
 	return l, nil
 }
+
+// Paths returns the cell's database and snapshot files.
+func (l *Loop) Paths() (db, snap string) { return l.path, l.path + ".sfb" }
 
 // Index returns the library's index of the cell.
 func (l *Loop) Index() *rebuild.Index { return l.ix }
@@ -168,6 +177,7 @@ func (l *Loop) Page(ctx context.Context, p int) error {
 		return err
 	}
 	l.Insert = append(l.Insert, d)
+	l.wrote = len(want) > 0
 	return nil
 }
 
@@ -182,33 +192,58 @@ func check(side string, got, want []string, err error) error {
 	return nil
 }
 
-// Single runs op p of the single-id loop: Fetched and the prepared SELECT
-// of one stored id and of one new id, the four calls in an order rotating
-// op by op; the new id is then fetched, and stored by the app every
-// storeEvery ops (1: at once, in its own transaction).
+// Single runs op p of the single-id loop: one id, stored or new at
+// random (even odds), asked of Fetched and of the prepared SELECT, the
+// side that goes first alternating; a new id is then fetched, and the app
+// stores the new ids every storeEvery ops (1: each at once, in its own
+// transaction), so about half the ops of store=1 follow a commit.
 func (l *Loop) Single(ctx context.Context, p, storeEvery int) error {
-	old, nu := l.stored(), l.fresh()
-	calls := [4]func() error{
-		func() error { return l.timeFetched(ctx, old, true, &l.FetchedStored) },
-		func() error { return l.timeSelect(ctx, old, true, &l.SelectStored) },
-		func() error { return l.timeFetched(ctx, nu, false, &l.FetchedNew) },
-		func() error { return l.timeSelect(ctx, nu, false, &l.SelectNew) },
+	kind, id := Stored, ""
+	if l.rng.Uint64()&1 == 1 {
+		kind, id = New, l.fresh()
+	} else {
+		id = l.stored()
+	}
+	after := Quiet
+	if l.wrote {
+		after = AfterWrite
+	}
+	pair := &l.Singles[kind][after]
+	calls := [2]func() error{
+		func() error { return l.timeFetched(ctx, id, kind == Stored, &pair.Lib) },
+		func() error { return l.timeSelect(ctx, id, kind == Stored, &pair.Select) },
 	}
 	for k := range calls {
 		if err := calls[(p+k)%len(calls)](); err != nil {
 			return fmt.Errorf("op %d: %w", p, err)
 		}
 	}
-	l.unstored = append(l.unstored, nu)
+	l.wrote = false
+	if kind == New {
+		l.unstored = append(l.unstored, id)
+	}
 	if len(l.unstored) >= storeEvery {
 		d, err := l.app.Store(ctx, l.unstored)
 		if err != nil {
 			return err
 		}
 		l.Insert = append(l.Insert, d)
-		l.unstored = l.unstored[:0]
+		l.unstored, l.wrote = l.unstored[:0], true
 	}
 	return nil
+}
+
+// SingleMedians returns the medians of the library and of the SELECT for
+// a kind of id, over both states (after = -1) or one.
+func (l *Loop) SingleMedians(kind, after int) (lib, sel time.Duration) {
+	var a, b []time.Duration
+	for s := Quiet; s <= AfterWrite; s++ {
+		if after == -1 || after == s {
+			a = append(a, l.Singles[kind][s].Lib...)
+			b = append(b, l.Singles[kind][s].Select...)
+		}
+	}
+	return Median(a), Median(b)
 }
 
 func (l *Loop) timeFetched(ctx context.Context, id string, want bool, into *[]time.Duration) error {

@@ -2,8 +2,12 @@
 // -bench` loop cannot: the initial sync of an empty table, and the cold
 // start of fresh processes.
 //
-//	go run ./cmd/syncbench initial-sync [-pages 200] [-page 1000] [-sleep 0] [-capacity 0] [-csv pages.csv] [-no-inlist]
+//	go run ./cmd/syncbench initial-sync [-pages 200] [-page 1000] [-sleep 0] [-capacity 0] [-csv pages.csv] [-no-inlist] [-no-library]
 //	go run ./cmd/syncbench cold-start [-rows 1000000] [-reps 7] [-modes lib,sql] [-conds warm,cold] [-v]
+//	go test -run '^$' -bench 'SyncLoop|SyncFetched' . | go run ./cmd/syncbench table
+//
+// table turns the sync-loop benchmarks' output into the Markdown tables
+// of docs/BENCHMARKS.md.
 //
 // Base tables are built once and kept in $SYNCBENCH_DIR (default
 // $TMPDIR/syncfilter-syncbench); see package syncbench.
@@ -37,13 +41,19 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("want a command: initial-sync, cold-start: %w", flag.ErrHelp)
+		return fmt.Errorf("want a command: initial-sync, cold-start, table: %w", flag.ErrHelp)
 	}
 	switch args[0] {
 	case "initial-sync":
 		return initialSync(ctx, args[1:])
 	case "cold-start":
 		return coldStart(ctx, args[1:])
+	case "table":
+		lines, err := syncbench.ParseBench(os.Stdin)
+		if err != nil {
+			return err
+		}
+		return syncbench.WriteTables(os.Stdout, lines)
 	case "cold-child":
 		return syncbench.ColdChild(ctx, args[1:], os.Stdout)
 	default:
@@ -59,6 +69,7 @@ func initialSync(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.Sleep, "sleep", 0, "pause per page, standing for the network fetch")
 	fs.Uint64Var(&o.Capacity, "capacity", 0, "rebuild.Config.Capacity (0: the default)")
 	fs.BoolVar(&o.NoInList, "no-inlist", false, "skip the IN-list side")
+	fs.BoolVar(&o.NoLibrary, "no-library", false, "never open the library (the app's INSERTs without its triggers)")
 	csvPath := fs.String("csv", "", "write the per-page series to this CSV file")
 	verbose := fs.Bool("v", false, "print every page")
 	if err := fs.Parse(args); err != nil {
