@@ -371,6 +371,11 @@ func (res *ColdResult) Report(w io.Writer) error {
 		errs = append(errs, err)
 	}
 	p("cold start: %s; page of %d ids (half stored); medians of %d children each", res.Setup, o.PageSize, o.Reps)
+	for _, r := range res.Runs {
+		if r.Mode == ModeLib && (!r.Report.Serving || r.Report.SnapshotError != "") {
+			p("  warning: rep %d %s: the library child answered in bypass (snapshot: %s)", r.Rep, r.Cond, r.Report.SnapshotError)
+		}
+	}
 	med := res.Medians()
 	for _, cond := range o.Conds {
 		sql := med[[2]string{cond, ModeSQL}][0]
