@@ -10,7 +10,7 @@ FUZZ_TARGETS = \
 	./snapshot:FuzzDecode \
 	./rebuild/internal/store:FuzzKeyArrayRoundTrip
 
-.PHONY: demo test no-binaries fmt-check vet portable race unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint
+.PHONY: demo test no-binaries fmt-check vet portable race unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
@@ -89,6 +89,46 @@ soak:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 	cd bench && $(GO) test -run='^$$' -bench=. -benchmem .
+
+# Issue 20: what a sync engine feels (bench/syncbench, results in
+# docs/BENCHMARKS.md). Minutes each, never part of make test. Base tables
+# are built once and kept in $$SYNCBENCH_DIR (default
+# $$TMPDIR/syncfilter-syncbench: 160 MB per million rows). One op of
+# BenchmarkSyncLoop is one page: the library, one prepared IN-list and a
+# prepared SELECT per id in turn, then the app's INSERT of the new ids.
+SYNCBENCH_ROWS ?= 1000000
+SYNCBENCH_COLD_ROWS ?= 1000000 5000000
+SYNCBENCH_REPS ?= 9
+syncbench: syncbench-loop syncbench-initial syncbench-cold
+
+syncbench-loop:
+	cd bench && SYNCBENCH_ROWS=$(SYNCBENCH_ROWS) $(GO) test -run '^$$' -bench 'SyncLoop/.*/page=100$$' -benchtime 300x -timeout 2h .
+	cd bench && SYNCBENCH_ROWS=$(SYNCBENCH_ROWS) $(GO) test -run '^$$' -bench 'SyncLoop/.*/page=1000$$' -benchtime 100x -timeout 2h .
+	cd bench && SYNCBENCH_ROWS=$(SYNCBENCH_ROWS) $(GO) test -run '^$$' -bench 'SyncLoop/.*/page=10000$$' -benchtime 30x -timeout 2h .
+	cd bench && SYNCBENCH_ROWS=$(SYNCBENCH_ROWS) $(GO) test -run '^$$' -bench 'SyncFetched' -benchtime 3000x -timeout 2h .
+
+# The initial sync: 200 pages of 1,000 new ids into an empty table, with
+# no pause and with 100 and 300 ms per page (a network fetch), then the
+# 1M-row sync (1,000 pages); add -csv FILE to plot a run.
+syncbench-initial:
+	cd bench && $(GO) run ./cmd/syncbench initial-sync -pages 200
+	cd bench && $(GO) run ./cmd/syncbench initial-sync -pages 200 -sleep 100ms
+	cd bench && $(GO) run ./cmd/syncbench initial-sync -pages 200 -sleep 300ms
+	cd bench && $(GO) run ./cmd/syncbench initial-sync -pages 1000
+
+# The cold start: fresh processes, warm page cache and the files' pages
+# dropped (posix_fadvise DONTNEED), library and IN-list children alternating.
+syncbench-cold:
+	@set -e; for rows in $(SYNCBENCH_COLD_ROWS); do \
+		(cd bench && $(GO) run ./cmd/syncbench cold-start -rows $$rows -reps $(SYNCBENCH_REPS) -modes lib,sql,lib-nosnap); \
+	done
+
+# Every harness at a small scale, in about a minute: a check that they run.
+syncbench-short:
+	cd bench && $(GO) test -count=1 ./syncbench
+	cd bench && SYNCBENCH_ROWS=20000 $(GO) test -run '^$$' -bench 'Sync' -benchtime 5x .
+	cd bench && $(GO) run ./cmd/syncbench initial-sync -pages 20
+	cd bench && $(GO) run ./cmd/syncbench cold-start -rows 20000 -reps 2 -modes lib,sql,lib-nosnap
 
 lint: fmt-check
 	$(GO) vet ./...

@@ -4,5 +4,10 @@
 //
 //	go test -run '^$' -bench . -benchmem      (from this folder, or `make bench`)
 //
+// BenchmarkSyncLoop, BenchmarkSyncFetched and BenchmarkOpenFirstAnswer
+// measure the library as a sync engine uses it, against what the engine
+// writes without it (package syncbench; `make syncbench` runs them with
+// the initial-sync and cold-start harnesses of cmd/syncbench).
+//
 // Results, with the machine and the command, are in ../docs/BENCHMARKS.md.
 package bench

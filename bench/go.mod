@@ -4,7 +4,9 @@ go 1.26.8
 
 require (
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
+	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/syncfilter/syncfilter v0.0.0
+	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.44.0
 )
 

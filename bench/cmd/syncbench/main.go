@@ -1,0 +1,128 @@
+// Command syncbench runs the harnesses of issue 20 that a `go test
+// -bench` loop cannot: the initial sync of an empty table, and the cold
+// start of fresh processes.
+//
+//	go run ./cmd/syncbench initial-sync [-pages 200] [-page 1000] [-sleep 0] [-capacity 0] [-csv pages.csv] [-no-inlist] [-no-library]
+//	go run ./cmd/syncbench cold-start [-rows 1000000] [-reps 7] [-modes lib,sql] [-conds warm,cold] [-v]
+//	go test -run '^$' -bench 'SyncLoop|SyncFetched' . | go run ./cmd/syncbench table
+//
+// table turns the sync-loop benchmarks' output into the Markdown tables
+// of docs/BENCHMARKS.md.
+//
+// Base tables are built once and kept in $SYNCBENCH_DIR (default
+// $TMPDIR/syncfilter-syncbench); see package syncbench.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+
+	"github.com/syncfilter/syncfilter/bench/syncbench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "syncbench:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("want a command: initial-sync, cold-start, table: %w", flag.ErrHelp)
+	}
+	switch args[0] {
+	case "initial-sync":
+		return initialSync(ctx, args[1:])
+	case "cold-start":
+		return coldStart(ctx, args[1:])
+	case "table":
+		lines, err := syncbench.ParseBench(os.Stdin)
+		if err != nil {
+			return err
+		}
+		return syncbench.WriteTables(os.Stdout, lines)
+	case "cold-child":
+		return syncbench.ColdChild(ctx, args[1:], os.Stdout)
+	default:
+		return fmt.Errorf("unknown command %q: %w", args[0], flag.ErrHelp)
+	}
+}
+
+func initialSync(ctx context.Context, args []string) error {
+	var o syncbench.InitialOptions
+	fs := flag.NewFlagSet("initial-sync", flag.ContinueOnError)
+	fs.IntVar(&o.Pages, "pages", 200, "pages to sync (1000 for a 1M-row sync)")
+	fs.IntVar(&o.PageSize, "page", 1000, "new ids per page")
+	fs.DurationVar(&o.Sleep, "sleep", 0, "pause per page, standing for the network fetch")
+	fs.Uint64Var(&o.Capacity, "capacity", 0, "rebuild.Config.Capacity (0: the default)")
+	fs.BoolVar(&o.NoInList, "no-inlist", false, "skip the IN-list side")
+	fs.BoolVar(&o.NoLibrary, "no-library", false, "never open the library (the app's INSERTs without its triggers)")
+	csvPath := fs.String("csv", "", "write the per-page series to this CSV file")
+	verbose := fs.Bool("v", false, "print every page")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *verbose {
+		o.Progress = func(r syncbench.PageRecord) {
+			fmt.Printf("page %4d missing %8.0f µs in-list %8.0f µs bypass %-5v serving %-5v rebuilding %-5v est FPR %.4f measured %.4f capacity %d\n",
+				r.Page, float64(r.Missing)/1e3, float64(r.InList)/1e3, r.Bypass, r.Serving, r.Rebuilding, r.EstFPR, r.MeasuredFPR, r.Capacity)
+		}
+	}
+	res, err := syncbench.InitialSync(ctx, o)
+	if err != nil {
+		return err
+	}
+	if *csvPath != "" {
+		f, err := os.Create(*csvPath)
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(res.WriteCSV(f), f.Close()); err != nil {
+			return err
+		}
+	}
+	return res.Report(os.Stdout)
+}
+
+func coldStart(ctx context.Context, args []string) error {
+	var o syncbench.ColdOptions
+	fs := flag.NewFlagSet("cold-start", flag.ContinueOnError)
+	fs.Int64Var(&o.Rows, "rows", 1_000_000, "rows of the table")
+	fs.IntVar(&o.Reps, "reps", 7, "children per condition and mode")
+	fs.IntVar(&o.PageSize, "page", 1000, "ids per page (half stored)")
+	modes := fs.String("modes", "lib,sql", "children to run: lib, lib-nosnap, sql")
+	conds := fs.String("conds", "warm,cold", "page-cache conditions: warm, cold")
+	verbose := fs.Bool("v", false, "print every child")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.Modes, o.Conds = strings.Split(*modes, ","), strings.Split(*conds, ",")
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.Child = func(args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, exe, append([]string{"cold-child"}, args...)...)
+	}
+	if *verbose {
+		o.Log = os.Stdout
+	}
+	res, err := syncbench.ColdStart(ctx, o)
+	if err != nil {
+		return err
+	}
+	return res.Report(os.Stdout)
+}

@@ -1,0 +1,41 @@
+// Package syncbench measures the library the way a sync engine uses it
+// (issue 20), against what the engine would write without it.
+//
+// # What is measured
+//
+//   - The sync loop (Loop, BenchmarkSyncLoop and BenchmarkSyncFetched in
+//     package bench): pages of server ids asked of the library's
+//     Missing, of one prepared IN-list and of a prepared SELECT per id,
+//     in turn inside one loop, the side that goes first rotating page by
+//     page; between pages the app stores the page's new ids with its own
+//     INSERTs on its own connection (App), so the next page sees them.
+//   - The initial sync (InitialSync): an empty table filled page by page
+//     with new ids, only Missing from the library, and what its Stats
+//     say after every page: rate, bypass, rebuilds.
+//   - The cold start (ColdStart, ColdChild): fresh processes from exec
+//     to the first answer, with the files in the page cache and with
+//     their pages dropped (DropCache: posix_fadvise DONTNEED, checked
+//     with mincore by Resident).
+//
+// # Notation
+//
+// "Library" is rebuild.Index with the default Config (Path, Table,
+// Column, Snapshot). "IN-list" is `SELECT id FROM records WHERE id IN (?,
+// …)`, prepared once per page size; "per id" is `SELECT 1 FROM records
+// WHERE id = ?`; both normalize ids with golang.org/x/text's NFC first.
+// Ratios are library ÷ baseline, of medians over pages (or totals where
+// said).
+//
+// # Tables
+//
+// BaseDB builds the app's table, records(id TEXT PRIMARY KEY, body
+// TEXT), once per id shape and row count and keeps it in CacheDir;
+// PrepareCopy copies it and builds its snapshot with
+// rebuild.BuildSnapshot, as the cron job or the app's last run leaves it.
+//
+// # Running
+//
+// The Makefile's syncbench targets run everything at full scale (minutes;
+// never part of make test) and syncbench-short at a small one; the
+// commands and the figures are in ../../docs/BENCHMARKS.md.
+package syncbench
