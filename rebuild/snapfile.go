@@ -3,6 +3,7 @@ package rebuild
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/fsafe"
@@ -81,21 +82,20 @@ func (ix *Index) readSnapshot(ctx context.Context, c *call) (*serving, error) {
 }
 
 // plausible refuses a filter of m bits far larger than the database
-// warrants.
+// warrants: more than PlausibleFactor times what an unblocked Bloom filter
+// needs (n·ln(1/FPR)/ln²2 bits; blocking adds a few percent) for as many
+// keys as the file has bytes (a row holds at least a byte of key and a
+// few of record and index), or as Capacity. A closed form: sizing the
+// filter exactly for the bound would cost milliseconds at open.
 func (ix *Index) plausible(ctx context.Context, conn *store.Conn, m uint64) error {
 	bytes, err := conn.FileBytes(ctx)
 	if err != nil {
 		return err
 	}
-	// A row holds at least a byte of key and a few of record and index:
-	// the file holds fewer rows than bytes.
-	keys := max(ix.cfg.Capacity, uint64(bytes), 1024)
-	p, err := syncfilter.NewParams(keys, ix.cfg.FPR)
-	if err != nil {
-		return fmt.Errorf("size a filter for %d keys: %w", keys, err)
-	}
-	if limit := p.M * PlausibleFactor; m > limit {
-		return fmt.Errorf("m = %d bits for a database of %d bytes, at most %d: %w", m, bytes, limit, ErrImplausible)
+	keys := float64(max(ix.cfg.Capacity, uint64(bytes), 1024))
+	limit := PlausibleFactor * keys * math.Log(1/ix.cfg.FPR) / (math.Ln2 * math.Ln2)
+	if float64(m) > limit {
+		return fmt.Errorf("m = %d bits for a database of %d bytes, at most %.0f: %w", m, bytes, limit, ErrImplausible)
 	}
 	return nil
 }
@@ -220,7 +220,9 @@ func (ix *Index) saveNow(ctx context.Context, s *serving) error {
 		}
 	}
 	h := snapshot.Header{Capacity: s.capacity, Generation: gen, DatasetID: src.DatasetID, Created: now()}
-	record := func(sum [32]byte) error { return f.st.RecordSnapshot(ctx, src, s.epoch, sum, gen, img.Params().M) }
+	record := func(sum [32]byte) error {
+		return f.st.RecordSnapshot(ctx, src, s.epoch, sum, gen, img.Params().M, ix.cfg.Snapshot)
+	}
 	if err := snapshot.WriteFileCommit(ix.cfg.Snapshot, h, img, ix.cfg.SnapshotMode, record, fsafe.DatabaseFiles(f.st.Path.Real)...); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}

@@ -21,6 +21,7 @@ var sharedDDL = []string{
 		created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
 		epoch      INTEGER NOT NULL DEFAULT 0,
 		alias_gen  INTEGER NOT NULL DEFAULT 0,
+		snapshot   TEXT,
 		UNIQUE (tbl, col))`,
 	`CREATE TABLE IF NOT EXISTS ` + SnapshotsTable + ` (
 		source     INTEGER NOT NULL,
@@ -114,7 +115,12 @@ func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed b
 			return nil, info, err
 		}
 	}
-	s.cols = sourceCols{epoch: true, aliasGen: true}
+	if !s.cols.snapshot {
+		if err := exec(`ALTER TABLE ` + SourcesTable + ` ADD COLUMN snapshot TEXT`); err != nil {
+			return nil, info, err
+		}
+	}
+	s.cols = sourceCols{epoch: true, aliasGen: true, snapshot: true}
 	if s.OwnMissing {
 		if err := exec(`CREATE TABLE ` + Quote(OwnTable) + ` (` + Quote(OwnColumn) + ` TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID`); err != nil {
 			return nil, info, err

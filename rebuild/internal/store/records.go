@@ -45,7 +45,10 @@ var errEpoch = errors.New("the source was attached again (its triggers had been 
 // only the newest keepRecords records. A generation the log has not
 // reached is refused (no such state of this database exists), and so is a
 // filter of an older epoch.
-func (db *DB) RecordSnapshot(ctx context.Context, s *Source, epoch uint64, sum [32]byte, gen, m uint64) (err error) {
+//
+// path, the file's absolute name, is kept as the source's last snapshot
+// (where `syncfilter rebuild --all` writes the next).
+func (db *DB) RecordSnapshot(ctx context.Context, s *Source, epoch uint64, sum [32]byte, gen, m uint64, path string) (err error) {
 	if db.w == nil {
 		return fmt.Errorf("record snapshot: database opened read-only")
 	}
@@ -76,6 +79,11 @@ func (db *DB) RecordSnapshot(ctx context.Context, s *Source, epoch uint64, sum [
 		(SELECT checksum FROM `+SnapshotsTable+` WHERE source = ?1 ORDER BY saved_at DESC, generation DESC LIMIT ?2)`,
 		s.ID, keepRecords); err != nil {
 		return fmt.Errorf("record snapshot: %w", err)
+	}
+	if s.cols.snapshot {
+		if _, err := tx.ExecContext(ctx, `UPDATE `+SourcesTable+` SET snapshot = ? WHERE id = ?`, path, s.ID); err != nil {
+			return fmt.Errorf("record snapshot: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("record snapshot: %w", err)

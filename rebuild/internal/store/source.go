@@ -81,7 +81,7 @@ func (s *Source) queries() *sourceSQL {
 
 // sourceCols says which columns syncfilter_sources has: databases attached
 // by older versions lack the newer ones until a writable Attach adds them.
-type sourceCols struct{ epoch, aliasGen bool }
+type sourceCols struct{ epoch, aliasGen, snapshot bool }
 
 // Resolve finds the source in the schema and checks, reading only, that
 // answers about it can be exact (see checkTable): names resolve
@@ -301,6 +301,8 @@ func (s *Source) readCols(ctx context.Context, q querier) error {
 			s.cols.epoch = true
 		case "alias_gen":
 			s.cols.aliasGen = true
+		case "snapshot":
+			s.cols.snapshot = true
 		}
 	}
 	return rows.Err()
@@ -330,4 +332,45 @@ func (s *Source) triggerSQL(name, event string) string {
 func (s *Source) Same(t *Source) bool {
 	return s != nil && t != nil && s.Logged && t.Logged && s.ID == t.ID && s.DatasetID == t.DatasetID &&
 		s.Table == t.Table && s.Column == t.Column
+}
+
+// Listed is an attached source as syncfilter_sources records it.
+type Listed struct {
+	Table, Column string
+	DatasetID     [16]byte
+	CreatedAt     string
+	Snapshot      string // the last snapshot recorded; "" if none (or recorded by an older version)
+}
+
+// List returns every source the database records, in the order they were
+// first attached (none if the library's tables are not there).
+func List(ctx context.Context, q querier) ([]Listed, error) {
+	s := &Source{}
+	var exists bool
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, SourcesTable).Scan(&exists); err != nil || !exists {
+		return nil, err
+	}
+	if err := s.readCols(ctx, q); err != nil {
+		return nil, err
+	}
+	snap := `''`
+	if s.cols.snapshot {
+		snap = `coalesce(snapshot, '')`
+	}
+	rows, err := q.QueryContext(ctx, `SELECT tbl, col, dataset_id, created_at, `+snap+` FROM `+SourcesTable+` ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list sources: %w", err)
+	}
+	defer rows.Close()
+	var out []Listed
+	for rows.Next() {
+		var l Listed
+		var ds []byte
+		if err := rows.Scan(&l.Table, &l.Column, &ds, &l.CreatedAt, &l.Snapshot); err != nil {
+			return nil, fmt.Errorf("list sources: %w", err)
+		}
+		copy(l.DatasetID[:], ds)
+		out = append(out, l)
+	}
+	return out, rows.Err()
 }

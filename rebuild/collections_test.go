@@ -1,0 +1,214 @@
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+)
+
+// collectionsDB creates a database with n tables, coll0..coll<n-1>, each
+// holding rows ids.
+func collectionsDB(t testing.TB, n, rows int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	db := rawDB(t, path)
+	defer db.Close() // no connection of the test's outlives the setup: descriptors count the library's
+	for i := range n {
+		mustExec(t, db, fmt.Sprintf(`CREATE TABLE coll%d (id TEXT PRIMARY KEY, body TEXT)`, i))
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids(fmt.Sprintf("c%d", i), rows) {
+			if _, err := tx.Exec(fmt.Sprintf(`INSERT INTO coll%d (id) VALUES (?)`, i), id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}
+
+// openFiles counts this process's open descriptors on the database's
+// files (the database, -wal, -shm, -journal): one per SQLite connection
+// for the database itself.
+func openFiles(t *testing.T, path string) (db, all int) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd here: %v", err)
+	}
+	real, _ := filepath.EvalSymlinks(path)
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err != nil {
+			continue
+		}
+		switch {
+		case target == real:
+			db++
+			all++
+		case strings.HasPrefix(target, real+"-"):
+			all++
+		}
+	}
+	return db, all
+}
+
+// goroutines returns the goroutine count once it has settled.
+func goroutines() int {
+	var n int
+	for range 50 {
+		runtime.GC()
+		n = runtime.NumGoroutine()
+		time.Sleep(2 * time.Millisecond)
+		if m := runtime.NumGoroutine(); m == n {
+			return n
+		}
+	}
+	return n
+}
+
+// TestCollectionsShareTheDatabase: ten collections of one database cost
+// at most 8 SQLite connections and 6 goroutines more than one (counted,
+// not timed): they share the writer, the readers, the filters' writer
+// goroutine and the worker.
+func TestCollectionsShareTheDatabase(t *testing.T) {
+	ctx := context.Background()
+	path := collectionsDB(t, 10, 200)
+	measure := func(n int) (conns, files, gs int) {
+		base := goroutines()
+		db, err := OpenDB(ctx, DBConfig{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ixs []*Index
+		for i := range n {
+			ix, err := db.Index(ctx, Source{Table: fmt.Sprintf("coll%d", i), Column: "id", Snapshot: fmt.Sprintf("%s.%d.sfb", path, i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ixs = append(ixs, ix)
+		}
+		var wg sync.WaitGroup
+		for _, ix := range ixs { // every collection busy at once: the pool opens what it may
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 20 {
+						if _, err := ix.Missing(ctx, ids("c", 50)); err != nil {
+							t.Error(err)
+						}
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		conns, files = openFiles(t, path)
+		gs = goroutines() - base
+		if err := db.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := openFiles(t, path); c != 0 {
+			t.Fatalf("%d connections left after Close", c)
+		}
+		return conns, files, gs
+	}
+	c1, f1, g1 := measure(1)
+	c10, f10, g10 := measure(10)
+	t.Logf("one collection: %d connections (%d files), %d goroutines; ten: %d (%d), %d", c1, f1, g1, c10, f10, g10)
+	if c10-c1 > 8 {
+		t.Fatalf("ten collections hold %d connections, one %d: more than 8 more", c10, c1)
+	}
+	if g10-g1 > 6 {
+		t.Fatalf("ten collections run %d goroutines, one %d: more than 6 more", g10, g1)
+	}
+	if readers := min(4, max(2, runtime.GOMAXPROCS(0))); c10 > readers+2 {
+		t.Fatalf("%d connections for the database: more than the readers, the writer and the data-version reader", c10)
+	}
+}
+
+// TestCollectionsRebuildInTurn: rebuilds of different collections never
+// run at the same time, and one collection's rebuild leaves the others
+// serving.
+func TestCollectionsRebuildInTurn(t *testing.T) {
+	ctx := context.Background()
+	path := collectionsDB(t, 3, 3000)
+	db, err := OpenDB(ctx, DBConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	old := store.ScanChunk
+	store.ScanChunk = 500 // a progress call per 500 keys
+	defer func() { store.ScanChunk = old }()
+	var mu sync.Mutex
+	scanning := map[int]bool{}
+	peak := 0
+	var others atomic.Bool // another collection was caught in bypass during a scan
+	var ixs []*Index
+	progress := func(i int) func(done, total int64) {
+		return func(done, total int64) {
+			mu.Lock()
+			scanning[i] = done < total
+			n := 0
+			for _, s := range scanning {
+				if s {
+					n++
+				}
+			}
+			peak = max(peak, n)
+			mu.Unlock()
+			time.Sleep(time.Millisecond) // widen the window
+			for _, ix := range ixs {
+				if st := ix.Stats(); !st.Serving && !st.Rebuilding {
+					others.Store(true)
+				}
+			}
+		}
+	}
+	for i := range 3 {
+		ix, err := db.Index(ctx, Source{Table: fmt.Sprintf("coll%d", i), Column: "id", ProgressEvery: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ixs = append(ixs, ix)
+	}
+	for i, ix := range ixs {
+		ix.cfg.Progress = progress(i)
+	}
+	var wg sync.WaitGroup
+	for _, ix := range ixs {
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := ix.Rebuild(ctx); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if peak != 1 {
+		t.Fatalf("%d scans at once, want one at a time", peak)
+	}
+	if others.Load() {
+		t.Fatal("a collection was in bypass while another rebuilt")
+	}
+	for i, ix := range ixs {
+		expect(t, ix, set(ids(fmt.Sprintf("c%d", i), 3000)), append(ids(fmt.Sprintf("c%d", i), 50), ids("never", 50)...))
+	}
+}
