@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/text/unicode/norm"
 
@@ -674,4 +675,58 @@ func TestFetchedAndMissingAgree(t *testing.T) {
 		c.NoBackgroundRebuild = true
 		agree(t, open(t, c), false)
 	})
+}
+
+// TestDetachRefusesAHeldSource: while an index holds the source (here one
+// in this process; the hold is a row any process sees), Detach refuses
+// with ErrHeld naming the holder and changes nothing; Force detaches; once
+// the index is closed, Detach runs.
+func TestDetachRefusesAHeldSource(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 100)...)
+	ix := open(t, appConfig(path))
+	waitHeld(t, path, 1)
+	before := schema(t, path)
+	err := Detach(ctx, path, "records", "id")
+	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "process") {
+		t.Fatalf("Detach while an index is open = %v, want ErrHeld naming the holder", err)
+	}
+	if !bytes.Equal(schema(t, path), before) {
+		t.Fatal("a refused Detach changed the schema")
+	}
+	expect(t, ix, set(ids("seed", 100)), append(ids("seed", 10), "never"))
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := Detach(ctx, path, "records", "id"); err != nil {
+		t.Fatalf("Detach after Close = %v", err)
+	}
+	// Force, while another index holds it.
+	ix2 := open(t, appConfig(path))
+	waitHeld(t, path, 1)
+	if err := DetachWith(ctx, path, "records", "id", DetachOptions{Force: true}); err != nil {
+		t.Fatalf("forced Detach = %v", err)
+	}
+	// The index notices at its next call: its triggers are gone. It
+	// answers from SQLite meanwhile and attaches the source again.
+	insertIDs(t, rawDB(t, path), "after-detach")
+	expect(t, ix2, set(ids("seed", 100), []string{"after-detach"}), []string{"seed-0000001", "after-detach", "never"})
+}
+
+// waitHeld waits until the database records n holds (the worker writes
+// them just after Open).
+func waitHeld(t *testing.T, path string, n int) {
+	t.Helper()
+	db := rawDB(t, path)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got int
+		if err := db.QueryRow(`SELECT count(*) FROM syncfilter_holders`).Scan(&got); err == nil && got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no hold recorded after 30 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -288,13 +288,15 @@ func (ix *Index) enter() error {
 func (ix *Index) leave() { ix.act.leave() }
 
 // hold records in the database that this index holds src, so that Detach
-// refuses to pull it away (writable indexes only).
+// refuses to pull it away (writable indexes only). The worker writes it,
+// soon: a write costs a commit (an fsync), which the open path need not
+// wait for; a Detach in between wins, and the index notices.
 func (ix *Index) hold(f *file, src *store.Source) {
-	if ix.db.cfg.ReadOnly {
+	if ix.db.cfg.ReadOnly || ix.db.work == nil {
 		return
 	}
 	ix.holding.Store(&holding{f: f, src: src})
-	ix.renewHold()
+	ix.db.work.askHold(ix)
 }
 
 // renewHold renews the index's hold (the worker does, every third of its
@@ -307,13 +309,17 @@ func (ix *Index) renewHold() {
 	defer h.f.release()
 	ctx, cancel := context.WithTimeout(ix.db.ctx, ix.db.cfg.BusyTimeout+time.Second)
 	defer cancel()
-	_ = h.f.st.Hold(ctx, h.src, ix.db.token, ix.db.holder, time.Now().Add(store.LeaseTerm))
+	if h.f.st.Hold(ctx, h.src, ix.db.token, ix.db.holder, time.Now().Add(store.LeaseTerm)) == nil {
+		h.written.Store(true)
+	}
 }
 
-// unhold removes the index's hold.
+// unhold removes the index's hold, if it was written (an index closed
+// before the worker wrote it costs no write; a hold written meanwhile
+// expires after store.LeaseTerm).
 func (ix *Index) unhold() {
 	h := ix.holding.Swap(nil)
-	if h == nil || !h.f.acquire() {
+	if h == nil || !h.written.Load() || !h.f.acquire() {
 		return
 	}
 	defer h.f.release()
@@ -322,6 +328,7 @@ func (ix *Index) unhold() {
 
 // holding is the source an index holds, in the file it holds it in.
 type holding struct {
-	f   *file
-	src *store.Source
+	f       *file
+	src     *store.Source
+	written atomic.Bool // the database records it
 }

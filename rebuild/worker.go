@@ -11,13 +11,14 @@ import (
 // worker is the database's one background goroutine (not started for a
 // read-only database). It runs the rebuilds the collections ask for (a
 // snapshot refused at open, a filter dropped, a filter due, triggers found
-// lost), one at a time and in the order asked, and renews the database's
-// holds on its sources (syncfilter_holders), which tell Detach that the
-// sources are in use. Close stops it: the rebuild in progress is
+// lost), one at a time and in the order asked, and writes and renews the
+// database's holds on its sources (syncfilter_holders), which tell Detach
+// that the sources are in use: a write, kept off the open path. Close stops it: the rebuild in progress is
 // cancelled, and the loop returns.
 type worker struct {
-	mu     sync.Mutex // guards queue
+	mu     sync.Mutex // guards queue and holds
 	queue  []*Index   // collections waiting for a rebuild, each once
+	holds  []*Index   // collections whose hold is to be written (off the open path)
 	wakeup chan struct{}
 }
 
@@ -31,6 +32,25 @@ func (w *worker) ask(ix *Index) {
 	}
 	w.mu.Unlock()
 	w.wake()
+}
+
+// askHold queues the writing of ix's hold.
+func (w *worker) askHold(ix *Index) {
+	w.mu.Lock()
+	if !slices.Contains(w.holds, ix) {
+		w.holds = append(w.holds, ix)
+	}
+	w.mu.Unlock()
+	w.wake()
+}
+
+// takeHolds returns the holds to write.
+func (w *worker) takeHolds() []*Index {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.holds
+	w.holds = nil
+	return h
 }
 
 func (w *worker) wake() {
@@ -64,8 +84,14 @@ func (w *worker) run(db *DB) {
 		case <-renew.C:
 			db.renewHolds()
 		}
+		for _, ix := range w.takeHolds() {
+			ix.renewHold()
+		}
 		for ix := w.next(); ix != nil && db.ctx.Err() == nil; ix = w.next() {
 			ix.background()
+			for _, ix := range w.takeHolds() {
+				ix.renewHold()
+			}
 		}
 	}
 }
