@@ -49,31 +49,29 @@ type Probe struct {
 // the chunk's length.
 func (s *Source) probeSQL(confirm, aliases, nonASCII bool) string {
 	cols := `(SELECT schema_version FROM pragma_schema_version())`
+	from := ""
 	if s.Logged {
 		filter := `typeof(key) = 'text'`
 		if nonASCII {
 			filter += ` AND key GLOB '*[^` + "\x01-\x7f" + `]*'`
 		}
-		epoch, aliasGen := "0", "log_floor"
+		epoch, aliasGen := "0", "s.log_floor"
 		if s.cols.epoch {
-			epoch = "epoch"
+			epoch = "s.epoch"
 		}
 		if s.cols.aliasGen {
-			aliasGen = "alias_gen"
+			aliasGen = "s.alias_gen"
 		}
-		chunk := `(SELECT seq, key FROM ` + s.Log + ` WHERE seq > ?2 ORDER BY seq LIMIT ?3)`
-		cols += `, coalesce((SELECT max(seq) FROM ` + s.Log + `), 0), log_floor, ` + epoch + `, ` + aliasGen + `, scanned,
-			EXISTS (SELECT 1 FROM ` + s.Alias + `),
-			(SELECT json_group_array(key) FILTER (WHERE ` + filter + `) FROM ` + chunk + `),
-			(SELECT max(seq) FROM ` + chunk + `)`
+		cols += `, coalesce((SELECT max(seq) FROM ` + s.Log + `), 0), s.log_floor, ` + epoch + `, ` + aliasGen + `, s.scanned,
+			EXISTS (SELECT 1 FROM ` + s.Alias + `), c.keys, c.last`
+		// The chunk is read once: both aggregates come from one pass.
+		from = ` FROM ` + SourcesTable + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + filter + `) AS keys, max(seq) AS last
+			FROM (SELECT seq, key FROM ` + s.Log + ` WHERE seq > ?2 ORDER BY seq LIMIT ?3)) c WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 	}
 	if confirm {
 		cols += `, (` + s.confirmSQL(aliases && s.Logged) + `)`
 	}
-	if !s.Logged {
-		return `SELECT ` + cols
-	}
-	return `SELECT ` + cols + ` FROM ` + SourcesTable + ` WHERE id = ` + strconv.FormatInt(s.ID, 10)
+	return `SELECT ` + cols + from
 }
 
 // probeStmt returns the statement of a variant, built once.
