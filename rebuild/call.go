@@ -62,6 +62,11 @@ func (ix *Index) look(ctx context.Context) (_ *call, err error) {
 	} else if c.b, err = ix.bind(ctx, c); err != nil {
 		return nil, err
 	}
+	if ix.pendingLoad.Load() && ctx.Value(loadingKey{}) == nil {
+		if err := ix.ensureLoaded(context.WithValue(ctx, loadingKey{}, true), c); err != nil {
+			return nil, err
+		}
+	}
 	if c.b.err != nil {
 		conn, err := c.reader(ctx)
 		if err != nil {
@@ -82,6 +87,10 @@ func (ix *Index) look(ctx context.Context) (_ *call, err error) {
 	}
 	return c, nil
 }
+
+// loadingKey marks the context of the opening load, whose own look must
+// not wait for itself.
+type loadingKey struct{}
 
 // reader returns the call's reading connection, taking one at first need.
 func (c *call) reader(ctx context.Context) (*store.Conn, error) {

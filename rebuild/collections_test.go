@@ -212,3 +212,64 @@ func TestCollectionsRebuildInTurn(t *testing.T) {
 		expect(t, ix, set(ids(fmt.Sprintf("c%d", i), 3000)), append(ids(fmt.Sprintf("c%d", i), 50), ids("never", 50)...))
 	}
 }
+
+// TestIndexLoadsItsSnapshotAfterOpen: DB.Index returns before its snapshot
+// is loaded; the first call (or the worker, whichever comes first) loads
+// it, every answer is exact meanwhile, Wait waits for it, and a snapshot
+// that cannot be used is reported and rebuilt from as at rebuild.Open.
+func TestIndexLoadsItsSnapshotAfterOpen(t *testing.T) {
+	ctx := context.Background()
+	path := collectionsDB(t, 4, 2000)
+	src := func(i int) Source {
+		return Source{Table: fmt.Sprintf("coll%d", i), Column: "id", Snapshot: fmt.Sprintf("%s.%d.sfb", path, i)}
+	}
+	db, err := OpenDB(ctx, DBConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 { // attach and save every snapshot
+		if _, err := db.Index(ctx, src(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src(3).Snapshot, []byte("damaged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err = OpenDB(ctx, DBConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	var ixs []*Index
+	for i := range 4 {
+		ix, err := db.Index(ctx, src(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ixs = append(ixs, ix)
+	}
+	var wg sync.WaitGroup
+	for i, ix := range ixs { // first calls racing the worker's loads
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			expect(t, ix, set(ids(fmt.Sprintf("c%d", i), 2000)), append(ids(fmt.Sprintf("c%d", i), 30), ids("never", 30)...))
+		}()
+	}
+	wg.Wait()
+	for i, ix := range ixs {
+		if err := ix.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		st := ix.Stats()
+		switch {
+		case i < 3 && (st.SnapshotError != nil || st.Rebuilds != 0 || !st.Serving):
+			t.Fatalf("collection %d: serving %v, %d rebuilds, snapshot error %v: the snapshot was not used", i, st.Serving, st.Rebuilds, st.SnapshotError)
+		case i == 3 && (st.SnapshotError == nil || !st.Serving):
+			t.Fatalf("damaged snapshot: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
+		}
+	}
+}

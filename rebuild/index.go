@@ -69,13 +69,16 @@ type Index struct {
 	follow    flight                  // catching the filter and the memo up on the log
 	memoing   flight                  // building a memo
 
-	targetErr atomic.Pointer[error]   // why snapshot saves are refused, if they are
-	savedGen  atomic.Uint64           // generation of the last snapshot saved or loaded
-	holding   atomic.Pointer[holding] // the source this index holds (syncfilter_holders)
-	opened    atomic.Bool             // open has ended: later calls ask the worker for repairs
-	cron      bool                    // BuildSnapshot's index: a refused snapshot path fails the rebuild
-	why       atomic.Pointer[string]  // why the rebuild asked of the worker is due
-	bg        pending                 // rebuilds asked of the worker and not finished (Wait)
+	targetErr   atomic.Pointer[error]   // why snapshot saves are refused, if they are
+	savedGen    atomic.Uint64           // generation of the last snapshot saved or loaded
+	holding     atomic.Pointer[holding] // the source this index holds (syncfilter_holders)
+	opened      atomic.Bool             // open has ended: later calls ask the worker for repairs
+	cron        bool                    // BuildSnapshot's index: a refused snapshot path fails the rebuild
+	lazy        bool                    // opened by DB.Index: the snapshot loads after open (ensureLoaded)
+	pendingLoad atomic.Bool             // the opening load has not run yet
+	loading     flight                  // the opening load
+	why         atomic.Pointer[string]  // why the rebuild asked of the worker is due
+	bg          pending                 // rebuilds asked of the worker and not finished (Wait)
 
 	ready chan struct{} // closed when the opening rebuild or load attempt has ended
 	once  sync.Once
@@ -118,6 +121,12 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 // Source.NoBackgroundRebuild, Wait, Stats.SnapshotError); a snapshot path
 // the library may not write to is reported there too, and nothing is
 // saved to it.
+//
+// The snapshot is loaded just after Index returns, by the database's
+// worker or by the first call that needs the filter, whichever comes
+// first: opening ten collections costs their checks, not ten loads, and no
+// collection's first call waits for another's load (rebuild.Open, one
+// collection, loads before it returns).
 func (db *DB) Index(ctx context.Context, src Source) (*Index, error) {
 	return db.index(ctx, src, false)
 }
@@ -127,6 +136,7 @@ func (db *DB) index(ctx context.Context, src Source, owned bool) (*Index, error)
 	if err != nil {
 		return nil, err
 	}
+	ix.lazy = !owned
 	if err := ix.open(ctx); err != nil {
 		ix.cancel()
 		_ = ix.close(context.WithoutCancel(ctx))
@@ -189,23 +199,54 @@ func (ix *Index) open(ctx context.Context) (err error) {
 			ix.checkTarget(c.f, src)
 		}
 		ix.hold(c.f, src)
-		if ix.cfg.Snapshot != "" {
-			err = ix.load(ctx, c)
-		} else {
-			err = errors.New("no snapshot configured")
+		ix.opened.Store(true)
+		if ix.cfg.Snapshot == "" {
+			ix.loaded(errors.New("no snapshot configured"))
+			return nil
 		}
-		if err != nil {
-			ix.m.setSnapshotError(err)
-			if !ix.cfg.NoBackgroundRebuild {
-				ix.opened.Store(true)
-				ix.askRebuild("the snapshot could not be used")
-				return nil
-			}
+		if ix.lazy && ix.db.work != nil {
+			// DB.Index: the worker loads the snapshot soon, and the first
+			// call that needs the filter before that loads it itself
+			// (ensureLoaded): opening many collections costs what their
+			// checks cost, and no collection waits for another's load.
+			ix.pendingLoad.Store(true)
+			ix.db.work.askLoad(ix)
+			return nil
 		}
+		ix.loaded(ix.load(ctx, c))
+		return nil
 	}
 	ix.opened.Store(true)
 	ix.markReady()
 	return nil
+}
+
+// loaded ends the opening load with its outcome: serving from the
+// snapshot (err nil), or from SQLite with a rebuild asked for.
+func (ix *Index) loaded(err error) {
+	if err != nil {
+		ix.m.setSnapshotError(err)
+		if !ix.cfg.NoBackgroundRebuild && !ix.db.cfg.ReadOnly {
+			ix.askRebuild("the snapshot could not be used")
+			return // ready once the rebuild ran
+		}
+	}
+	ix.markReady()
+}
+
+// ensureLoaded loads the snapshot of an index opened by DB.Index if its
+// load is still pending: the first caller loads it, the others (and the
+// worker) wait for that (a flight).
+func (ix *Index) ensureLoaded(ctx context.Context, c *call) error {
+	done := func() bool { return !ix.pendingLoad.Load() }
+	return ix.loading.do(ctx, done, func() error {
+		if !ix.pendingLoad.Load() {
+			return nil
+		}
+		ix.loaded(ix.load(ctx, c))
+		ix.pendingLoad.Store(false)
+		return nil
+	})
 }
 
 func (ix *Index) markReady() { ix.once.Do(func() { close(ix.ready) }) }

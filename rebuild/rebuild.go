@@ -60,6 +60,20 @@ func (ix *Index) background() {
 	_ = ix.rebuild(context.WithValue(ix.ctx, onWorker{}, true), reason) // the error is kept in the metrics
 }
 
+// backgroundLoad runs the opening load of an index from DB.Index, unless a
+// call ran it first.
+func (ix *Index) backgroundLoad() {
+	if ix.enter() != nil {
+		return
+	}
+	defer ix.leave()
+	if c, err := ix.look(ix.ctx); err == nil { // look loads it (ensureLoaded)
+		c.end()
+	} else if ix.pendingLoad.Swap(false) {
+		ix.loaded(err)
+	}
+}
+
 // askRebuild asks the database's worker for a rebuild of this collection
 // (callers check NoBackgroundRebuild or NoAutoRebuild).
 func (ix *Index) askRebuild(why string) {

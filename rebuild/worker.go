@@ -19,6 +19,7 @@ type worker struct {
 	mu     sync.Mutex // guards queue and holds
 	queue  []*Index   // collections waiting for a rebuild, each once
 	holds  []*Index   // collections whose hold is to be written (off the open path)
+	loads  []*Index   // collections whose snapshot is to be loaded (DB.Index)
 	wakeup chan struct{}
 }
 
@@ -42,6 +43,26 @@ func (w *worker) askHold(ix *Index) {
 	}
 	w.mu.Unlock()
 	w.wake()
+}
+
+// askLoad queues the opening load of ix.
+func (w *worker) askLoad(ix *Index) {
+	w.mu.Lock()
+	w.loads = append(w.loads, ix)
+	w.mu.Unlock()
+	w.wake()
+}
+
+// nextLoad returns the next load to run, or nil.
+func (w *worker) nextLoad() *Index {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.loads) == 0 {
+		return nil
+	}
+	ix := w.loads[0]
+	w.loads = w.loads[1:]
+	return ix
 }
 
 // takeHolds returns the holds to write.
@@ -83,6 +104,9 @@ func (w *worker) run(db *DB) {
 		case <-w.wakeup:
 		case <-renew.C:
 			db.renewHolds()
+		}
+		for ix := w.nextLoad(); ix != nil && db.ctx.Err() == nil; ix = w.nextLoad() {
+			ix.backgroundLoad()
 		}
 		for _, ix := range w.takeHolds() {
 			ix.renewHold()
