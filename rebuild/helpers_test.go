@@ -5,11 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testexec"
 )
 
 // appDB creates a SQLite file with an app table, records(id TEXT PRIMARY
@@ -142,7 +143,7 @@ func set(keys ...[]string) map[string]bool {
 // variables), with env added; wait returns its error and output.
 func startChild(t *testing.T, run string, env ...string) (wait func() (string, error)) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
+	cmd := testexec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), env...)
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out

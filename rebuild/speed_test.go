@@ -34,9 +34,6 @@ func TestChildProcessHammers(t *testing.T) {
 // Fetched and by Missing, whether the generation came from the wal-index
 // header or from the query; both paths are exercised.
 func TestFreshnessUnderAHammeringWriter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns a child process")
-	}
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 1000)...)
 	ix := open(t, appConfig(path))
