@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/testexec"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"golang.org/x/text/unicode/norm"
 )
@@ -150,7 +150,7 @@ func set(keys ...[]string) map[string]bool {
 // variables), with env added; wait returns its error and output.
 func startChild(t *testing.T, run string, env ...string) (wait func() (string, error)) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
+	cmd := testexec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), env...)
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out

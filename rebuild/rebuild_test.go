@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/testexec"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -153,7 +153,7 @@ func TestChildProcessInserts(t *testing.T) {
 
 func runChild(t *testing.T, path string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcessInserts$", "-test.count=1")
+	cmd := testexec.Command(os.Args[0], "-test.run=^TestChildProcessInserts$", "-test.count=1")
 	cmd.Env = append(os.Environ(), childEnv+"="+path)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("child process: %v\n%s", err, out)
@@ -163,9 +163,6 @@ func runChild(t *testing.T, path string) {
 // TestSecondProcessWritesAreSeen: another process inserts rows while the
 // index runs, and while it is closed; both are reported fetched.
 func TestSecondProcessWritesAreSeen(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns a child process")
-	}
 	seed := ids("seed", 500)
 	path := appDB(t, seed...)
 	cfg := appConfig(path)

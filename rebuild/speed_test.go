@@ -33,9 +33,6 @@ func TestChildProcessHammers(t *testing.T) {
 // tight loop, every id committed before a call is reported fetched, by
 // Fetched and by Missing.
 func TestFreshnessUnderAHammeringWriter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns a child process")
-	}
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 1000)...)
 	ix := open(t, appConfig(path))

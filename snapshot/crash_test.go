@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/testexec"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
@@ -50,9 +50,6 @@ func TestCrashHelper(t *testing.T) {
 // SIGKILL at several points of its write: the snapshot at the path must
 // stay the previous one, intact; the next writer sweeps the leftovers.
 func TestKilledWriterLeavesPreviousFile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns child processes")
-	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "filter.sfb")
 	prev, _ := build(t, testParams(t, 1000), keys("prev", 500))
@@ -60,7 +57,7 @@ func TestKilledWriterLeavesPreviousFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, killAfter := range []int{1, 3, 10, 20, 31} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
+		cmd := testexec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashHelperEnv+"="+path)
 		out, err := cmd.StdoutPipe()
 		if err != nil {

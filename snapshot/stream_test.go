@@ -211,6 +211,9 @@ func TestErrorKindDoesNotDependOnHowBytesAreRead(t *testing.T) {
 		}
 	}
 	for i := 0; i < len(data)*8; i += 7 {
+		if payload := i/8 >= headerLenV1 && i/8 < len(data)-checksumLen; payload && testing.Short() && i%(7*67) != 0 {
+			continue // -short (make cross, emulated): one payload flip in 67; all end at the checksum
+		}
 		v := bytes.Clone(data)
 		v[i/8] ^= 1 << (i % 8)
 		variants = append(variants, v)

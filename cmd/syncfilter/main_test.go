@@ -15,6 +15,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"github.com/syncfilter/syncfilter/internal/testexec"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -36,6 +37,13 @@ func TestMain(m *testing.M) {
 	args := append(append([]string{"build"}, buildFlags...), "-o", binary, ".")
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	// On another CPU under an emulator (make cross), a script that runs
+	// the binary through it, so that the shell of the README examples
+	// runs it too.
+	if binary, err = testexec.Wrap(binary); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
