@@ -235,7 +235,17 @@ func TestReadOnlyUser(t *testing.T) {
 	dir := sharedDir(t, root, 0o755)
 	db := usersDB(t, dir, root, 0o644)
 	snap := filepath.Join(dir, "records.sfb")
-	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0) // leaves WAL mode
+	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
+	// The app's choice, which the library never changes: WAL. With no
+	// process holding the database, its -shm is gone.
+	wal := sqlDB(t, db)
+	if _, err := wal.Exec(`PRAGMA journal_mode = WAL`); err != nil {
+		t.Fatal(err)
+	}
+	wal.Close()
+	if _, err := os.Stat(db + "-shm"); !os.IsNotExist(err) {
+		t.Fatalf("%s-shm after the last connection closed: %v", db, err)
+	}
 	check := []string{"check", "--db", db, "--table", "records", "--column", "id", "--snapshot", snap, "rec-1", "nope"}
 	status := []string{"status", "--db", db, "--table", "records", "--column", "id", "--snapshot", snap}
 
