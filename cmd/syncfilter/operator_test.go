@@ -156,7 +156,7 @@ func TestCronOutputAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"syncfilter_rebuild_last_success_timestamp_seconds", "syncfilter_rebuild_duration_seconds",
-		"syncfilter_rebuild_rows 1005", "syncfilter_rebuild_skipped_rows 2", "syncfilter_rebuild_bytes", "syncfilter_rebuild_estimated_fpr"} {
+		`syncfilter_rebuild_rows{table="records",column="id"} 1005`, `syncfilter_rebuild_skipped_rows{table="records",column="id"} 2`, "syncfilter_rebuild_bytes", "syncfilter_rebuild_estimated_fpr"} {
 		if !strings.Contains(string(metrics), name) {
 			t.Fatalf("metrics lack %q:\n%s", name, metrics)
 		}

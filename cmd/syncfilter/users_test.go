@@ -311,3 +311,35 @@ func TestUnwritableMetricsDirectory(t *testing.T) {
 		t.Fatal("the snapshot was written before the refusal")
 	}
 }
+
+// TestRootRebuildAllWritesOnlyWhereTheOwnerCould: --all takes snapshot
+// paths from the database, which the app's user may write; run as root,
+// it writes a recorded path only in a directory the database's owner
+// owns, so that the database cannot make root create files elsewhere.
+func TestRootRebuildAllWritesOnlyWhereTheOwnerCould(t *testing.T) {
+	app := testAccount(t, appUser)
+	dir := sharedDir(t, app, 0o750)
+	db := usersDB(t, dir, app, 0o640)
+	snap := filepath.Join(dir, "records.sfb")
+	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
+	elsewhere := filepath.Join(sharedDir(t, account{name: "root"}, 0o755), "records.sfb")
+	record := func(p string) {
+		t.Helper()
+		if _, err := sqlDB(t, db).Exec(`UPDATE syncfilter_sources SET snapshot = ?`, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(elsewhere) // what the app's user could write into the database
+	r := run(t, "", "rebuild", "--db", db, "--all")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "is owned by root, not by "+appUser) {
+		t.Fatalf("a recorded path in root's directory: exit %d, %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(elsewhere); !os.IsNotExist(err) {
+		t.Fatal("root wrote where the database said, in a directory its owner does not own")
+	}
+	record(snap)
+	run(t, "", "rebuild", "--db", db, "--all").must(t, 0)
+	if uid, gid, _ := ownerOf(t, snap); uid != app.uid || gid != app.gid {
+		t.Fatalf("snapshot %d:%d, want the database's owner", uid, gid)
+	}
+}
