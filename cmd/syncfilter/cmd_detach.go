@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/fsafe"
@@ -25,6 +26,7 @@ func (a *app) detach(ctx context.Context, args []string) error {
 	busy := 5 * time.Second
 	fs.Var(duration{&busy}, "busy-timeout", "how long SQLite waits for a lock another connection (the app) holds, a duration `D` such as 30s")
 	force := fs.Bool("force", false, "detach even while an app's index or a rebuild holds the source (they then answer from SQLite)")
+	all := fs.Bool("all", false, "detach every source the database lists (their snapshot files are left in place); instead of --table, --column and --snapshot")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -32,13 +34,23 @@ func (a *app) detach(ctx context.Context, args []string) error {
 	if err := exactly(pos, 0, "no arguments besides flags"); err != nil {
 		return err
 	}
-	if err := required(fs, "db", "table", "column"); err != nil {
-		return err
+	if *all {
+		if set := given(fs, "table", "column", "snapshot"); len(set) > 0 {
+			return usagef("--all detaches every source and leaves their snapshot files: it does not go with %s", strings.Join(set, ", "))
+		}
+		if err := required(fs, "db"); err != nil {
+			return err
+		}
+	} else if err := required(fs, "db", "table", "column"); err != nil {
+		return usagef("%v (or --db and --all, to detach every source)", err)
 	}
 	if err := checkDB(*db); err != nil {
 		return err
 	}
 	a.opens(*db, busy)
+	if *all {
+		return a.detachAll(ctx, *db, rebuild.DetachOptions{BusyTimeout: busy, Force: *force})
+	}
 	// Read the snapshot's dataset before the source's record is gone.
 	var remove *fsafe.Target
 	if *snap != "" {
@@ -65,6 +77,54 @@ func (a *app) detach(ctx context.Context, args []string) error {
 				fmt.Fprintf(a.stdout, "syncfilter detach: removed the snapshot %s\n", remove.File)
 			}
 		}
+	}
+	return nil
+}
+
+// detachAll detaches every source the database lists, one transaction
+// each. A source held by an open index (ErrHeld, without --force) or
+// failing otherwise fails alone; the others are detached, and the exit
+// status says whether any failed. Snapshot files are left in place: the
+// paths the database recorded are printed, for the operator to delete
+// (detach --table --column --snapshot removes one, checked).
+func (a *app) detachAll(ctx context.Context, db string, opts rebuild.DetachOptions) error {
+	list, err := rebuild.Sources(ctx, rebuild.DBConfig{Path: db, BusyTimeout: opts.BusyTimeout})
+	if err != nil {
+		return explainReadOnly(db, err)
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(a.stdout, "syncfilter detach: no source is attached in %s: nothing to detach\n", db)
+		return nil
+	}
+	var bad []string
+	for _, src := range list {
+		k := keyOf(src.Table, src.Column)
+		name := k.table + "." + k.column
+		err := rebuild.DetachWith(ctx, db, src.Table, src.Column, opts)
+		switch {
+		case errors.Is(err, context.Canceled):
+			return err
+		case errors.Is(err, rebuild.ErrNotAttached):
+			fmt.Fprintf(a.stdout, "syncfilter detach: %s was detached already\n", name)
+			continue
+		case errors.Is(err, rebuild.ErrHeld):
+			a.log.printf("syncfilter detach: %s: %s (close the app's index first, or run again with --force)", name, oneLine(err.Error()))
+			bad = append(bad, name)
+			continue
+		case err != nil:
+			msg := oneLine(err.Error())
+			a.log.printf("syncfilter detach: %s: %s%s", name, msg, a.lockHint("detach", err, msg))
+			bad = append(bad, name)
+			continue
+		}
+		line := fmt.Sprintf("syncfilter detach: removed the filter's tables and triggers for %s from %s", name, db)
+		if src.Snapshot != "" {
+			line += fmt.Sprintf("; its snapshot %s is left in place (delete it if the app no longer opens the source)", src.Snapshot)
+		}
+		fmt.Fprintln(a.stdout, line)
+	}
+	if len(bad) > 0 {
+		return &exitError{code: exitFailure, msg: fmt.Sprintf("%d of %d sources not detached: %s", len(bad), len(list), strings.Join(bad, ", "))}
 	}
 	return nil
 }

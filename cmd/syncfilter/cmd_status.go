@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild"
@@ -25,6 +28,11 @@ type statusJSON struct {
 	Triggers   int           `json:"triggers"`
 	Records    int64         `json:"snapshot_records"`
 	Snapshot   *snapshotJSON `json:"snapshot,omitempty"`
+
+	// With --all only: the snapshot rebuild --all writes for a source
+	// with none recorded, and why a source could not be described.
+	DefaultSnapshot string `json:"default_snapshot,omitempty"`
+	Error           string `json:"error,omitempty"`
 }
 
 type snapshotJSON struct {
@@ -45,11 +53,12 @@ func (a *app) status(ctx context.Context, args []string) error {
 	fs := a.flags("status")
 	db, table, column := sourceFlags(fs)
 	snap := fs.String("snapshot", "", "snapshot `file` to judge against the database")
+	all := fs.Bool("all", false, "every source the database lists, each with the snapshot its last save recorded; instead of --table, --column and --snapshot")
 	fpr := 0.01
 	fs.Var(fraction{&fpr}, "fpr", "target false-positive `rate` that RebuildDue is judged against")
 	busy := 5 * time.Second
 	fs.Var(duration{&busy}, "busy-timeout", "how long SQLite waits for a lock another connection (the app) holds, a duration `D` such as 30s")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := fs.Bool("json", false, "print JSON (with --all: a list, one object per source)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -57,16 +66,92 @@ func (a *app) status(ctx context.Context, args []string) error {
 	if err := exactly(pos, 0, "no arguments besides flags"); err != nil {
 		return err
 	}
-	if err := required(fs, "db", "table", "column"); err != nil {
-		return err
+	if *all {
+		if set := given(fs, "table", "column", "snapshot"); len(set) > 0 {
+			return usagef("--all shows every source, each with its recorded snapshot: it does not go with %s", strings.Join(set, ", "))
+		}
+		if err := required(fs, "db"); err != nil {
+			return err
+		}
+	} else if err := required(fs, "db", "table", "column"); err != nil {
+		return usagef("%v (or --db and --all, for every source the database lists)", err)
 	}
 	if err := checkDB(*db); err != nil {
 		return err
 	}
 	a.opens(*db, busy)
-	st, err := rebuild.Describe(ctx, rebuild.Config{Path: *db, Table: *table, Column: *column, Snapshot: *snap, FPR: fpr, BusyTimeout: busy})
+	if *all {
+		return a.statusAll(ctx, *db, fpr, busy, *asJSON)
+	}
+	out, err := describe(ctx, rebuild.Config{Path: *db, Table: *table, Column: *column, Snapshot: *snap, FPR: fpr, BusyTimeout: busy})
 	if err != nil {
 		return explainReadOnly(*db, err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	printStatus(a.stdout, out, *db)
+	return nil
+}
+
+// statusAll shows every source the database lists (read-only), each with
+// the snapshot its last save recorded. A source that cannot be described
+// is shown with its error, and the others still are; the exit status
+// says whether any failed.
+func (a *app) statusAll(ctx context.Context, db string, fpr float64, busy time.Duration, asJSON bool) error {
+	list, err := rebuild.Sources(ctx, rebuild.DBConfig{Path: db, BusyTimeout: busy})
+	if err != nil {
+		return explainReadOnly(db, err)
+	}
+	outs := make([]statusJSON, len(list))
+	failed := 0
+	for i, src := range list {
+		k := keyOf(src.Table, src.Column)
+		out, err := describe(ctx, rebuild.Config{Path: db, Table: src.Table, Column: src.Column, Snapshot: src.Snapshot, FPR: fpr, BusyTimeout: busy})
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return err
+			}
+			failed++
+			out = statusJSON{Table: k.table, Column: k.column, Error: oneLine(explainReadOnly(db, err).Error())}
+		}
+		out.Table, out.Column = k.table, k.column // the library's own table, too, by its SQL name
+		if src.Snapshot == "" {
+			out.DefaultSnapshot = rebuild.DefaultSnapshot(db, src.Table, src.Column)
+		}
+		outs[i] = out
+	}
+	var status error
+	if failed > 0 {
+		status = &exitError{code: exitFailure, msg: fmt.Sprintf("%d of %d sources could not be described", failed, len(list))}
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(outs); err != nil {
+			return err
+		}
+		return status
+	}
+	if len(outs) == 0 {
+		fmt.Fprintf(a.stdout, "no source is attached in %s\n", db)
+	}
+	for i, out := range outs {
+		if i > 0 {
+			fmt.Fprintln(a.stdout)
+		}
+		printStatus(a.stdout, out, db)
+	}
+	return status
+}
+
+// describe is the status of one source (rebuild.Describe, read-only).
+func describe(ctx context.Context, cfg rebuild.Config) (statusJSON, error) {
+	st, err := rebuild.Describe(ctx, cfg)
+	if err != nil {
+		return statusJSON{}, err
 	}
 	out := statusJSON{Table: st.Table, Column: st.Column, Attached: st.Attached, Rows: st.Rows, Generation: st.Generation,
 		LogFloor: st.LogFloor, LogEntries: st.LogEntries, Aliases: st.Aliases, Triggers: st.Triggers, Records: st.Records}
@@ -80,13 +165,16 @@ func (a *app) status(ctx context.Context, args []string) error {
 			out.Snapshot.Reason = oneLine(s.Reason.Error())
 		}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+	return out, nil
+}
+
+// printStatus writes one source's status as text.
+func printStatus(w io.Writer, out statusJSON, db string) {
+	fmt.Fprintf(w, "source          %s.%s in %s, %d rows\n", out.Table, out.Column, db, out.Rows)
+	if out.Error != "" {
+		fmt.Fprintf(w, "error           %s\n", out.Error)
+		return
 	}
-	w := a.stdout
-	fmt.Fprintf(w, "source          %s.%s in %s, %d rows\n", out.Table, out.Column, *db, out.Rows)
 	if !out.Attached {
 		fmt.Fprintf(w, "attached        no: the library has no complete record of this source (syncfilter rebuild attaches it)\n")
 	} else {
@@ -95,6 +183,9 @@ func (a *app) status(ctx context.Context, args []string) error {
 		fmt.Fprintf(w, "log             generation %d, %d entries kept, compacted up to %d\n", out.Generation, out.LogEntries, out.LogFloor)
 		fmt.Fprintf(w, "aliases         %d stored non-NFC spellings\n", out.Aliases)
 		fmt.Fprintf(w, "records         %d snapshot(s) vouched for\n", out.Records)
+	}
+	if out.DefaultSnapshot != "" {
+		fmt.Fprintf(w, "snapshot        none recorded (rebuild --all writes %s)\n", out.DefaultSnapshot)
 	}
 	if s := out.Snapshot; s != nil {
 		verdict := "usable"
@@ -109,5 +200,4 @@ func (a *app) status(ctx context.Context, args []string) error {
 			fmt.Fprintf(w, "  rebuild due   %v\n", s.RebuildDue)
 		}
 	}
-	return nil
 }

@@ -89,23 +89,54 @@ func failureReason(err error) string {
 	return reasonOther
 }
 
+// The metrics file holds one series per source, labelled table and
+// column (the library's own table, which the library reports as "" and
+// "", is labelled ownTable and ownColumn: a label's empty value is no
+// label at all). A run replaces the series of the sources it rebuilt. A
+// single-source run keeps the other series as the previous file had them
+// (several single-source jobs may share a file); an --all run keeps only
+// the sources the database lists (a detached source's series goes).
+const (
+	ownTable  = "syncfilter_fetched" // the library's own table (MarkFetched), as SQLite names it
+	ownColumn = "key"
+)
+
+// seriesKey names one source's series: its labels table and column.
+type seriesKey struct{ table, column string }
+
+// keyOf returns the series of the source table.column as the library
+// names it ("" and "": its own table).
+func keyOf(table, column string) seriesKey {
+	if table == "" && column == "" {
+		return seriesKey{ownTable, ownColumn}
+	}
+	return seriesKey{table, column}
+}
+
+// series is one source's samples: values by metric name, and the reason
+// label of its last failure.
+type series struct {
+	v      map[string]float64
+	reason string
+}
+
 // metricsFile is the checked metrics path and what its previous version
 // said.
 type metricsFile struct {
-	t          fsafe.Target
-	protected  []string           // the database's files
-	prev       map[string]float64 // by metric name, from the previous file
-	prevReason string             // its reason label
+	t         fsafe.Target
+	protected []string              // the database's files
+	prev      map[seriesKey]*series // from the previous file, by source
+	legacy    *series               // its samples without labels (a file written before the labels: one source's)
 }
 
 // openMetrics checks the metrics path before anything is scanned, by the
 // same rule as every file the command writes: never the database or one
-// of its files (even with --force), never --out, never a directory, FIFO
-// or other file that is not a regular file; an existing file that does
-// not start with metricsHeader only with --force; the directory must
-// exist and take new files. It then reads the previous metrics, if the
-// file is ours.
-func openMetrics(path, db, out string, force bool) (*metricsFile, error) {
+// of its files (even with --force), never a directory, FIFO or other file
+// that is not a regular file; an existing file that does not start with
+// metricsHeader only with --force; the directory must exist and take new
+// files. It then reads the previous metrics, if the file is ours. The
+// snapshots the run writes are checked against it with notSnapshot.
+func openMetrics(path, db string, force bool) (*metricsFile, error) {
 	t, err := fsafe.CheckWrite(path, fsafe.DatabaseFiles(db)...)
 	switch {
 	case errors.Is(err, fsafe.ErrProtected):
@@ -114,9 +145,6 @@ func openMetrics(path, db, out string, force bool) (*metricsFile, error) {
 		return nil, usagef("--metrics-file %s is a directory: name a file", path)
 	case err != nil:
 		return nil, fmt.Errorf("metrics file %s: %w", path, err)
-	}
-	if o, err := fsafe.Resolve(out); err == nil && o == t.File {
-		return nil, usagef("--metrics-file %s is the snapshot --out %s: name another file", path, out)
 	}
 	d, err := os.Stat(t.Dir)
 	if err != nil {
@@ -131,7 +159,7 @@ func openMetrics(path, db, out string, force bool) (*metricsFile, error) {
 	}
 	_ = probe.Close()
 	_ = os.Remove(probe.Name())
-	m := &metricsFile{t: t, protected: fsafe.DatabaseFiles(db), prev: map[string]float64{}}
+	m := &metricsFile{t: t, protected: fsafe.DatabaseFiles(db), prev: map[seriesKey]*series{}}
 	if t.Info == nil {
 		return m, nil
 	}
@@ -155,8 +183,17 @@ func openMetrics(path, db, out string, force bool) (*metricsFile, error) {
 	return m, nil
 }
 
+// notSnapshot refuses a metrics file that is the snapshot file out (flag
+// names the flag or source out comes from, for the message).
+func (m *metricsFile) notSnapshot(out, flag string) error {
+	if o, err := fsafe.Resolve(out); err == nil && o == m.t.File {
+		return usagef("--metrics-file %s is the snapshot %s %s: name another file", m.t.Path, flag, out)
+	}
+	return nil
+}
+
 // parse reads back the samples this command wrote: "name value" and
-// "name{reason=\"...\"} value". Anything else is ignored.
+// "name{label=\"value\",...} value". Anything else is ignored.
 func (m *metricsFile) parse(text string) {
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
@@ -172,15 +209,67 @@ func (m *metricsFile) parse(text string) {
 		if err != nil {
 			continue
 		}
-		name, labels, _ := strings.Cut(line[:i], "{")
-		m.prev[name] = v
-		if r, ok := strings.CutPrefix(labels, `reason="`); ok {
-			m.prevReason, _, _ = strings.Cut(r, `"`)
+		name, rest, hasLabels := strings.Cut(line[:i], "{")
+		labels := map[string]string{}
+		if hasLabels {
+			if labels = parseLabels(rest); labels == nil {
+				continue
+			}
+		}
+		s := m.legacy
+		if table, ok := labels["table"]; ok {
+			k := seriesKey{table, labels["column"]}
+			if s = m.prev[k]; s == nil {
+				s = &series{v: map[string]float64{}}
+				m.prev[k] = s
+			}
+		} else if s == nil {
+			s = &series{v: map[string]float64{}}
+			m.legacy = s
+		}
+		s.v[name] = v
+		if r, ok := labels["reason"]; ok {
+			s.reason = r
 		}
 	}
 }
 
-// runOutcome is what one run adds to the metrics.
+// parseLabels reads `a="x",b="y"}` (what follows a sample's "{"), or
+// returns nil.
+func parseLabels(s string) map[string]string {
+	out := map[string]string{}
+	for {
+		if rest, ok := strings.CutPrefix(s, "}"); ok && rest == "" {
+			return out
+		}
+		name, rest, ok := strings.Cut(s, `="`)
+		if !ok || name == "" {
+			return nil
+		}
+		var v strings.Builder
+		for {
+			if rest == "" {
+				return nil
+			}
+			c := rest[0]
+			rest = rest[1:]
+			if c == '"' {
+				break
+			}
+			if c == '\\' && rest != "" {
+				c, rest = rest[0], rest[1:]
+				if c == 'n' {
+					c = '\n'
+				}
+			}
+			v.WriteByte(c)
+		}
+		out[name] = v.String()
+		s = strings.TrimPrefix(rest, ",")
+	}
+}
+
+// runOutcome is what one run adds to a source's series.
 type runOutcome struct {
 	end    time.Time
 	took   time.Duration
@@ -188,56 +277,120 @@ type runOutcome struct {
 	reason string   // a failed run's
 }
 
-// render returns the new file: this run's outcome over what the previous
-// file said.
-func (m *metricsFile) render(o runOutcome) string {
-	v := map[string]float64{}
-	for k, x := range m.prev {
-		v[k] = x
+// sourceRun is the outcome of one source.
+type sourceRun struct {
+	key seriesKey
+	o   runOutcome
+}
+
+// apply returns the series prev (nil: none yet) with outcome o.
+func apply(prev *series, o runOutcome) *series {
+	s := &series{v: map[string]float64{}}
+	if prev != nil {
+		for k, x := range prev.v {
+			s.v[k] = x
+		}
+		s.reason = prev.reason
 	}
-	reason := m.prevReason
+	v := s.v
 	now := float64(o.end.UnixMilli()) / 1e3
 	v["syncfilter_rebuild_last_run_timestamp_seconds"] = now
-	if s := o.sum; s != nil {
+	if sum := o.sum; sum != nil {
 		v["syncfilter_rebuild_last_run_success"] = 1
 		v["syncfilter_rebuild_consecutive_failures"] = 0
 		v["syncfilter_rebuild_last_success_timestamp_seconds"] = now
 		v["syncfilter_rebuild_duration_seconds"] = o.took.Seconds()
-		v["syncfilter_rebuild_rows"] = float64(s.Rows)
-		v["syncfilter_rebuild_keys"] = float64(s.Keys)
-		v["syncfilter_rebuild_skipped_rows"] = float64(s.Skipped)
-		v["syncfilter_rebuild_bytes"] = float64(s.Bytes)
-		v["syncfilter_rebuild_generation"] = float64(s.Generation)
-		v["syncfilter_rebuild_estimated_fpr"] = s.EstimatedFPR
+		v["syncfilter_rebuild_rows"] = float64(sum.Rows)
+		v["syncfilter_rebuild_keys"] = float64(sum.Keys)
+		v["syncfilter_rebuild_skipped_rows"] = float64(sum.Skipped)
+		v["syncfilter_rebuild_bytes"] = float64(sum.Bytes)
+		v["syncfilter_rebuild_generation"] = float64(sum.Generation)
+		v["syncfilter_rebuild_estimated_fpr"] = sum.EstimatedFPR
 	} else {
 		v["syncfilter_rebuild_last_run_success"] = 0
 		v["syncfilter_rebuild_consecutive_failures"]++
 		v["syncfilter_rebuild_last_failure_timestamp_seconds"] = now
 		v["syncfilter_rebuild_last_failure_duration_seconds"] = o.took.Seconds()
 		v["syncfilter_rebuild_last_failure_reason"] = 1
-		reason = o.reason
+		s.reason = o.reason
 	}
+	return s
+}
+
+// render returns the new file: the outcomes of this run over what the
+// previous file said. keepOthers keeps the series of the sources not in
+// runs (a single-source run); otherwise only runs' sources are written.
+// A file written before the labels gives its series to the one source of
+// a single-source run.
+func (m *metricsFile) render(runs []sourceRun, keepOthers bool) string {
+	all := map[seriesKey]*series{}
+	if keepOthers {
+		for k, s := range m.prev {
+			all[k] = s
+		}
+	}
+	for _, r := range runs {
+		prev := m.prev[r.key]
+		if prev == nil && keepOthers && len(runs) == 1 {
+			prev = m.legacy
+		}
+		all[r.key] = apply(prev, r.o)
+	}
+	keys := make([]seriesKey, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].table != keys[j].table {
+			return keys[i].table < keys[j].table
+		}
+		return keys[i].column < keys[j].column
+	})
 	var b strings.Builder
 	b.WriteString(metricsHeader)
 	for _, d := range metricDefs {
-		x, ok := v[d.name]
-		if !ok {
-			continue // never happened (no success yet, or no failure yet)
-		}
-		labels := ""
-		if d.name == "syncfilter_rebuild_last_failure_reason" {
-			if reason == "" {
-				reason = reasonOther
+		head := false
+		for _, k := range keys {
+			s := all[k]
+			x, ok := s.v[d.name]
+			if !ok {
+				continue // never happened (no success yet, or no failure yet)
 			}
-			labels = `{reason="` + reason + `"}`
+			if !head {
+				fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", d.name, d.help, d.name)
+				head = true
+			}
+			labels := `table="` + labelValue(k.table) + `",column="` + labelValue(k.column) + `"`
+			if d.name == "syncfilter_rebuild_last_failure_reason" {
+				reason := s.reason
+				if reason == "" {
+					reason = reasonOther
+				}
+				labels += `,reason="` + labelValue(reason) + `"`
+			}
+			format := byte('f') // times and counts in full
+			if x != 0 && x > -1 && x < 1 {
+				format = 'g' // a rate: 2.04e-07, not 0.000000204
+			}
+			fmt.Fprintf(&b, "%s{%s} %s\n", d.name, labels, strconv.FormatFloat(x, format, -1, 64))
 		}
-		format := byte('f') // times and counts in full
-		if x != 0 && x > -1 && x < 1 {
-			format = 'g' // a rate: 2.04e-07, not 0.000000204
-		}
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s%s %s\n", d.name, d.help, d.name, d.name, labels, strconv.FormatFloat(x, format, -1, 64))
 	}
 	return b.String()
+}
+
+// labelValue escapes a label's value as the exposition format wants.
+func labelValue(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
+
+// failedAll returns a failure of every source the previous file has a
+// series of: a run that failed before it could list the sources.
+func (m *metricsFile) failedAll(o runOutcome) []sourceRun {
+	var runs []sourceRun
+	for k := range m.prev {
+		runs = append(runs, sourceRun{k, o})
+	}
+	return runs
 }
 
 // write replaces the metrics file atomically with this run's metrics
@@ -245,14 +398,14 @@ func (m *metricsFile) render(o runOutcome) string {
 // rename, fsync of the directory). The new file is readable by everyone
 // (0644: node_exporter runs as its own user) and keeps the owner and
 // group of the file it replaces where allowed.
-func (m *metricsFile) write(o runOutcome) error {
+func (m *metricsFile) write(runs []sourceRun, keepOthers bool) error {
 	base := filepath.Base(m.t.File)
 	fsafe.SweepTemp(m.t.Dir, base, time.Now().Add(-snapshot.StaleTemp), []byte(metricsHeader))
 	tmp, err := fsafe.CreateTemp(m.t.Dir, base, 0o644)
 	if err != nil {
 		return fmt.Errorf("write metrics: %w", err)
 	}
-	_, err = tmp.WriteString(m.render(o))
+	_, err = tmp.WriteString(m.render(runs, keepOthers))
 	if err == nil {
 		err = tmp.Chmod(0o644)
 	}

@@ -237,13 +237,18 @@ func reason(fams map[string]*family) string {
 // TestMetricsAcrossFailures: a failed run keeps the last success's time
 // and figures (the alert on the success's age stays meaningful exactly
 // when the job fails); a successful run keeps the last failure's time and
-// reason; consecutive failures are counted.
+// reason; consecutive failures are counted. Every series is the source's,
+// labelled table and column.
 func TestMetricsAcrossFailures(t *testing.T) {
 	db := cronDB(t)
 	dir := filepath.Dir(db)
 	out, prom := filepath.Join(dir, "r.sfb"), filepath.Join(dir, "syncfilter.prom")
+	notes := filepath.Join(dir, "notes.txt") // the app's file: the run refuses to replace it
+	if err := os.WriteFile(notes, []byte("the app's notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ok := []string{"rebuild", "--db", db, "--table", "records", "--column", "id", "--out", out, "--metrics-file", prom}
-	bad := []string{"rebuild", "--db", db, "--table", "nope", "--column", "id", "--out", out, "--metrics-file", prom}
+	bad := []string{"rebuild", "--db", db, "--table", "records", "--column", "id", "--out", notes, "--metrics-file", prom}
 
 	run(t, "", ok...).must(t, 0)
 	m1 := readMetrics(t, prom)
@@ -272,7 +277,7 @@ func TestMetricsAcrossFailures(t *testing.T) {
 		}
 	}
 	bytes1, _ := value(m1, "syncfilter_rebuild_bytes")
-	if got, _ := value(m2, "syncfilter_rebuild_bytes"); got != bytes1 || reason(m2) != reasonSource {
+	if got, _ := value(m2, "syncfilter_rebuild_bytes"); got != bytes1 || reason(m2) != reasonPath {
 		t.Fatalf("after a failure: bytes %v (want %v), reason %q", got, bytes1, reason(m2))
 	}
 	failure1, has := value(m2, "syncfilter_rebuild_last_failure_timestamp_seconds")
@@ -282,7 +287,7 @@ func TestMetricsAcrossFailures(t *testing.T) {
 
 	// A second failure, of another kind: a lock held past --busy-timeout.
 	lock := exclusiveLock(t, db)
-	r := run(t, "", append(bad[:0:0], "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", out, "--metrics-file", prom, "--busy-timeout", "100ms")...)
+	r := run(t, "", append([]string(nil), "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", out, "--metrics-file", prom, "--busy-timeout", "100ms")...)
 	lock()
 	m3 := readMetrics(t, prom)
 	if got, _ := value(m3, "syncfilter_rebuild_consecutive_failures"); r.code != 1 || got != 2 || reason(m3) != reasonLocked {
@@ -343,5 +348,36 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		if !strings.Contains(string(readme), "`"+r+"`") {
 			t.Errorf("README does not document the failure reason %s", r)
 		}
+	}
+}
+
+// TestMetricsSeriesPerSource: single-source runs sharing a metrics file
+// keep each other's series; a file written before the labels (one
+// unlabelled series) gives its last success to the next run's source.
+func TestMetricsSeriesPerSource(t *testing.T) {
+	db := cronDB(t)
+	dir := filepath.Dir(db)
+	prom := filepath.Join(dir, "syncfilter.prom")
+	legacy := metricsHeader + "# HELP syncfilter_rebuild_last_success_timestamp_seconds x\n# TYPE syncfilter_rebuild_last_success_timestamp_seconds gauge\n" +
+		"syncfilter_rebuild_last_success_timestamp_seconds 1700000000.5\n# HELP syncfilter_rebuild_rows x\n# TYPE syncfilter_rebuild_rows gauge\nsyncfilter_rebuild_rows 42\n"
+	if err := os.WriteFile(prom, []byte(legacy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("the app's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A failure of records: the legacy series is records' now.
+	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", notes, "--metrics-file", prom).must(t, 1)
+	m := seriesOf(t, prom)
+	if s := m["syncfilter_rebuild_last_success_timestamp_seconds"]["records.id"]; s.value != 1700000000.5 || m["syncfilter_rebuild_rows"]["records.id"].value != 42 {
+		t.Fatalf("the legacy series was not carried over: %+v", m)
+	}
+	// Another source's run keeps records' series.
+	run(t, "", "rebuild", "--db", db, "--table", "loose", "--column", "id", "--out", filepath.Join(dir, "l.sfb"), "--metrics-file", prom).must(t, 0)
+	m = seriesOf(t, prom)
+	if len(m["syncfilter_rebuild_last_run_success"]) != 2 || m["syncfilter_rebuild_last_run_success"]["records.id"].value != 0 ||
+		m["syncfilter_rebuild_last_run_success"]["loose.id"].value != 1 || m["syncfilter_rebuild_last_failure_reason"]["records.id"].labels["reason"] != reasonPath {
+		t.Fatalf("two sources in one file: %+v", m)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -156,7 +155,7 @@ func TestCronOutputAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"syncfilter_rebuild_last_success_timestamp_seconds", "syncfilter_rebuild_duration_seconds",
-		"syncfilter_rebuild_rows 1005", "syncfilter_rebuild_skipped_rows 2", "syncfilter_rebuild_bytes", "syncfilter_rebuild_estimated_fpr"} {
+		`syncfilter_rebuild_rows{table="records",column="id"} 1005`, `syncfilter_rebuild_skipped_rows{table="records",column="id"} 2`, "syncfilter_rebuild_bytes", "syncfilter_rebuild_estimated_fpr"} {
 		if !strings.Contains(string(metrics), name) {
 			t.Fatalf("metrics lack %q:\n%s", name, metrics)
 		}
@@ -427,6 +426,7 @@ func TestStatus(t *testing.T) {
 func peakRSSFeeding(t *testing.T, n int, args ...string) (int, int64, int) {
 	t.Helper()
 	cmd, in, outPipe, stderr := startPiped(t, args...)
+	peak := watchRSS(cmd.Process.Pid)
 	go func() {
 		w := bufio.NewWriterSize(in, 1<<16)
 		for i := range n {
@@ -450,7 +450,7 @@ func peakRSSFeeding(t *testing.T, n int, args ...string) (int, int64, int) {
 	if code != 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
 	}
-	return code, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024, answers
+	return code, peakRSS(t, cmd, peak), answers
 }
 
 // TestStreamingMemoryIsBounded feeds 3M keys through a pipe: query stays

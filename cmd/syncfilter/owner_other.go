@@ -2,6 +2,8 @@
 
 package main
 
+import "strconv"
+
 // owner: files have no numeric owner here; the snapshot stays the
 // writer's.
 type owner struct{ notes []string }
@@ -16,3 +18,6 @@ func resolveOwner(db, ownerFlag, groupFlag string) (owner, error) {
 func (owner) apply(string) error { return nil }
 
 func ownerString(string) string { return "" }
+
+// userName: no user database to ask here.
+func userName(uid int) string { return strconv.Itoa(uid) }

@@ -19,6 +19,7 @@ type progress struct {
 	width int // terminal columns; 0: unknown (80 assumed)
 	every time.Duration
 	now   func() time.Time
+	label string // the source scanned, when the run rebuilds several ("": the only one)
 
 	mu        sync.Mutex
 	finished  bool
@@ -67,6 +68,9 @@ func (p *progress) update(done, total int64) {
 		}
 	}
 	text := fmt.Sprintf("%d/%d rows (%.0f%%)%s%s", done, total, pct, rate, eta)
+	if p.label != "" {
+		text = p.label + ": " + text
+	}
 	if !p.log.terminal {
 		p.log.printf("syncfilter rebuild: %s", text)
 		return

@@ -30,6 +30,8 @@ func TestSignalsEndEveryCommand(t *testing.T) {
 	snap := filepath.Join(filepath.Dir(locked), "r.sfb")
 	prom := filepath.Join(filepath.Dir(locked), "m.prom")
 	run(t, "", "rebuild", "--db", locked, "--table", "records", "--column", "id", "--out", snap, "--metrics-file", prom).must(t, 0)
+	promAll := filepath.Join(filepath.Dir(locked), "all.prom")
+	run(t, "", "rebuild", "--db", locked, "--all", "--metrics-file", promAll).must(t, 0)
 	if _, err := sqlDB(t, locked).Exec(`PRAGMA journal_mode = DELETE`); err != nil { // the app's choice: readers wait for a writer
 		t.Fatal(err)
 	}
@@ -43,6 +45,7 @@ func TestSignalsEndEveryCommand(t *testing.T) {
 		args []string
 	}{
 		{"rebuild waiting on a lock", syscall.SIGTERM, append([]string{"rebuild", "--out", snap, "--busy-timeout", "1h", "--metrics-file", prom}, src...)},
+		{"rebuild --all waiting on a lock", syscall.SIGTERM, []string{"rebuild", "--db", locked, "--all", "--busy-timeout", "1h", "--metrics-file", promAll}},
 		{"check waiting on a lock", syscall.SIGINT, append([]string{"check", "--busy-timeout", "1h", "rec-1"}, src...)},
 		{"status waiting on a lock", syscall.SIGTERM, append([]string{"status", "--busy-timeout", "1h"}, src...)},
 		{"detach waiting on a lock", syscall.SIGTERM, append([]string{"detach", "--busy-timeout", "1h"}, src...)},
@@ -88,6 +91,10 @@ func TestSignalsEndEveryCommand(t *testing.T) {
 	keep()
 	if m := readMetrics(t, prom); reason(m) != reasonInterrupted {
 		t.Fatalf("metrics after the interrupted rebuild: reason %q", reason(m))
+	}
+	if m := seriesOf(t, promAll); m["syncfilter_rebuild_last_failure_reason"]["records.id"].labels["reason"] != reasonInterrupted ||
+		m["syncfilter_rebuild_last_success_timestamp_seconds"]["records.id"].value == 0 {
+		t.Fatalf("metrics after the interrupted rebuild --all: %+v", m)
 	}
 }
 

@@ -2,13 +2,17 @@ package main
 
 import (
 	le "encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/zeebo/blake3"
 )
@@ -47,18 +51,71 @@ func maxRSS(t *testing.T, args ...string) (int, int64, string) {
 	cmd := exec.Command(binary, args...)
 	var errb strings.Builder
 	cmd.Stderr = &errb
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	peak := watchRSS(cmd.Process.Pid)
+	err := cmd.Wait()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
+	return code, peakRSS(t, cmd, peak), errb.String()
+}
+
+// watchRSS samples the peak resident memory of the process pid (VmHWM in
+// /proc/PID/status, in bytes) until it exits; the returned function
+// stops sampling and returns the largest value seen (0: none).
+//
+// A child's rusage cannot say it: Linux starts a child's maxrss at the
+// peak of the memory it replaced at exec, which for os/exec's vfork is
+// the parent's, so once the test process itself held more than a limit
+// (another test's load, the race detector), every child would seem to.
+func watchRSS(pid int) func() int64 {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			_, after, found := strings.Cut(string(b), "VmHWM:")
+			if err != nil || !found { // gone, or a zombie: its memory is released
+				return
+			}
+			if fields := strings.Fields(after); len(fields) > 1 && fields[1] == "kB" {
+				if kb, err := strconv.ParseInt(fields[0], 10, 64); err == nil && kb<<10 > peak.Load() {
+					peak.Store(kb << 10)
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return peak.Load()
+	}
+}
+
+// peakRSS is what watchRSS saw of the ended cmd or, if it saw nothing (no
+// /proc here), the child's rusage, which may count the test's own peak.
+func peakRSS(t *testing.T, cmd *exec.Cmd, watched func() int64) int64 {
+	t.Helper()
+	if n := watched(); n > 0 {
+		return n
+	}
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
 		t.Skip("no rusage on this platform")
 	}
-	return code, ru.Maxrss * 1024, errb.String() // Linux reports KiB
+	return ru.Maxrss * 1024 // Linux reports KiB
 }
 
 // TestVerifyAndInspectStream: a sparse file claiming 2^34 bits (2 GiB) is

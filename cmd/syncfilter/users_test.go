@@ -235,7 +235,17 @@ func TestReadOnlyUser(t *testing.T) {
 	dir := sharedDir(t, root, 0o755)
 	db := usersDB(t, dir, root, 0o644)
 	snap := filepath.Join(dir, "records.sfb")
-	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0) // leaves WAL mode
+	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
+	// The app's choice, which the library never changes: WAL. With no
+	// process holding the database, its -shm is gone.
+	wal := sqlDB(t, db)
+	if _, err := wal.Exec(`PRAGMA journal_mode = WAL`); err != nil {
+		t.Fatal(err)
+	}
+	wal.Close()
+	if _, err := os.Stat(db + "-shm"); !os.IsNotExist(err) {
+		t.Fatalf("%s-shm after the last connection closed: %v", db, err)
+	}
 	check := []string{"check", "--db", db, "--table", "records", "--column", "id", "--snapshot", snap, "rec-1", "nope"}
 	status := []string{"status", "--db", db, "--table", "records", "--column", "id", "--snapshot", snap}
 
@@ -299,5 +309,37 @@ func TestUnwritableMetricsDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "r.sfb")); !os.IsNotExist(err) {
 		t.Fatal("the snapshot was written before the refusal")
+	}
+}
+
+// TestRootRebuildAllWritesOnlyWhereTheOwnerCould: --all takes snapshot
+// paths from the database, which the app's user may write; run as root,
+// it writes a recorded path only in a directory the database's owner
+// owns, so that the database cannot make root create files elsewhere.
+func TestRootRebuildAllWritesOnlyWhereTheOwnerCould(t *testing.T) {
+	app := testAccount(t, appUser)
+	dir := sharedDir(t, app, 0o750)
+	db := usersDB(t, dir, app, 0o640)
+	snap := filepath.Join(dir, "records.sfb")
+	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
+	elsewhere := filepath.Join(sharedDir(t, account{name: "root"}, 0o755), "records.sfb")
+	record := func(p string) {
+		t.Helper()
+		if _, err := sqlDB(t, db).Exec(`UPDATE syncfilter_sources SET snapshot = ?`, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(elsewhere) // what the app's user could write into the database
+	r := run(t, "", "rebuild", "--db", db, "--all")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "is owned by root, not by "+appUser) {
+		t.Fatalf("a recorded path in root's directory: exit %d, %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(elsewhere); !os.IsNotExist(err) {
+		t.Fatal("root wrote where the database said, in a directory its owner does not own")
+	}
+	record(snap)
+	run(t, "", "rebuild", "--db", db, "--all").must(t, 0)
+	if uid, gid, _ := ownerOf(t, snap); uid != app.uid || gid != app.gid {
+		t.Fatalf("snapshot %d:%d, want the database's owner", uid, gid)
 	}
 }
