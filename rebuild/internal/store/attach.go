@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"fmt"
 )
 
@@ -250,9 +249,4 @@ func (db *DB) writeAliases(ctx context.Context, s *Source, epoch uint64, aliases
 		return fmt.Errorf("note aliases: %w", err)
 	}
 	return nil
-}
-
-// execer is what the writes need of a *sql.Tx.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
