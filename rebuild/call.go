@@ -53,6 +53,17 @@ func (c *call) reader(ctx context.Context) (*store.Conn, error) {
 	return c.conn, nil
 }
 
+// putReader gives the call's reading connection back, if it took one:
+// before work that takes connections of its own (a scan and its count)
+// or waits for work that may need one (a flight led by another call), so
+// that it never waits for a connection its own caller holds.
+func (c *call) putReader() {
+	if c.conn != nil {
+		c.v.f.st.Release(c.conn)
+		c.conn = nil
+	}
+}
+
 // end releases the call's connection and file.
 func (c *call) end() {
 	if c.conn != nil {

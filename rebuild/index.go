@@ -181,6 +181,7 @@ func (ix *Index) open(ctx context.Context) (err error) {
 		// The first open of the source (or one after its triggers were
 		// lost): nothing vouches for the rows already there. Attach, and
 		// scan before answering.
+		c.putReader() // the scan and its count take their own
 		if err := ix.rebuild(ctx, "first scan"); err != nil && ix.filter() == nil {
 			return fmt.Errorf("open index: %w", err)
 		}

@@ -165,6 +165,7 @@ func (ix *Index) rebuild(ctx context.Context, why string) (err error) {
 		return err
 	}
 	defer c.end()
+	c.putReader() // the scan and its count take their own
 	f, src := c.v.f, c.b.src
 	if ix.cfg.Snapshot != "" {
 		ix.checkTarget(f, src)

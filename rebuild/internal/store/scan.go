@@ -295,15 +295,13 @@ func walksIndex(ctx context.Context, dc *sqlite3.SQLiteConn, q string) bool {
 
 // CountAll counts the source's rows, NULL ids included: the bare count(*)
 // SQLite answers from the smallest b-tree's page headers (a WHERE would
-// make it read every entry). It sizes a rebuilt filter.
+// make it read every entry). It sizes a rebuilt filter. It runs on a
+// connection of its own, outside the readers' pool: the scan it runs
+// beside may hold the last reader while the filter's builder waits for
+// the count.
 func (db *DB) CountAll(ctx context.Context, s *Source) (int64, error) {
-	c, err := db.Reader(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("count rows: %w", err)
-	}
-	defer db.Release(c)
 	var n int64
-	if err := c.QueryRowContext(ctx, `SELECT count(*) FROM `+s.QTable).Scan(&n); err != nil {
+	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM `+s.QTable).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count rows: %w", err)
 	}
 	return n, nil
