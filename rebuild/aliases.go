@@ -93,7 +93,7 @@ func (ix *Index) tableMemo(ctx context.Context, c *call) (*memo, error) {
 		m := ix.memo.Load()
 		return m != nil && m.f == c.v.f && !m.table && m.srcID == 0 && m.ver == c.v.ver
 	}
-	err := ix.memoing.do(ctx, fits, func() error {
+	err := ix.memoing.do(ctx, fits, c.putReader, func() error {
 		m := newMemo(c.v.f, 0, 0, false, 0)
 		m.ver = c.v.ver
 		if err := ix.scanSpellings(ctx, c, m); err != nil {
@@ -117,7 +117,7 @@ func (ix *Index) logMemo(ctx context.Context, c *call) (*memo, error) {
 		return m != nil && m.f == c.v.f && m.srcID == id && m.epoch == h.Epoch && m.table == h.Scanned &&
 			(!m.table || m.gen.Load() >= h.Floor)
 	}
-	err := ix.memoing.do(ctx, fits, func() error {
+	err := ix.memoing.do(ctx, fits, c.putReader, func() error {
 		if h.Scanned {
 			ix.memo.Store(newMemo(c.v.f, id, h.Epoch, true, h.AliasGen))
 			return nil

@@ -24,7 +24,7 @@ func (ix *Index) catchUp(ctx context.Context, c *call, s *serving) error {
 	done := func() bool {
 		return (s == nil || s.gen.Load() >= target) && m.gen.Load() >= target
 	}
-	return ix.follow.do(ctx, done, func() error {
+	return ix.follow.do(ctx, done, c.putReader, func() error {
 		conn, err := c.reader(ctx)
 		if err != nil {
 			return err

@@ -290,13 +290,15 @@ func (r *reference) verdict(i int, before int32, fetched bool) error {
 
 // inserter commits the reference's ids into table on its own connection,
 // batch ids per transaction, until stop is closed or the reference is
-// full; it counts its commits.
-func inserter(db *sql.DB, table string, ref *reference, batch int, stop <-chan struct{}, commits *atomic.Int64, errs chan<- error) {
+// full; it counts its commits. It pauses between commits: an app that
+// writes without a pause starves every other writer in a rollback-journal
+// mode (SQLite's locks are not fair), whoever they are.
+func inserter(db *sql.DB, table string, ref *reference, batch int, pause time.Duration, stop <-chan struct{}, commits *atomic.Int64, errs chan<- error) {
 	for {
 		select {
 		case <-stop:
 			return
-		default:
+		case <-time.After(pause):
 		}
 		list := ref.take(batch)
 		if list == nil {
