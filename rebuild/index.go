@@ -214,22 +214,30 @@ func (ix *Index) markReady() { ix.once.Do(func() { close(ix.ready) }) }
 // Wait blocks until the index is past its opening rebuild or load and no
 // rebuild it asked its worker for (a snapshot refused, a filter dropped,
 // the triggers put back, a filter due) is pending or running, then
-// returns the error of the last rebuild, if it failed.
+// returns the error of the last rebuild, if it failed. Once Close began,
+// it returns ErrClosed.
 func (ix *Index) Wait(ctx context.Context) error {
 	select {
 	case <-ix.ready:
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	case <-ix.ctx.Done():
+		return ErrClosed
 	}
 	for {
 		ch := ix.bg.wait()
 		if ch == nil {
+			if ix.act.closed() {
+				return ErrClosed
+			}
 			return ix.m.lastRebuildError()
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		case <-ix.ctx.Done():
+			return ErrClosed
 		}
 	}
 }
