@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/snapshot"
 )
 
 // closedEverywhere checks that every call of a closed index returns
@@ -227,6 +229,66 @@ func TestCloseFromProgress(t *testing.T) {
 				t.Errorf("Progress called %d times after Close returned: the rebuild went on", n)
 			}
 			unlocked(t, path, "records")
+			if err := Detach(ctx, path, "records", "id"); err != nil {
+				t.Fatalf("Detach after Close: %v", err)
+			}
+		})
+	}
+}
+
+// TestCloseIsBoundedByItsContext: while another connection holds the
+// database's write lock, Close (which saves the snapshot and removes the
+// index's hold, both writes) returns when its context ends, with the
+// context's error, however long SQLite would wait for the lock; once the
+// lock is released, the rest finishes without the caller: the snapshot
+// is saved, the hold removed, and no goroutine remains.
+func TestCloseIsBoundedByItsContext(t *testing.T) {
+	for _, mode := range []string{"wal", "delete"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			path := modeDB(t, mode, []string{"records"}, ids("seed", 2000)...)
+			app := modeConn(t, path, mode)
+			app.SetMaxOpenConns(1)
+			baseline := baselineGoroutines()
+			mon := newMonitor(t, callBound)
+			// SQLite would wait ten minutes for the lock.
+			cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb", BusyTimeout: 10 * time.Minute}
+			ix, err := Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			insertInto(t, app, "records", ids("later", 100)...)
+			if ok, err := ix.Fetched(ctx, "later-0000099"); err != nil || !ok {
+				t.Fatalf("Fetched = %v, %v", ok, err)
+			}
+			gen := ix.Stats().Generation // the filter covers more than the snapshot: Close saves
+			tx, err := app.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(`INSERT INTO records (id) VALUES ('locking')`); err != nil {
+				t.Fatal(err)
+			}
+			cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			mon.do("Close while another connection holds the write lock", func() {
+				if err := ix.Close(cctx); !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("Close = %v, want the context's error", err)
+				}
+			})
+			closedEverywhere(t, mon, ix)
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			mon.close()
+			goroutinesBackTo(t, baseline)
+			claim, err := snapshot.ReadClaim(cfg.Snapshot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if claim.Generation < gen {
+				t.Errorf("snapshot at generation %d, the filter covered %d when Close was called", claim.Generation, gen)
+			}
 			if err := Detach(ctx, path, "records", "id"); err != nil {
 				t.Fatalf("Detach after Close: %v", err)
 			}
