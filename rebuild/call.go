@@ -135,6 +135,17 @@ func (c *call) prepare(ctx context.Context) (err error) {
 			continue
 		}
 		err := ix.catchUp(ctx, c, s)
+		if errors.Is(err, ErrCannotCatchUp) {
+			// Compacted while it was read: with the head as it is now,
+			// the filter is dropped and the memo starts again.
+			if c.h, err = ix.readHeadNow(ctx, c); err != nil {
+				return err
+			}
+			if c.m, err = ix.logMemo(ctx, c); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil && s != nil && ix.filter() != s {
 			continue // replaced or dropped meanwhile: look again
 		}
@@ -193,6 +204,11 @@ func (ix *Index) readHead(ctx context.Context, c *call) (store.Head, error) {
 	if h := ix.head.Load(); h != nil && h.f == c.v.f && h.ver == c.v.ver {
 		return h.h, nil
 	}
+	return ix.readHeadNow(ctx, c)
+}
+
+// readHeadNow reads the log's head and keeps it for the call's view.
+func (ix *Index) readHeadNow(ctx context.Context, c *call) (store.Head, error) {
 	conn, err := c.reader(ctx)
 	if err != nil {
 		return store.Head{}, err

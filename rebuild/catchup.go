@@ -17,6 +17,10 @@ import (
 // chunk (store.Conn.ReadLog). One caller catches up for all (a flight);
 // no lock is held meanwhile.
 
+// testHookCatchUpChunk, when set by tests, runs after every chunk of log
+// entries a catch-up reads.
+var testHookCatchUpChunk func()
+
 // catchUp brings s (nil in bypass) and the call's memo up to the call's
 // head.
 func (ix *Index) catchUp(ctx context.Context, c *call, s *serving) error {
@@ -71,6 +75,9 @@ func (ix *Index) readLog(ctx context.Context, conn *store.Conn, c *call, from, u
 			}
 			canon = append(canon, ck)
 		}
+		if testHookCatchUpChunk != nil {
+			defer testHookCatchUpChunk()
+		}
 		if s == nil {
 			return nil
 		}
@@ -78,6 +85,16 @@ func (ix *Index) readLog(ctx context.Context, conn *store.Conn, c *call, from, u
 	})
 	if err != nil {
 		return fmt.Errorf("catch up: %w", err)
+	}
+	// The log is read in chunks, not in one transaction: a compaction (by
+	// any process) that committed meanwhile may have deleted entries this
+	// read had not reached. It raised the floor in the same transaction.
+	h, err := conn.Head(ctx, c.b.src)
+	if err != nil {
+		return fmt.Errorf("catch up: %w", err)
+	}
+	if h.Floor > from {
+		return fmt.Errorf("catch up from generation %d: the log was compacted up to %d while it was read: %w", from, h.Floor, ErrCannotCatchUp)
 	}
 	if m != nil {
 		m.add(pairs)
