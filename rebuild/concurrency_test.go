@@ -33,6 +33,7 @@ const callBound = 60 * time.Second
 // test binary at once instead of letting it hang until the test timeout.
 type monitor struct {
 	bound time.Duration
+	note  atomic.Pointer[string] // printed with the stacks (a run's seed)
 	mu    sync.Mutex
 	calls map[int64]flightCall
 	next  int64
@@ -72,7 +73,11 @@ func (m *monitor) watch() {
 		m.mu.Unlock()
 		if len(late) > 0 {
 			sort.Strings(late)
-			panic(fmt.Sprintf("watchdog: calls did not return within %v: %s\n\n%s", m.bound, strings.Join(late, "; "), allStacks()))
+			note := ""
+			if n := m.note.Load(); n != nil {
+				note = " (" + *n + ")"
+			}
+			panic(fmt.Sprintf("watchdog%s: calls did not return within %v: %s\n\n%s", note, m.bound, strings.Join(late, "; "), allStacks()))
 		}
 	}
 }
