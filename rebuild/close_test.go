@@ -295,3 +295,61 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 		})
 	}
 }
+
+// TestQueriesFromProgress: Fetched, Missing and Stats called from inside
+// Source.Progress (during the app's Rebuild and during the worker's)
+// return and answer exactly, with a single reading connection
+// (DBConfig.Readers 1): the scan running the callback holds no connection
+// the queries need.
+func TestQueriesFromProgress(t *testing.T) {
+	ctx := context.Background()
+	rows := ids("seed", 12000)
+	path := appDB(t, rows...)
+	cfg := appConfig(path)
+	cfg.Readers = 1
+	cfg.ProgressEvery = 1000
+	mon := newMonitor(t, callBound)
+	var h atomic.Pointer[Index]
+	var asked atomic.Int64
+	probe := append(rows[:20:20], ids("never", 20)...)
+	cfg.Progress = func(done, total int64) {
+		ix := h.Load()
+		if ix == nil {
+			return
+		}
+		asked.Add(1)
+		missing, err := ix.Missing(ctx, probe)
+		if err != nil || fmt.Sprint(missing) != fmt.Sprint(probe[20:]) {
+			t.Errorf("Missing inside Progress = %v, %v", missing, err)
+		}
+		if ok, err := ix.Fetched(ctx, rows[done%int64(len(rows))]); err != nil || !ok {
+			t.Errorf("Fetched inside Progress = %v, %v", ok, err)
+		}
+		_ = ix.Stats()
+	}
+	ix := open(t, cfg)
+	h.Store(ix)
+	mon.do("Rebuild whose Progress asks the index", func() {
+		if err := ix.Rebuild(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The worker's rebuild: no snapshot to load.
+	if err := os.Remove(cfg.Snapshot); err != nil {
+		t.Fatal(err)
+	}
+	h.Store(nil)
+	ix = open(t, cfg)
+	h.Store(ix)
+	mon.do("Wait for the worker's rebuild whose Progress asks the index", func() {
+		if err := ix.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if asked.Load() == 0 {
+		t.Fatal("Progress never asked the index: the test proves nothing")
+	}
+}

@@ -84,10 +84,10 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	readers := max(opts.Readers, 1)
-	// The readers, the freshness connection and a rebuild's count
-	// (CountAll), which never waits for a reader.
-	db.r.SetMaxOpenConns(readers + 2)
-	db.r.SetMaxIdleConns(readers + 2)
+	// The readers, the freshness connection, and a rebuild's scan (Scan)
+	// and count (CountAll), which never wait for a reader.
+	db.r.SetMaxOpenConns(readers + 3)
+	db.r.SetMaxIdleConns(readers + 3)
 	db.r.SetConnMaxLifetime(0)
 	sc, err := db.r.Conn(ctx)
 	if err != nil {

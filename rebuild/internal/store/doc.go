@@ -17,9 +17,10 @@
 //   - one freshness connection that never writes, so that
 //     PRAGMA data_version changes exactly when another connection (the
 //     app's, another process's, the library's writer) commits;
-//   - one connection for the row count that sizes a rebuilt filter
-//     (CountAll), outside the readers' pool: the scan beside it may hold
-//     the last reader while the builder waits for the count.
+//   - one connection for a rebuild's scan and one for the row count that
+//     sizes the filter beside it (Scan, CountAll), outside the readers'
+//     pool: the scan runs the app's Progress callback, which may query
+//     the index, and the builder may wait for the count.
 //
 // The database's journal mode is the app's: no connection sets it, and
 // every statement here works in DELETE, TRUNCATE, PERSIST and WAL mode.
