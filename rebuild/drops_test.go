@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/text/unicode/norm"
@@ -179,5 +180,35 @@ func TestReadOnlySeesSpellingsCommittedAfterOpen(t *testing.T) {
 				expect(t, ix, fetched, []string{nfc, nfd, "K-after-" + fmt.Sprint(round), kelvin, norm.NFD.String(never), "seed-0000001"})
 			}
 		})
+	}
+}
+
+// TestSymlinkedPathWithAStaleShmStaysFresh: the app opens its database
+// through a symbolic link, beside which lies a stale -shm file (left by
+// an old process that opened the link's name). Rows another connection
+// commits through the real path are seen by the next call, by Fetched
+// and by Missing, in both spellings.
+func TestSymlinkedPathWithAStaleShmStaysFresh(t *testing.T) {
+	real := modeDB(t, "wal", []string{"records"}, ids("seed", 200)...)
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	stale := make([]byte, 32<<10)
+	for i := range stale {
+		stale[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(link+"-shm", stale, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ix := open(t, Config{Path: link, Table: "records", Column: "id", Snapshot: filepath.Join(dir, "link.sfb")})
+	app := modeConn(t, real, "wal")
+	fetched := set(ids("seed", 200))
+	for round := range 4 {
+		nfc := fmt.Sprintf("Ångström-link-%d", round)
+		insertInto(t, app, "records", norm.NFD.String(nfc), fmt.Sprintf("plain-link-%d", round))
+		fetched[nfc], fetched[norm.NFD.String(nfc)], fetched[fmt.Sprintf("plain-link-%d", round)] = true, true, true
+		expect(t, ix, fetched, []string{nfc, fmt.Sprintf("plain-link-%d", round), norm.NFD.String(nfc), "seed-0000007", fmt.Sprintf("never-link-%d", round)})
 	}
 }
