@@ -48,8 +48,10 @@ import (
 //
 // The database's locks (DB doc) are never taken while one of these is
 // held. The goroutines an index uses are the database's (worker, filter
-// writer) and, during a rebuild, a builder and a counter that the rebuild
-// waits for.
+// writer), during a rebuild a builder and a counter that the rebuild
+// waits for, and, once closing has no call left to wait for, one that
+// saves and releases what the index holds (Close waits for it until its
+// ctx ends).
 type Index struct {
 	db    *DB
 	cfg   Source
