@@ -212,3 +212,27 @@ func TestSymlinkedPathWithAStaleShmStaysFresh(t *testing.T) {
 		expect(t, ix, fetched, []string{nfc, fmt.Sprintf("plain-link-%d", round), norm.NFD.String(nfc), "seed-0000007", fmt.Sprintf("never-link-%d", round)})
 	}
 }
+
+// TestWaitRightAfterADrop: another index in this process compacts the log
+// past this one's filter; the next call drops the filter, and Wait,
+// called right after it, returns nil once the rebuild the drop asked for
+// is done: a filter serves again, no rebuild runs, no error is left.
+func TestWaitRightAfterADrop(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 500)...)
+	ix := open(t, appConfig(path))
+	before := ix.Stats()
+	compactPast(t, path)
+	if ok, err := ix.Fetched(ctx, "compact-0000049"); err != nil || !ok {
+		t.Fatalf("Fetched of a row the other index committed = %v, %v", ok, err)
+	}
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatalf("Wait right after the drop = %v", err)
+	}
+	st := ix.Stats()
+	if st.Dropped != before.Dropped+1 || st.Rebuilds != before.Rebuilds+1 || !st.Serving || st.Rebuilding || st.LastError != nil {
+		t.Fatalf("after Wait: dropped %d → %d, rebuilds %d → %d, serving %v, rebuilding %v, last error %v",
+			before.Dropped, st.Dropped, before.Rebuilds, st.Rebuilds, st.Serving, st.Rebuilding, st.LastError)
+	}
+	expect(t, ix, set(ids("seed", 500), ids("compact", 50)), append(ids("compact", 50), ids("never", 10)...))
+}
