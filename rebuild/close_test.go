@@ -101,7 +101,11 @@ func TestCloseFromProgress(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			path := modeDB(t, "delete", []string{"records", "others"}, rows...)
+			path := modeDB(t, "delete", []string{"records"}, rows...)
+			others := modeConn(t, path, "delete")
+			mustExec(t, others, `CREATE TABLE others (id TEXT PRIMARY KEY, body TEXT)`)
+			insertInto(t, others, "others", ids("other", 100)...)
+			_ = others.Close()
 			snap := path + ".sfb"
 			// The first attach and scan, outside the count: the app
 			// cannot reach that scan's callback (it has no handle yet).
