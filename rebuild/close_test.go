@@ -331,7 +331,8 @@ func TestQueriesFromProgress(t *testing.T) {
 		}
 		_ = ix.Stats()
 	}
-	ix := open(t, cfg)
+	var ix *Index
+	mon.do("Open with one reader", func() { ix = open(t, cfg) })
 	h.Store(ix)
 	mon.do("Rebuild whose Progress asks the index", func() {
 		if err := ix.Rebuild(ctx); err != nil {
@@ -346,7 +347,7 @@ func TestQueriesFromProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Store(nil)
-	ix = open(t, cfg)
+	mon.do("Open with one reader", func() { ix = open(t, cfg) })
 	h.Store(ix)
 	mon.do("Wait for the worker's rebuild whose Progress asks the index", func() {
 		if err := ix.Wait(ctx); err != nil {
