@@ -236,3 +236,17 @@ func TestWaitRightAfterADrop(t *testing.T) {
 	}
 	expect(t, ix, set(ids("seed", 500), ids("compact", 50)), append(ids("compact", 50), ids("never", 10)...))
 }
+
+// compactPast makes ix's filter impossible to catch up: another index on
+// the same database inserts rows, rebuilds and compacts the log past it.
+func compactPast(t *testing.T, path string) {
+	t.Helper()
+	other := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1})
+	insertIDs(t, rawDB(t, path), ids("compact", 50)...)
+	if err := other.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

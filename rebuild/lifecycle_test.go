@@ -9,20 +9,6 @@ import (
 	"time"
 )
 
-// compactPast makes ix's filter impossible to catch up: another index on
-// the same database inserts rows, rebuilds and compacts the log past it.
-func compactPast(t *testing.T, path string) {
-	t.Helper()
-	other := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1})
-	insertIDs(t, rawDB(t, path), ids("compact", 50)...)
-	if err := other.Rebuild(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestNoGoroutineOutlivesClose opens and closes the index many times with
 // queries in flight (and background rebuilds started by dropped filters):
 // afterwards no goroutine is left.
