@@ -3,6 +3,7 @@
 GO        ?= go
 FUZZTIME  ?= 60s
 SOAKTIME  ?= 10m
+INTERLEAVETIME ?= 60s
 STATICCHECK_VERSION ?= v0.8.2
 FUZZ_TARGETS = \
 	./normalize:FuzzString \
@@ -92,9 +93,11 @@ fuzz:
 	done
 
 # Longer concurrency runs than make test's: markers, askers and rebuilds
-# against an exact reference, repeated.
+# against an exact reference, repeated; every public method at once, in
+# random orders, for INTERLEAVETIME per run (a failure prints its seed).
 soak:
 	$(GO) test -race -count=20 -run 'Concurrent|Cancelled|Compacted' -timeout $(SOAKTIME) ./rebuild ./syncfilter
+	SYNCFILTER_INTERLEAVE_TIME=$(INTERLEAVETIME) $(GO) test -race -count=5 -run 'RandomInterleavings|NeverWaitForTheAppsWriters' -timeout $(SOAKTIME) ./rebuild
 
 # Comparisons with other libraries live in the bench/ module (own go.mod);
 # the gate's comparisons with plain database/sql are in ./rebuild.

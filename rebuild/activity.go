@@ -11,7 +11,10 @@ import (
 // callback may call Close, and Close must not wait for the work that is
 // running the callback. Close waits until nothing but parked work remains
 // (its ctx bounds the wait); the last piece of work to leave after that
-// finishes the closing (final) without the caller.
+// finishes the closing (final) without the caller. final runs on a
+// goroutine of its own, since it writes (the snapshot, the hold) and may
+// wait for the app's locks: Close's ctx bounds the wait for it too, and a
+// query that leaves last never runs it.
 type activity struct {
 	mu      sync.Mutex // guards everything below
 	n       int        // work in progress
@@ -43,7 +46,7 @@ func (a *activity) leave() {
 	a.signal()
 	a.mu.Unlock()
 	if run {
-		a.final()
+		go a.final()
 	}
 }
 
@@ -64,9 +67,9 @@ func (a *activity) closed() bool {
 
 // close begins closing (only the first call; later ones return
 // immediately) and waits until no work is in progress but parked work, or
-// ctx ends. final runs once no work at all remains: here, before close
-// returns, or, if close stopped waiting with work parked or in progress,
-// in the last leave.
+// ctx ends. final runs once no work at all remains: started here, and
+// waited for until ctx ends, or, if close stopped waiting with work parked
+// or in progress, started by the last leave.
 func (a *activity) close(ctx context.Context, final func()) error {
 	a.mu.Lock()
 	if a.closing {
@@ -88,8 +91,7 @@ func (a *activity) close(ctx context.Context, final func()) error {
 			run := a.finishing() // the work may have ended meanwhile
 			a.mu.Unlock()
 			if run {
-				final()
-				return nil
+				return runFinal(ctx, final)
 			}
 			return context.Cause(ctx)
 		}
@@ -99,9 +101,25 @@ func (a *activity) close(ctx context.Context, final func()) error {
 	run := a.finishing()
 	a.mu.Unlock()
 	if run {
-		final()
+		return runFinal(ctx, final)
 	}
 	return nil
+}
+
+// runFinal runs final on a goroutine of its own and waits for it until
+// ctx ends; then final finishes without the caller.
+func runFinal(ctx context.Context, final func()) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		final()
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // finishing reports whether final is to run now, and marks it run.

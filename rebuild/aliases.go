@@ -110,7 +110,7 @@ func (ix *Index) tableMemo(ctx context.Context, c *call) (*memo, error) {
 		m := ix.memo.Load()
 		return m != nil && m.f == c.f && !m.table && m.srcID == 0 && m.dv == dv
 	}
-	err = ix.memoing.do(ctx, fits, func() error {
+	err = ix.memoing.do(ctx, fits, c.putReader, func() error {
 		m := newMemo(c.f, 0, 0, false, 0)
 		m.dv = dv
 		if err := ix.scanSpellings(ctx, c, m); err != nil {
@@ -133,7 +133,7 @@ func (ix *Index) logMemo(ctx context.Context, c *call) (*memo, error) {
 		m := ix.memo.Load()
 		return m != nil && m.fitsHead(c.f, id, h)
 	}
-	err := ix.memoing.do(ctx, fits, func() error {
+	err := ix.memoing.do(ctx, fits, c.putReader, func() error {
 		if h.Scanned {
 			ix.memo.Store(newMemo(c.f, id, h.Epoch, true, h.AliasGen))
 			return nil

@@ -104,6 +104,17 @@ func (c *call) reader(ctx context.Context) (*store.Conn, error) {
 	return c.conn, nil
 }
 
+// putReader gives the call's reading connection back, if it took one:
+// before work that takes connections of its own (a scan and its count)
+// or waits for work that may need one (a flight led by another call), so
+// that it never waits for a connection its own caller holds.
+func (c *call) putReader() {
+	if c.conn != nil {
+		c.f.st.Release(c.conn)
+		c.conn = nil
+	}
+}
+
 // end releases the call's connection and file.
 func (c *call) end() {
 	if c.conn != nil {
@@ -205,7 +216,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string) (err error)
 	}
 	h := c.pr.Head
 	c.h = h
-	if h.Aliases != ix.aliasHint.Load() {
+	if h.Aliases != opts.Aliases {
 		ix.aliasHint.Store(h.Aliases)
 		if keys != nil && h.Aliases {
 			return errStale // confirmed without the alias table: again with it
@@ -232,7 +243,17 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string) (err error)
 		}
 	}
 	if c.m.gen.Load() < h.Seq || s != nil && s.gen.Load() < h.Seq { // more than a chunk behind: the rest in chunks
-		if err := ix.catchUp(ctx, c, s); err != nil {
+		err := ix.catchUp(ctx, c, s)
+		if errors.Is(err, ErrCannotCatchUp) {
+			// Compacted while it was read (by another process): the
+			// filter cannot vouch, and the memo starts again.
+			if s != nil {
+				ix.dropFilter(s, err)
+			}
+			ix.memo.CompareAndSwap(c.m, nil)
+			return errStale
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -52,23 +52,53 @@ func (ix *Index) apply(ctx context.Context, c *call, s *serving, from, to uint64
 	return nil
 }
 
+// testHookCatchUpChunk, when set by tests, runs after every chunk of log
+// entries a catch-up reads.
+var testHookCatchUpChunk func()
+
 // catchUp brings s (nil in bypass) and the call's memo up to the call's
-// head, reading the log in chunks.
+// head, reading the log in chunks. ErrCannotCatchUp: the log was
+// compacted past where the read began while it read (by another
+// process), so entries may have been skipped: the generations moved, but
+// neither s nor the memo may be trusted.
 func (ix *Index) catchUp(ctx context.Context, c *call, s *serving) error {
 	target, m := c.h.Seq, c.m
 	done := func() bool {
 		return (s == nil || s.gen.Load() >= target) && m.gen.Load() >= target
 	}
-	return ix.follow.do(ctx, done, func() error {
+	return ix.follow.do(ctx, done, c.putReader, func() error {
+		conn, err := c.reader(ctx)
+		if err != nil {
+			return err
+		}
 		from := m.gen.Load()
 		if s != nil {
 			from = min(from, s.gen.Load())
 		}
-		return c.conn.ReadLog(ctx, c.b.src, from, target, s == nil, func(read uint64, keys []string) error {
+		start := from
+		err = conn.ReadLog(ctx, c.b.src, from, target, s == nil, func(read uint64, keys []string) error {
 			err := ix.apply(ctx, c, s, from, read, keys)
 			from = read
+			if testHookCatchUpChunk != nil {
+				testHookCatchUpChunk()
+			}
 			return err
 		})
+		if err != nil {
+			return err
+		}
+		// The log is read in chunks, not in one snapshot: a compaction (by
+		// any process) that committed meanwhile may have deleted entries
+		// the read had not reached yet. It raised the floor in the same
+		// transaction.
+		h, err := conn.Head(ctx, c.b.src)
+		if err != nil {
+			return fmt.Errorf("catch up: %w", err)
+		}
+		if h.Floor > start {
+			return fmt.Errorf("catch up from generation %d: the log was compacted up to %d while it was read: %w", start, h.Floor, ErrCannotCatchUp)
+		}
+		return nil
 	})
 }
 

@@ -31,7 +31,8 @@ type DBConfig struct {
 	ReadOnly bool
 
 	// Readers is how many connections the collections of the database
-	// share for reading (lookups, catch-up, scans). Default
+	// share for reading (lookups, catch-up). A rebuild's scan and the
+	// count beside it read on two more of their own. Default
 	// min(4, max(2, GOMAXPROCS)).
 	Readers int
 

@@ -29,12 +29,17 @@ import (
 // only for sources without a log, that reads PRAGMA data_version.
 //
 // Locks, each with one job (the indexes' own are in the Index doc; none is
-// ever held while taking another, nor across SQL or a wait):
+// held while taking another, nor across SQL or a wait):
 //
-//	mu            guards indexes and closing
-//	turn          one reopen of a replaced file at a time (a channel: a
-//	              waiting call gives up when its ctx ends)
-//	rebuilds      one rebuild at a time in the database (a channel, same)
+//	mu            guards indexes, closing and ended
+//
+// and two turns, channels a waiting call gives up when its ctx ends (or,
+// for the rebuild turn, when its index closes), held across SQL by design:
+//
+//	turn          one reopen of a replaced file at a time, held across
+//	              the opening of the new file
+//	rebuilds      one rebuild at a time in the database, held for the
+//	              rebuild's duration (its scan, its Progress calls)
 type DB struct {
 	cfg    DBConfig
 	ctx    context.Context // of background work; cancelled by Close
@@ -50,9 +55,10 @@ type DB struct {
 	holder   string        // who holds them, for Detach's message
 
 	act     activity   // the worker's loop, for Close
-	mu      sync.Mutex // guards indexes and closing
+	mu      sync.Mutex // guards indexes, closing and ended
 	indexes map[*Index]struct{}
 	closing bool
+	ended   bool // the DB's own work ended: the last index to finish closing releases what the DB holds
 }
 
 // file is the database file the DB has open, shared by the calls that use
@@ -153,17 +159,35 @@ func (db *DB) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// final releases what the database holds once no work remains.
+// final runs once the database's own work has ended. What the database
+// holds (the filters' writer, the file) is released then, or, if an index
+// has not finished closing (its Close stopped waiting, or was called from
+// a callback of its rebuild), when the last such index has: its final
+// saves the snapshot and removes its hold with them.
 func (db *DB) final() {
+	db.mu.Lock()
+	db.ended = true
+	last := len(db.indexes) == 0
+	db.mu.Unlock()
+	if last {
+		db.release()
+	}
+}
+
+func (db *DB) release() {
 	_ = db.writer.Close()
 	if f := db.cur.Swap(nil); f != nil {
 		f.release()
 	}
 }
 
-// forget removes a closed index from the database's list.
+// forget removes an index that finished closing from the database's list.
 func (db *DB) forget(ix *Index) {
 	db.mu.Lock()
 	delete(db.indexes, ix)
+	last := db.ended && len(db.indexes) == 0
 	db.mu.Unlock()
+	if last {
+		db.release()
+	}
 }

@@ -19,12 +19,15 @@ type flight struct {
 // either waits for the run in progress or, if none is, runs work itself.
 // A run's error goes to its leader only; the callers that waited check
 // done again and lead a run of their own if needed. work must make done
-// true for the leader when it returns nil.
-func (fl *flight) do(ctx context.Context, done func() bool, work func() error) error {
+// true for the leader when it returns nil. Before it waits for another
+// caller's run, do calls yield, which lets go of what that run may need:
+// the caller's reading connection (the leader may be waiting for one).
+func (fl *flight) do(ctx context.Context, done func() bool, yield func(), work func() error) error {
 	for !done() {
 		fl.mu.Lock()
 		if run := fl.cur; run != nil {
 			fl.mu.Unlock()
+			yield()
 			select {
 			case <-run:
 				continue

@@ -48,8 +48,10 @@ import (
 //
 // The database's locks (DB doc) are never taken while one of these is
 // held. The goroutines an index uses are the database's (worker, filter
-// writer) and, during a rebuild, a builder and a counter that the rebuild
-// waits for.
+// writer), during a rebuild a builder and a counter that the rebuild
+// waits for, and, once closing has no call left to wait for, one that
+// saves and releases what the index holds (Close waits for it until its
+// ctx ends).
 type Index struct {
 	db    *DB
 	cfg   Source
@@ -191,6 +193,7 @@ func (ix *Index) open(ctx context.Context) (err error) {
 		// The first open of the source (or one after its triggers were
 		// lost): nothing vouches for the rows already there. Attach, and
 		// scan before answering.
+		c.putReader() // the scan and its count take their own
 		if err := ix.rebuild(ctx, "first scan"); err != nil && ix.filter() == nil {
 			return fmt.Errorf("open index: %w", err)
 		}
@@ -239,7 +242,7 @@ func (ix *Index) loaded(err error) {
 // worker) wait for that (a flight).
 func (ix *Index) ensureLoaded(ctx context.Context, c *call) error {
 	done := func() bool { return !ix.pendingLoad.Load() }
-	return ix.loading.do(ctx, done, func() error {
+	return ix.loading.do(ctx, done, c.putReader, func() error {
 		if !ix.pendingLoad.Load() {
 			return nil
 		}
@@ -254,22 +257,30 @@ func (ix *Index) markReady() { ix.once.Do(func() { close(ix.ready) }) }
 // Wait blocks until the index is past its opening rebuild or load and no
 // rebuild it asked its worker for (a snapshot refused, a filter dropped,
 // the triggers put back, a filter due) is pending or running, then
-// returns the error of the last rebuild, if it failed.
+// returns the error of the last rebuild, if it failed. Once Close began,
+// it returns ErrClosed.
 func (ix *Index) Wait(ctx context.Context) error {
 	select {
 	case <-ix.ready:
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	case <-ix.ctx.Done():
+		return ErrClosed
 	}
 	for {
 		ch := ix.bg.wait()
 		if ch == nil {
+			if ix.act.closed() {
+				return ErrClosed
+			}
 			return ix.m.lastRebuildError()
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		case <-ix.ctx.Done():
+			return ErrClosed
 		}
 	}
 }

@@ -32,7 +32,8 @@ var testHookScanRow func(n int64) error
 // previous filter (or bypass) answers again. If only the save fails, the
 // new filter serves (it is complete) and the error is returned. Rebuilds
 // of the collections of a database take turns: a second call waits for
-// the first (ctx bounds the wait).
+// the first (ctx bounds the wait). Close stops a rebuild at its next
+// chunk of keys, and a call waiting for its turn (ErrClosed).
 func (ix *Index) Rebuild(ctx context.Context) error {
 	if err := ix.enter(); err != nil {
 		return err
@@ -146,13 +147,16 @@ func (p *pending) release() {
 }
 
 // takeRebuildTurn waits for the database's rebuild turn (ctx bounds the
-// wait); dropRebuildTurn gives it back.
+// wait, and so does Close: the rebuild holding the turn may be parked in
+// a callback that is closing this index); dropRebuildTurn gives it back.
 func (ix *Index) takeRebuildTurn(ctx context.Context) error {
 	select {
 	case ix.db.rebuilds <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	case <-ix.ctx.Done():
+		return ErrClosed
 	}
 }
 
@@ -182,6 +186,7 @@ func (ix *Index) rebuild(ctx context.Context, why string) (err error) {
 	if c.b.err != nil {
 		return c.b.err
 	}
+	c.putReader() // the scan and its count take their own
 	f, src := c.f, c.b.src
 	if ix.cfg.Snapshot != "" {
 		ix.checkTarget(f, src)
@@ -291,6 +296,11 @@ func (ix *Index) scan(ctx context.Context, f *file, src *store.Source, l *store.
 			return nil
 		},
 		Keys: func(keys []string) error {
+			if ix.act.closed() {
+				// Close began (maybe in the last Progress call): the
+				// filter would never serve.
+				return ErrClosed
+			}
 			batch := make([]string, 0, len(keys))
 			for _, k := range keys {
 				c, err := canonical(k)

@@ -81,8 +81,10 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	readers := max(opts.Readers, 1)
-	db.r.SetMaxOpenConns(readers + 1) // + DataVersion's
-	db.r.SetMaxIdleConns(readers + 1)
+	// The readers, and, never waiting for a reader: DataVersion's, a
+	// rebuild's scan (Scan) and the count beside it (CountAll).
+	db.r.SetMaxOpenConns(readers + 3)
+	db.r.SetMaxIdleConns(readers + 3)
 	db.r.SetConnMaxLifetime(0)
 	db.pool = newPool(db, readers)
 	// The file SQLite opened is the one at Real now: a file replaced

@@ -13,7 +13,10 @@
 //     the alias table, log compaction — and nothing else;
 //   - a few readers (Options.Readers), handed out one at a time, most
 //     recently used first so that a connection's page cache stays warm;
-//     each keeps its prepared statements.
+//     each keeps its prepared statements;
+//   - outside that pool, so that they never wait for a reader: a
+//     rebuild's scan and the count beside it, and, only for sources
+//     without a log, one that reads PRAGMA data_version.
 //
 // A call reads what it needs in one statement, one snapshot of the
 // database (probe.go): the schema cookie, the source's log head, the

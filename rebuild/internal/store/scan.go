@@ -65,12 +65,20 @@ type ScanCounts struct {
 // is asked again with fewer keys, and a key longer than that sends the
 // rest of the scan row by row, from the same place. ctx is checked
 // between chunks.
+//
+// The scan reads on a connection of its own, outside the readers' pool:
+// the hooks run the app's Progress callback, which may ask the index
+// (Fetched, Missing) and must find a reader free.
 func (db *DB) Scan(ctx context.Context, s *Source, h ScanHooks) (counts ScanCounts, err error) {
-	c, err := db.Reader(ctx)
+	sc, err := db.r.Conn(ctx)
 	if err != nil {
 		return counts, fmt.Errorf("scan source: %w", err)
 	}
-	defer db.Release(c)
+	c, err := newConn(sc)
+	if err != nil {
+		return counts, fmt.Errorf("scan source: %w", err)
+	}
+	defer c.close()
 	head, err := c.Head(ctx, s)
 	if err != nil {
 		return counts, fmt.Errorf("scan source: %w", err)
@@ -295,15 +303,13 @@ func walksIndex(ctx context.Context, dc *sqlite3.SQLiteConn, q string) bool {
 
 // CountAll counts the source's rows, NULL ids included: the bare count(*)
 // SQLite answers from the smallest b-tree's page headers (a WHERE would
-// make it read every entry). It sizes a rebuilt filter.
+// make it read every entry). It sizes a rebuilt filter. It runs on a
+// connection of its own, outside the readers' pool, as the scan beside it
+// does: the filter's builder may wait for the count while readers are
+// busy.
 func (db *DB) CountAll(ctx context.Context, s *Source) (int64, error) {
-	c, err := db.Reader(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("count rows: %w", err)
-	}
-	defer db.Release(c)
 	var n int64
-	if err := c.QueryRowContext(ctx, `SELECT count(*) FROM `+s.QTable).Scan(&n); err != nil {
+	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM `+s.QTable).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count rows: %w", err)
 	}
 	return n, nil

@@ -1,0 +1,71 @@
+package rebuild
+
+import (
+	"context"
+	"sync"
+	"testing"
+)
+
+// TestCatchUpNeverSkipsEntriesCompactedMeanwhile: another index compacts
+// the log while this one's catch-up is between two chunks of it. The
+// catch-up must not skip the entries deleted under it: every id
+// committed before the call is fetched (by Missing and Fetched, in NFC
+// and NFD), the filter is dropped and rebuilt.
+func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	ref := newReference("gap", 6000)
+	seed := make([]string, 500)
+	for i := range seed {
+		seed[i] = ref.id(i).stored
+	}
+	path := modeDB(t, "wal", []string{"records"}, seed...)
+	ref.committed(0, len(seed))
+	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb"})
+	other := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1, NoBackgroundRebuild: true})
+	// Several chunks of log behind this index's filter.
+	later := make([]string, 0, 5000)
+	for i := len(seed); i < len(seed)+5000; i++ {
+		later = append(later, ref.id(i).stored)
+	}
+	insertInto(t, rawDB(t, path), "records", later...)
+	ref.committed(len(seed), len(seed)+5000)
+	var once sync.Once
+	testHookCatchUpChunk = func() {
+		once.Do(func() { // after the first chunk: compact up to the head
+			if err := other.Rebuild(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(func() { testHookCatchUpChunk = nil })
+	before := ix.Stats()
+	p := &probe{ref: ref}
+	for i := range len(seed) + 5000 {
+		forms := ref.id(i).forms
+		p.keys = append(p.keys, forms[i%len(forms)])
+		p.idx = append(p.idx, i)
+		p.before = append(p.before, 2)
+	}
+	missing, err := ix.Missing(ctx, p.keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := p.judgeMissing(missing); len(errs) > 0 {
+		t.Fatalf("%d committed ids answered not fetched after the log was compacted during the catch-up; first: %v", len(errs), errs[0])
+	}
+	testHookCatchUpChunk = nil
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := ix.Stats(); st.Dropped != before.Dropped+1 || !st.Serving {
+		t.Fatalf("dropped %d → %d, serving %v: want the filter dropped and rebuilt", before.Dropped, st.Dropped, st.Serving)
+	}
+	for j := range p.keys {
+		if j%97 != 0 {
+			continue
+		}
+		if ok, err := ix.Fetched(ctx, p.keys[j]); err != nil || !ok {
+			t.Fatalf("Fetched(%+q) = %v, %v after the rebuild", p.keys[j], ok, err)
+		}
+	}
+}

@@ -1,0 +1,373 @@
+package rebuild
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Settings of TestRandomInterleavings (make soak sets them longer).
+const (
+	interleaveTimeEnv = "SYNCFILTER_INTERLEAVE_TIME" // how long the calls run, a time.Duration; default 2s
+	interleaveSeedEnv = "SYNCFILTER_INTERLEAVE_SEED" // the run's seed; default from the clock (logged)
+	compactLoopEnv    = "SYNCFILTER_REBUILD_COMPACT_LOOP_DB"
+
+	// busy is every connection's busy timeout: in a rollback-journal
+	// mode SQLite's locks are not fair, and with three writers, a cron
+	// job and four indexes a writer may wait seconds for its turn.
+	busy = 30 * time.Second
+)
+
+// TestChildProcessCompactsInALoop is not a test: it is the compacting
+// process of TestRandomInterleavings. Until the stop file appears it runs
+// the cron job (BuildSnapshot, LogRetain 1: it compacts the log up to what
+// it saved) on every table named, in turn.
+func TestChildProcessCompactsInALoop(t *testing.T) {
+	path := os.Getenv(compactLoopEnv)
+	if path == "" {
+		t.Skip("child process of TestRandomInterleavings")
+	}
+	tables := strings.Split(os.Getenv(compactLoopEnv+"_TABLES"), ",")
+	stop := os.Getenv(compactLoopEnv + "_STOP")
+	ctx := context.Background()
+	for round := 0; ; round++ {
+		for _, tb := range tables {
+			if _, err := os.Stat(stop); err == nil {
+				fmt.Printf("compacted %d rounds\n", round)
+				return
+			}
+			if _, err := BuildSnapshot(ctx, Config{Path: path, Table: tb, Column: "id", Snapshot: path + "." + tb + ".cron.sfb", LogRetain: 1, BusyTimeout: busy}); err != nil {
+				t.Fatalf("round %d, %s: %v", round, tb, err)
+			}
+		}
+	}
+}
+
+// TestRandomInterleavings runs every public method at once, in a seeded
+// random order: G goroutines call Missing, Fetched, Rebuild, Reload, Save,
+// Stats and Wait on four indexes (three collections of one DB, OpenDB and
+// DB.Index, and rebuild.Open on one of them again) and finally Close them
+// while still calling; meanwhile other connections commit NFC, NFD and
+// KELVIN SIGN ids into every table, and a child process runs the cron
+// job with LogRetain 1 in a loop, compacting the logs past the filters.
+// Every call returns within callBound (the watchdog), every answer is
+// judged against what was committed before the call began, and after
+// Close the goroutines are back to the count before the first open.
+//
+// SYNCFILTER_INTERLEAVE_SEED replays a run; SYNCFILTER_INTERLEAVE_TIME
+// runs it longer (make soak).
+func TestRandomInterleavings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	runFor := 2 * time.Second
+	if v := os.Getenv(interleaveTimeEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("%s: %v", interleaveTimeEnv, err)
+		}
+		runFor = d
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv(interleaveSeedEnv); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", interleaveSeedEnv, err)
+		}
+		seed = n
+	}
+	t.Logf("seed %d (replay with %s=%d), running %v", seed, interleaveSeedEnv, seed, runFor)
+	r := newRand(seed)
+	mode := []string{"wal", "delete"}[r.IntN(2)]
+	ctx := context.Background()
+
+	tables := []string{"coll0", "coll1", "coll2"}
+	const seedRows, capacity = 1500, 1 << 20
+	refs := map[string]*reference{}
+	seedKeys := map[string][]string{}
+	for _, tb := range tables {
+		refs[tb] = newReference(tb, capacity)
+		for i := range seedRows {
+			seedKeys[tb] = append(seedKeys[tb], refs[tb].id(i).stored)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "app.db")
+	{
+		db := modeConn(t, path, mode)
+		for _, tb := range tables {
+			mustExec(t, db, `CREATE TABLE `+tb+` (id TEXT PRIMARY KEY, body TEXT)`)
+			insertInto(t, db, tb, seedKeys[tb]...)
+			refs[tb].committed(0, seedRows)
+		}
+		_ = db.Close()
+	}
+	// The first attach and scan of every table, outside the count.
+	for _, tb := range tables {
+		if _, err := BuildSnapshot(ctx, Config{Path: path, Table: tb, Column: "id", Snapshot: path + "." + tb + ".sfb"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The app's other connections, one per table.
+	conns := map[string]*sql.DB{}
+	for _, tb := range tables {
+		conns[tb] = modeConn(t, path, mode)
+		conns[tb].SetMaxOpenConns(1)
+	}
+
+	baseline := baselineGoroutines()
+	mon := newMonitor(t, callBound)
+	note := fmt.Sprintf("seed %d: replay with %s=%d", seed, interleaveSeedEnv, seed)
+	mon.note.Store(&note)
+	stopFile := filepath.Join(t.TempDir(), "stop")
+	child := startChild(t, "TestChildProcessCompactsInALoop", compactLoopEnv+"="+path,
+		compactLoopEnv+"_TABLES="+strings.Join(tables, ","), compactLoopEnv+"_STOP="+stopFile)
+	childDone := make(chan error, 1)
+	var childOut string
+	go func() {
+		out, err := child()
+		childOut = out
+		childDone <- err
+	}()
+	defer func() {
+		if _, err := os.Stat(stopFile); err != nil {
+			_ = os.WriteFile(stopFile, nil, 0o600)
+			<-childDone
+		}
+	}()
+
+	var progressCalls atomic.Int64
+	progress := func(done, total int64) { progressCalls.Add(1) }
+	type target struct {
+		name string
+		ix   *Index
+		ref  *reference
+	}
+	var targets []target
+	var db *DB
+	var err error
+	mon.do("OpenDB and DB.Index", func() {
+		if db, err = OpenDB(ctx, DBConfig{Path: path, Readers: 1 + r.IntN(2), BusyTimeout: busy}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tb := range tables {
+			ix, err := db.Index(ctx, Source{Table: tb, Column: "id", Snapshot: path + "." + tb + ".sfb", ProgressEvery: 500, Progress: progress})
+			if err != nil {
+				t.Fatal(err)
+			}
+			targets = append(targets, target{"DB.Index(" + tb + ")", ix, refs[tb]})
+		}
+	})
+	mon.do("Open", func() {
+		tb := tables[r.IntN(len(tables))]
+		ix, err := Open(ctx, Config{Path: path, Table: tb, Column: "id", Snapshot: path + "." + tb + ".open.sfb", Readers: 1 + r.IntN(2), BusyTimeout: busy, ProgressEvery: 500, Progress: progress})
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, target{"Open(" + tb + ")", ix, refs[tb]})
+	})
+
+	var closing atomic.Bool // Close has begun: ErrClosed is a right answer from then on
+	errs := make(chan error, 1024)
+	fail := func(err error) {
+		if closing.Load() {
+			err = fmt.Errorf("%w (Close had begun)", err)
+		}
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	commits := make([]atomic.Int64, len(tables))
+	for w, tb := range tables {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			ch := make(chan error, 1)
+			inserter(conns[tb], tb, refs[tb], 1+w*2, 500*time.Microsecond, stop, &commits[w], ch)
+			select {
+			case err := <-ch:
+				fail(err)
+			default:
+			}
+		}()
+	}
+
+	okErr := func(err error, also ...error) bool {
+		if err == nil || closing.Load() && errors.Is(err, ErrClosed) {
+			return true
+		}
+		for _, a := range also {
+			if errors.Is(err, a) {
+				return true
+			}
+		}
+		return false
+	}
+	const G = 6
+	var callers sync.WaitGroup
+	var calls [8]atomic.Int64
+	names := [...]string{"Missing", "Fetched", "Stats", "Wait", "Rebuild", "Reload", "Save", "closed"}
+	for g := range G {
+		gr := newRand(seed + uint64(g) + 1)
+		callers.Add(1)
+		go func() {
+			defer callers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tg := targets[gr.IntN(len(targets))]
+				ix, ref := tg.ix, tg.ref
+				op := gr.IntN(100)
+				switch {
+				case op < 35:
+					calls[0].Add(1)
+					p := newProbe(ref, gr.IntN, 1+gr.IntN(300))
+					mon.do(tg.name+".Missing", func() {
+						missing, err := ix.Missing(ctx, p.keys)
+						if err != nil {
+							if !okErr(err) {
+								fail(fmt.Errorf("%s.Missing: %w", tg.name, err))
+							}
+							return
+						}
+						for _, e := range p.judgeMissing(missing) {
+							fail(fmt.Errorf("%s: %w", tg.name, e))
+						}
+					})
+				case op < 65:
+					calls[1].Add(1)
+					p := newProbe(ref, gr.IntN, 4)
+					for j := range p.keys {
+						mon.do(tg.name+".Fetched", func() {
+							got, err := ix.Fetched(ctx, p.keys[j])
+							if err != nil {
+								if !okErr(err) {
+									fail(fmt.Errorf("%s.Fetched: %w", tg.name, err))
+								}
+								return
+							}
+							if e := p.judgeFetched(j, got); e != nil {
+								fail(fmt.Errorf("%s: %w", tg.name, e))
+							}
+						})
+					}
+				case op < 73:
+					calls[2].Add(1)
+					mon.do(tg.name+".Stats", func() {
+						if st := ix.Stats(); st.Serving && st.Rebuilding {
+							fail(fmt.Errorf("%s.Stats: serving and rebuilding at once", tg.name))
+						}
+					})
+				case op < 78:
+					calls[3].Add(1)
+					// Drops keep coming while the child compacts: Wait may
+					// find a new rebuild pending each time; bound it.
+					wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+					mon.do(tg.name+".Wait", func() {
+						if err := ix.Wait(wctx); !okErr(err, context.DeadlineExceeded) {
+							fail(fmt.Errorf("%s.Wait: %w", tg.name, err))
+						}
+					})
+					cancel()
+				case op < 85:
+					calls[4].Add(1)
+					mon.do(tg.name+".Rebuild", func() {
+						if err := ix.Rebuild(ctx); !okErr(err) {
+							fail(fmt.Errorf("%s.Rebuild: %w", tg.name, err))
+						}
+					})
+				case op < 92:
+					calls[5].Add(1)
+					mon.do(tg.name+".Reload", func() {
+						// Refusals are answers: the file may be missing,
+						// behind the compacted log, or not vouched for.
+						if err := ix.Reload(ctx); !okErr(err, os.ErrNotExist, ErrCannotCatchUp, ErrNotVouched) {
+							fail(fmt.Errorf("%s.Reload: %w", tg.name, err))
+						}
+					})
+				default:
+					calls[6].Add(1)
+					mon.do(tg.name+".Save", func() {
+						if err := ix.Save(ctx); !okErr(err, ErrNotServing) {
+							fail(fmt.Errorf("%s.Save: %w", tg.name, err))
+						}
+					})
+				}
+			}
+		}()
+	}
+
+	time.Sleep(runFor)
+	// Close everything while the callers keep calling.
+	closing.Store(true)
+	order := r.Perm(len(targets) + 1)
+	for _, i := range order {
+		if i == len(targets) {
+			mon.do("DB.Close", func() {
+				if err := db.Close(ctx); err != nil {
+					fail(fmt.Errorf("DB.Close: %w", err))
+				}
+			})
+			continue
+		}
+		mon.do(targets[i].name+".Close", func() {
+			if err := targets[i].ix.Close(ctx); err != nil {
+				fail(fmt.Errorf("%s.Close: %w", targets[i].name, err))
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // the callers meet the closed indexes
+	for _, tg := range targets {
+		closedEverywhere(t, mon, tg.ix)
+	}
+	close(stop)
+	callers.Wait()
+	writers.Wait()
+	if err := os.WriteFile(stopFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-childDone; err != nil {
+		t.Fatalf("compacting process: %v\n%s", err, childOut)
+	}
+	mon.close()
+	close(errs)
+	var all []error
+	for e := range errs {
+		all = append(all, e)
+	}
+	var summary []string
+	for i, n := range names[:7] {
+		summary = append(summary, fmt.Sprintf("%s %d", n, calls[i].Load()))
+	}
+	var dropped, rebuilt uint64
+	for _, tg := range targets {
+		st := tg.ix.Stats()
+		dropped += st.Dropped
+		rebuilt += st.Rebuilds
+	}
+	t.Logf("%s mode; calls: %s; commits %d/%d/%d; %d drops, %d rebuilds, %d Progress calls; child: %s",
+		mode, strings.Join(summary, ", "), commits[0].Load(), commits[1].Load(), commits[2].Load(), dropped, rebuilt, progressCalls.Load(), strings.TrimSpace(childOut))
+	if len(all) > 0 {
+		t.Fatalf("seed %d: %d wrong answers or errors; first ones:\n%v", seed, len(all), errors.Join(all[:min(len(all), 12)]...))
+	}
+	goroutinesBackTo(t, baseline)
+	var floors int64
+	check := modeConn(t, path, mode)
+	if err := check.QueryRow(`SELECT sum(log_floor) FROM syncfilter_sources`).Scan(&floors); err != nil || floors == 0 {
+		t.Fatalf("the child never compacted a log (floors %d, %v): the run proves little", floors, err)
+	}
+}

@@ -1,0 +1,195 @@
+package rebuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestQueriesAndRebuildsNeverWaitForTheAppsWriters is issue 19's lock
+// cycle in today's API: while other connections commit NFD and NFC ids
+// without pause, and the app writes in its own transactions on its own
+// connection (asking the index while its write transaction is open),
+// Rebuild, Missing and Fetched all return, with context.Background(), and
+// the writers keep committing during the rebuilds. In WAL and in
+// rollback-journal mode.
+func TestQueriesAndRebuildsNeverWaitForTheAppsWriters(t *testing.T) {
+	for _, mode := range []string{"wal", "delete"} {
+		t.Run(mode, func(t *testing.T) { lockCycle(t, mode) })
+	}
+}
+
+func lockCycle(t *testing.T, mode string) {
+	ctx := context.Background()
+	const seed, capacity = 4000, 200000
+	ref := newReference("lc", capacity)
+	seedIDs := make([]string, seed)
+	for i := range seedIDs {
+		seedIDs[i] = ref.id(i).stored
+	}
+	path := modeDB(t, mode, []string{"records"}, seedIDs...)
+	ref.committed(0, seed)
+	mon := newMonitor(t, callBound)
+	// SQLite's locks are not fair: in a rollback-journal mode, three
+	// connections that write most of the time can keep the index's
+	// writer waiting for seconds.
+	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb", ProgressEvery: 500, BusyTimeout: 30 * time.Second, Readers: 2})
+
+	stop := make(chan struct{})
+	errs := make(chan error, 64)
+	var wg sync.WaitGroup
+	writers := make([]atomic.Int64, 3)
+	// Two other connections commit ids as fast as they can, one per
+	// transaction and in batches; the reference alternates NFD, NFC,
+	// KELVIN SIGN and ASCII ids.
+	for w, batch := range []int{1, 7} {
+		db := modeConn(t, path, mode)
+		db.SetMaxOpenConns(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inserter(db, "records", ref, batch, 500*time.Microsecond, stop, &writers[w], errs)
+		}()
+	}
+	// The app: its own connection, its own transactions, and questions to
+	// the index while its write transaction is open (what Update's
+	// function used to do).
+	app := modeConn(t, path, mode)
+	app.SetMaxOpenConns(1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond): // the next page from the server
+			}
+			list := ref.take(3)
+			if list == nil {
+				return
+			}
+			tx, err := app.Begin()
+			if err != nil {
+				errs <- err
+				return
+			}
+			for _, i := range list {
+				if _, err := tx.Exec(`INSERT INTO records (id, body) VALUES (?, 'app')`, ref.id(i).stored); err != nil {
+					errs <- err
+					_ = tx.Rollback()
+					return
+				}
+			}
+			// Inside the open write transaction: the app's own ids (not
+			// committed) and a committed one.
+			committed := list[0] % seed
+			page := []string{ref.id(committed).forms[0], ref.id(list[0]).stored, "never-app-" + ref.id(list[0]).stored}
+			mon.do("Missing inside the app's write transaction", func() {
+				missing, err := ix.Missing(ctx, page)
+				switch {
+				case err != nil:
+					errs <- fmt.Errorf("Missing inside the app's transaction: %w", err)
+				case contains(missing, page[0]) || !contains(missing, page[2]):
+					errs <- fmt.Errorf("Missing(%+q) inside the app's transaction = %+q", page, missing)
+				}
+			})
+			mon.do("Fetched inside the app's write transaction", func() {
+				if ok, err := ix.Fetched(ctx, ref.id(committed).forms[len(ref.id(committed).forms)-1]); err != nil || !ok {
+					errs <- fmt.Errorf("Fetched of a committed id inside the app's transaction = %v, %v", ok, err)
+				}
+			})
+			if err := tx.Commit(); err != nil {
+				errs <- err
+				return
+			}
+			for _, i := range list {
+				ref.state[i].Store(2)
+			}
+			writers[2].Add(1)
+		}
+	}()
+	// Askers: Missing and Fetched with Background contexts, judged.
+	var askers sync.WaitGroup
+	for a := range 3 {
+		askers.Add(1)
+		go func() {
+			defer askers.Done()
+			r := newRand(uint64(a) + 1)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := newProbe(ref, r.IntN, 64)
+				if r.IntN(2) == 0 {
+					mon.do("Missing", func() {
+						missing, err := ix.Missing(ctx, p.keys)
+						if err != nil {
+							errs <- fmt.Errorf("Missing: %w", err)
+							return
+						}
+						for _, e := range p.judgeMissing(missing) {
+							errs <- e
+						}
+					})
+					continue
+				}
+				for j := range p.keys[:8] {
+					mon.do("Fetched", func() {
+						got, err := ix.Fetched(ctx, p.keys[j])
+						if err != nil {
+							errs <- fmt.Errorf("Fetched: %w", err)
+						} else if e := p.judgeFetched(j, got); e != nil {
+							errs <- e
+						}
+					})
+				}
+			}
+		}()
+	}
+	// Rebuilds, while all of that runs; the writers' commits are counted
+	// across them.
+	const rebuilds = 4
+	var during [3]int64
+	for range rebuilds {
+		var before [3]int64
+		for w := range writers {
+			before[w] = writers[w].Load()
+		}
+		mon.do("Rebuild", func() {
+			if err := ix.Rebuild(ctx); err != nil {
+				errs <- fmt.Errorf("Rebuild: %w", err)
+			}
+		})
+		for w := range writers {
+			during[w] += writers[w].Load() - before[w]
+		}
+	}
+	close(stop)
+	askers.Wait()
+	wg.Wait()
+	close(errs)
+	var all []error
+	for e := range errs {
+		all = append(all, e)
+	}
+	if len(all) > 0 {
+		t.Fatalf("%d errors; first ones:\n%v", len(all), errors.Join(all[:min(len(all), 10)]...))
+	}
+	for w, n := range during {
+		if n == 0 {
+			t.Errorf("writer %d committed nothing during %d rebuilds: the rebuilds stopped it", w, rebuilds)
+		}
+	}
+	st := ix.Stats()
+	t.Logf("%s: commits during the rebuilds %v; stats: rebuilds %d, dropped %d, caught up %d", mode, during, st.Rebuilds, st.Dropped, st.CaughtUp)
+	if st.Rebuilds < rebuilds {
+		t.Fatalf("%d rebuilds recorded, want at least %d", st.Rebuilds, rebuilds)
+	}
+}
