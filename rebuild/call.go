@@ -330,7 +330,11 @@ func (c *call) answer(ctx context.Context, keys []string) (found []bool, err err
 		}
 		got := c.pr.Found
 		if !c.pr.Confirmed && len(list) > 0 {
-			if got, err = c.conn.Confirm(ctx, c.b.src, list, c.h.Aliases, nil); err != nil {
+			conn, err := c.reader(ctx) // given back if the probe waited in a flight
+			if err != nil {
+				return nil, err
+			}
+			if got, err = conn.Confirm(ctx, c.b.src, list, c.h.Aliases, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -375,7 +379,11 @@ func (c *call) answer(ctx context.Context, keys []string) (found []bool, err err
 		}
 		if len(more) > 0 {
 			list2, spelled2 := c.withSpellings(keys, more, c.m)
-			got2, err := c.conn.Confirm(ctx, c.b.src, list2, c.h.Aliases, nil)
+			conn, err := c.reader(ctx)
+			if err != nil {
+				return nil, err
+			}
+			got2, err := conn.Confirm(ctx, c.b.src, list2, c.h.Aliases, nil)
 			if err != nil {
 				return nil, err
 			}

@@ -2,6 +2,7 @@ package rebuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -209,6 +210,9 @@ func (ix *Index) saveNow(ctx context.Context, s *serving) error {
 	}
 	gen := s.gen.Load() // read before the copy: the copy covers at least this
 	img, err := s.f.Image(ctx)
+	if errors.Is(err, syncfilter.ErrClosed) { // dropped or replaced meanwhile
+		return fmt.Errorf("save snapshot: %w", ErrNotServing)
+	}
 	if err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}

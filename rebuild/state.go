@@ -168,8 +168,8 @@ func (ix *Index) dropFilter(s *serving, why error) {
 	}
 	_ = prev.f.Close()
 	ix.m.drops.Add(1)
-	ix.m.setError(why)
 	if !ix.cfg.NoBackgroundRebuild && !ix.db.cfg.ReadOnly {
-		ix.askRebuild(why.Error())
+		ix.askRebuild(why.Error()) // first: a Wait from now on waits for it
 	}
+	ix.m.setError(why)
 }
