@@ -1,0 +1,363 @@
+package rebuild
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Schema drift: the app's migrations run in a second process (a real app
+// migrates in whatever process starts first), while an index is open and
+// while it is closed. Every answer afterwards is checked against the
+// table the name refers to then.
+
+// driftDB creates app.db in mode (set by the DSN of every connection)
+// with records(id TEXT PRIMARY KEY, body TEXT) holding seed.
+func driftDB(t *testing.T, mode string, seed []string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	db := modeDB(t, path, mode)
+	mustExec(t, db, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+	insertIDs(t, db, seed...)
+	_ = db.Close()
+	return path
+}
+
+// expectTable checks every answer of ix about probe against the rows
+// table stores now.
+func expectTable(t *testing.T, ix *Index, path, table string, probe []string) {
+	t.Helper()
+	exact(t, ix, tableIDs(t, path, table), probe)
+}
+
+// migration is an app's schema change of records, as statements run in
+// one Exec each (BEGIN/COMMIT included where the app uses a transaction).
+type migration struct {
+	name string
+	// stmts returns the statements; triggers are the library's triggers
+	// on records before the migration (an app following SQLite's 12-step
+	// procedure recreates every trigger of the table from their text).
+	stmts func(triggers []string) []string
+	// extra is a table that keeps rows written after the migration which
+	// the index must report missing ("" if none).
+	extra string
+}
+
+var migrations = []migration{
+	{name: "12-step", stmts: func([]string) []string {
+		// https://sqlite.org/lang_altertable.html#otheralter: create the new
+		// table, copy, drop the old one, rename the new one.
+		return []string{
+			`PRAGMA foreign_keys = OFF`,
+			`BEGIN`,
+			`CREATE TABLE records_new (id TEXT PRIMARY KEY, body TEXT, added INTEGER NOT NULL DEFAULT 0)`,
+			`INSERT INTO records_new (id, body) SELECT id, body FROM records`,
+			`DROP TABLE records`,
+			`ALTER TABLE records_new RENAME TO records`,
+			`COMMIT`,
+		}
+	}},
+	{name: "12-step-keeps-triggers", stmts: func(triggers []string) []string {
+		// The same, recreating the table's triggers (ours included) from
+		// their text, as the procedure's step 8 says; the migration also
+		// writes a row of its own before they are back.
+		q := []string{
+			`BEGIN`,
+			`CREATE TABLE records_new (id TEXT PRIMARY KEY, body TEXT, added INTEGER NOT NULL DEFAULT 0)`,
+			`INSERT INTO records_new (id, body) SELECT id, body FROM records`,
+			`INSERT INTO records_new (id, body) VALUES ('migrated-0000000', 'default row')`,
+			`DROP TABLE records`,
+			`ALTER TABLE records_new RENAME TO records`,
+		}
+		return append(append(q, triggers...), `COMMIT`)
+	}},
+	{name: "drop-create", stmts: func([]string) []string {
+		// No transaction: calls may come between the two.
+		return []string{
+			`DROP TABLE records`,
+			`CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`,
+			`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99)
+				INSERT INTO records (id) SELECT 'seed-' || printf('%07d', i) FROM n`,
+		}
+	}},
+	{name: "rename-and-new", extra: "records_old", stmts: func([]string) []string {
+		return []string{
+			`ALTER TABLE records RENAME TO records_old`,
+			`CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`,
+		}
+	}},
+	{name: "vacuum", stmts: func([]string) []string {
+		// Renumbers sqlite_master: the source may be attached again
+		// (slower), never answered wrongly.
+		return []string{`CREATE TABLE scratch (x)`, `DROP TABLE scratch`, `VACUUM`}
+	}},
+	{name: "drop-trigger", stmts: func([]string) []string {
+		// A tool that drops every trigger of the table, then writes.
+		return []string{`DROP TRIGGER syncfilter_ins_1`}
+	}},
+}
+
+// triggersOn returns the text of the triggers on table.
+func triggersOn(t *testing.T, path, table string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? ORDER BY name`, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestMigrationsAreFollowed: for each migration, in WAL and in rollback
+// mode, with the index open during the migration and closed: the rows
+// stored after it (and the migration's own) are fetched, the rows of a
+// table that no longer has the name are missing, the source is attached
+// again to the table the name refers to, its snapshot reloads, and Detach
+// removes everything.
+func TestMigrationsAreFollowed(t *testing.T) {
+	seed := ids("seed", 300)
+	never := ids("never", 100)
+	for _, mode := range []string{"WAL", "DELETE"} {
+		for _, m := range migrations {
+			for _, whileOpen := range []bool{true, false} {
+				name := fmt.Sprintf("%s/%s/open=%v", mode, m.name, whileOpen)
+				t.Run(name, func(t *testing.T) {
+					ctx := context.Background()
+					path := driftDB(t, mode, seed)
+					cfg := appConfig(path)
+					ix := open(t, cfg)
+					probe := slices.Concat(seed, never, ids("after", 100), ids("later", 100), ids("old", 50), ids("migrated", 1))
+					expectTable(t, ix, path, "records", probe)
+					triggers := triggersOn(t, path, "records")
+					if len(triggers) != 2 {
+						t.Fatalf("triggers on records: %q", triggers)
+					}
+					if !whileOpen {
+						if err := ix.Close(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+					execIn(t, path, mode, m.stmts(triggers)...)
+					if whileOpen {
+						expectTable(t, ix, path, "records", probe)
+					}
+					insertIn(t, path, mode, "records", "after", 100)
+					if m.extra != "" {
+						insertIn(t, path, mode, m.extra, "old", 50)
+					}
+					if !whileOpen {
+						ix = open(t, cfg)
+					}
+					// Exact right away (from SQLite while the source is
+					// attached again), and once a filter serves again.
+					want := tableIDs(t, path, "records")
+					for _, id := range ids("after", 100) {
+						if !want[id] {
+							t.Fatalf("%s not stored", id)
+						}
+					}
+					exact(t, ix, want, probe)
+					waitServing(t, ix)
+					expectTable(t, ix, path, "records", probe)
+					st := ix.Stats()
+					if !st.Attached || !st.Serving {
+						t.Fatalf("after the migration: attached %v, serving %v, last error %v", st.Attached, st.Serving, st.LastError)
+					}
+					objs := libraryObjects(t, path)
+					for _, o := range objs {
+						if strings.HasPrefix(o, "trigger ") && !strings.HasSuffix(o, " on records") {
+							t.Fatalf("a trigger of the library on another table: %q", objs)
+						}
+					}
+					if got := triggersOn(t, path, "records"); len(got) != 2 || !strings.Contains(got[0], `ON "records"`) {
+						t.Fatalf("triggers on records after the migration: %q", got)
+					}
+					insertIn(t, path, mode, "records", "later", 100)
+					if m.extra != "" {
+						insertIn(t, path, mode, m.extra, "old-later", 10)
+					}
+					expectTable(t, ix, path, "records", probe)
+					if err := ix.Close(ctx); err != nil {
+						t.Fatal(err)
+					}
+					again := open(t, cfg)
+					if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+						t.Fatalf("reopen: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
+					}
+					expectTable(t, again, path, "records", probe)
+					if err := again.Close(ctx); err != nil {
+						t.Fatal(err)
+					}
+					if got := journalMode(t, path); !strings.EqualFold(got, mode) {
+						t.Fatalf("journal mode %s, want %s", got, mode)
+					}
+					if err := Detach(ctx, path, "records", "id"); err != nil {
+						t.Fatal(err)
+					}
+					if objs := libraryObjects(t, path); len(objs) != 0 {
+						t.Fatalf("after Detach: %q", objs)
+					}
+					integrity(t, path)
+				})
+			}
+		}
+	}
+}
+
+// TestUnrelatedDDLKeepsTheFilter: a schema change that leaves the source
+// alone (another table, an index, a view) is noticed and checked, and
+// the filter keeps serving: nothing is attached again or rebuilt.
+func TestUnrelatedDDLKeepsTheFilter(t *testing.T) {
+	seed := ids("seed", 300)
+	path := driftDB(t, "WAL", seed)
+	ix := open(t, appConfig(path))
+	before := ix.Stats()
+	execIn(t, path, "WAL",
+		`CREATE TABLE notes (n TEXT)`,
+		`CREATE INDEX records_body ON records (body)`,
+		`CREATE VIEW recent AS SELECT id FROM records`,
+		`ALTER TABLE records ADD COLUMN extra TEXT`)
+	insertIn(t, path, "WAL", "records", "after", 50)
+	probe := slices.Concat(seed, ids("after", 50), ids("never", 50))
+	expectTable(t, ix, path, "records", probe)
+	st := ix.Stats()
+	if !st.Serving || st.Reattached != before.Reattached || st.Dropped != before.Dropped || st.Rebuilds != before.Rebuilds {
+		t.Fatalf("unrelated DDL: serving %v, reattached %d→%d, dropped %d→%d, rebuilds %d→%d",
+			st.Serving, before.Reattached, st.Reattached, before.Dropped, st.Dropped, before.Rebuilds, st.Rebuilds)
+	}
+}
+
+// generatedDB creates a database whose gen table is keyed by a generated
+// column (STORED or VIRTUAL), indexed.
+func generatedDB(t *testing.T, kind string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	db := plainDB(t, path)
+	mustExec(t, db, `CREATE TABLE gen (src TEXT, id TEXT GENERATED ALWAYS AS ('g-' || src) `+kind+`)`)
+	mustExec(t, db, `CREATE UNIQUE INDEX gen_id ON gen (id)`)
+	mustExec(t, db, `INSERT INTO gen (src) VALUES ('a'), ('b')`)
+	_ = db.Close()
+	return path
+}
+
+// TestGeneratedKeysAreRefused: a generated key column (an UPDATE of the
+// column it is computed from re-keys the row without firing an UPDATE OF
+// trigger on the key) is refused at attach, before any write, by Open,
+// BuildSnapshot and a read-only Open alike.
+func TestGeneratedKeysAreRefused(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{"STORED", "VIRTUAL"} {
+		t.Run(kind, func(t *testing.T) {
+			path := generatedDB(t, kind)
+			before, sum := schema(t, path), fileSum(t, path)
+			cfg := Config{Path: path, Table: "gen", Column: "id", Snapshot: path + ".sfb"}
+			if _, err := Open(ctx, cfg); !errors.Is(err, ErrInexactColumn) {
+				t.Fatalf("Open = %v, want ErrInexactColumn", err)
+			}
+			if _, err := BuildSnapshot(ctx, cfg); !errors.Is(err, ErrInexactColumn) {
+				t.Fatalf("BuildSnapshot = %v, want ErrInexactColumn", err)
+			}
+			cfg.ReadOnly = true
+			if _, err := Open(ctx, cfg); !errors.Is(err, ErrInexactColumn) {
+				t.Fatalf("read-only Open = %v, want ErrInexactColumn", err)
+			}
+			if !bytes.Equal(schema(t, path), before) || fileSum(t, path) != sum {
+				t.Fatal("a refused generated key changed the database")
+			}
+			if entries := dirEntries(t, filepath.Dir(path)); fmt.Sprint(entries) != "[app.db]" {
+				t.Fatalf("files after the refusals: %v", entries)
+			}
+		})
+	}
+}
+
+// TestMigrationToAGeneratedKey: a migration that makes the key column
+// generated (the 12-step procedure) while the index is open: every call
+// afterwards fails with ErrInexactColumn instead of answering, also after
+// an UPDATE of the base column re-keyed a row, and after reopening; a
+// migration back to a stored column makes the index answer exactly again.
+func TestMigrationToAGeneratedKey(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{"STORED", "VIRTUAL"} {
+		t.Run(kind, func(t *testing.T) {
+			seed := ids("seed", 200)
+			path := driftDB(t, "WAL", seed)
+			cfg := appConfig(path)
+			ix := open(t, cfg)
+			probe := slices.Concat(seed, ids("never", 50), []string{"g-seed-0000001", "g-x"})
+			expectTable(t, ix, path, "records", probe)
+			execIn(t, path, "WAL",
+				`BEGIN`,
+				`CREATE TABLE records_new (src TEXT, body TEXT, id TEXT GENERATED ALWAYS AS ('g-' || src) `+kind+`)`,
+				`CREATE UNIQUE INDEX records_new_id ON records_new (id)`,
+				`INSERT INTO records_new (src, body) SELECT id, body FROM records`,
+				`DROP TABLE records`,
+				`ALTER TABLE records_new RENAME TO records`,
+				`COMMIT`,
+				`UPDATE records SET src = 'x' WHERE src = 'seed-0000000'`)
+			refused := func(ix *Index) {
+				t.Helper()
+				if _, err := ix.Fetched(ctx, "g-x"); !errors.Is(err, ErrInexactColumn) {
+					t.Fatalf("Fetched = %v, want ErrInexactColumn", err)
+				}
+				if got, err := ix.Missing(ctx, probe); !errors.Is(err, ErrInexactColumn) || got != nil {
+					t.Fatalf("Missing = %d keys, %v, want ErrInexactColumn", len(got), err)
+				}
+			}
+			refused(ix)
+			if err := ix.Rebuild(ctx); !errors.Is(err, ErrInexactColumn) {
+				t.Fatalf("Rebuild = %v, want ErrInexactColumn", err)
+			}
+			execIn(t, path, "WAL", `INSERT INTO records (src) VALUES ('y')`)
+			refused(ix)
+			if _, err := Open(ctx, cfg); !errors.Is(err, ErrInexactColumn) {
+				t.Fatalf("a second Open = %v, want ErrInexactColumn", err)
+			}
+			// Back to a stored key: the index open all along answers
+			// exactly again, attached to the new table.
+			execIn(t, path, "WAL",
+				`BEGIN`,
+				`CREATE TABLE records_new (id TEXT PRIMARY KEY, body TEXT)`,
+				`INSERT INTO records_new (id, body) SELECT id, body FROM records`,
+				`DROP TABLE records`,
+				`ALTER TABLE records_new RENAME TO records`,
+				`COMMIT`)
+			probe = append(probe, "g-y")
+			expectTable(t, ix, path, "records", probe)
+			if !tableIDs(t, path, "records")["g-x"] {
+				t.Fatal("the re-keyed row is not stored")
+			}
+			waitServing(t, ix)
+			insertIn(t, path, "WAL", "records", "after", 50)
+			probe = append(probe, ids("after", 50)...)
+			expectTable(t, ix, path, "records", probe)
+			if err := ix.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			again := open(t, cfg)
+			if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+				t.Fatalf("reopen: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
+			}
+			expectTable(t, again, path, "records", probe)
+		})
+	}
+}
