@@ -45,7 +45,7 @@ var childActs = map[string]func(t *testing.T, args []string){}
 // and fails the test if it fails.
 func child(t *testing.T, act string, args ...string) string {
 	t.Helper()
-	wait := startChild(t, "TestChildProcessActs", actEnv+"="+act, argsEnv+"="+strings.Join(args, "\x1f"))
+	wait := startChild(t, "TestChildProcessActs", actEnv+"="+act, argsEnv+"="+strings.Join(args, "\x1f"), quickExit())
 	out, err := wait()
 	if err != nil {
 		t.Fatalf("child process %s %q: %v\n%s", act, args, err, out)
@@ -59,7 +59,7 @@ func streamChild(t *testing.T, dir string, act string, args ...string) (*exec.Cm
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcessActs$", "-test.count=1", "-test.v")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), actEnv+"="+act, argsEnv+"="+strings.Join(args, "\x1f"))
+	cmd.Env = append(os.Environ(), actEnv+"="+act, argsEnv+"="+strings.Join(args, "\x1f"), quickExit())
 	stderr := &strings.Builder{}
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
@@ -76,6 +76,14 @@ func streamChild(t *testing.T, dir string, act string, args ...string) (*exec.Cm
 		}
 	})
 	return cmd, bufio.NewScanner(out), stderr
+}
+
+// quickExit is the child's GORACE setting: the race detector's options
+// of this process, without the second it sleeps at exit by default (a
+// child's races are reported all the same: it fails, and so does the
+// test that started it).
+func quickExit() string {
+	return "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
 }
 
 // waitLine reads lines until one starts with prefix (or the stream ends).
@@ -229,10 +237,9 @@ func insertInto(t testing.TB, db *sql.DB, table string, ids ...string) {
 	}
 }
 
-// childExec runs statements on the database at args[0] with the journal
-// mode args[1] ("" for none) set in the DSN, one Exec per argument after
-// them.
 func init() {
+	// exec: path, mode, statements: runs each statement (one Exec each)
+	// on one connection whose DSN sets the journal mode ("" for none).
 	childActs["exec"] = func(t *testing.T, args []string) {
 		db := modeDB(t, args[0], args[1])
 		db.SetMaxOpenConns(1)
@@ -265,7 +272,6 @@ func insertIn(t *testing.T, path, mode, table, prefix string, n int) []string {
 	child(t, "insert", path, mode, table, prefix, strconv.Itoa(n))
 	return ids(prefix, n)
 }
-
 
 // exact checks Missing and Fetched of every probe key against the
 // reference set (stored ids), reporting the keys answered wrongly.

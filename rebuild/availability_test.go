@@ -1,0 +1,285 @@
+package rebuild
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/syncfilter/syncfilter/snapshot"
+)
+
+// Availability: Open never fails because of the snapshot file, and a
+// first attach that does not complete leaves nothing behind.
+
+// TestForeignSnapshotAtOpen: the app cleared its data (deleted the
+// database and created it again) and the snapshot of the old dataset
+// survived at the snapshot path. Open and Close succeed, every answer is
+// exact, Stats.SnapshotError says why the file is neither used nor
+// replaced, and the file is left as it was; with ReplaceForeignFile the
+// index replaces it and the next open loads it. The same holds for a
+// read-only open and for the snapshot of another database.
+func TestForeignSnapshotAtOpen(t *testing.T) {
+	ctx := context.Background()
+	path := driftDB(t, "WAL", ids("old", 300))
+	cfg := appConfig(path)
+	first := open(t, cfg)
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Clear data: the database goes, the snapshot stays.
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	app := modeDB(t, path, "WAL")
+	mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+	insertIDs(t, app, ids("new", 200)...)
+	foreign := fileSum(t, cfg.Snapshot)
+	probe := slices.Concat(ids("old", 300), ids("new", 200), ids("later", 20), ids("never", 100))
+
+	for round := range 2 { // the second open finds the same file again
+		ix, err := Open(ctx, cfg)
+		if err != nil {
+			t.Fatalf("round %d: Open with a foreign snapshot: %v", round, err)
+		}
+		if st := ix.Stats(); st.SnapshotError == nil {
+			t.Fatalf("round %d: no SnapshotError for another dataset's snapshot", round)
+		}
+		exact(t, ix, tableIDs(t, path, "records"), probe)
+		waitServing(t, ix)
+		insertIDs(t, app, fmt.Sprintf("later-%07d", round))
+		exact(t, ix, tableIDs(t, path, "records"), probe)
+		if err := ix.Save(ctx); !errors.Is(err, ErrUnsafeTarget) {
+			t.Fatalf("round %d: Save over another dataset's snapshot = %v, want ErrUnsafeTarget", round, err)
+		}
+		if err := ix.Close(ctx); err != nil {
+			t.Fatalf("round %d: Close with a foreign snapshot: %v", round, err)
+		}
+		if fileSum(t, cfg.Snapshot) != foreign {
+			t.Fatalf("round %d: the other dataset's snapshot was replaced", round)
+		}
+	}
+	ro := cfg
+	ro.ReadOnly = true
+	roIx := open(t, ro)
+	if roIx.Stats().SnapshotError == nil {
+		t.Fatal("read-only: no SnapshotError")
+	}
+	exact(t, roIx, tableIDs(t, path, "records"), probe)
+	if _, err := BuildSnapshot(ctx, cfg); !errors.Is(err, ErrUnsafeTarget) {
+		t.Fatalf("BuildSnapshot over another dataset's snapshot = %v, want ErrUnsafeTarget", err)
+	}
+
+	// The app says the file may go.
+	force := cfg
+	force.ReplaceForeignFile = true
+	ix := open(t, force)
+	waitServing(t, ix)
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fileSum(t, cfg.Snapshot) == foreign {
+		t.Fatal("ReplaceForeignFile: the file was not replaced")
+	}
+	again := open(t, cfg)
+	if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+		t.Fatalf("after the replacement: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
+	}
+	exact(t, again, tableIDs(t, path, "records"), probe)
+
+	// Another database's snapshot at the path, and damaged files.
+	other := driftDB(t, "DELETE", ids("other", 50))
+	otherCfg := appConfig(other)
+	oix := open(t, otherCfg)
+	if err := oix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	otherSnap, _ := os.ReadFile(otherCfg.Snapshot)
+	for name, content := range map[string][]byte{
+		"another database's": otherSnap,
+		"truncated":          otherSnap[:len(otherSnap)/2],
+		"magic only":         snapshot.Magic[:],
+		"not a snapshot":     []byte("notes\n"),
+		"empty":              nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := cfg
+			c.Snapshot = filepath.Join(t.TempDir(), "s.sfb")
+			if err := os.WriteFile(c.Snapshot, content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ix, err := Open(ctx, c)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			if ix.Stats().SnapshotError == nil {
+				t.Fatal("no SnapshotError")
+			}
+			exact(t, ix, tableIDs(t, path, "records"), probe)
+			if err := ix.Close(ctx); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+		})
+	}
+}
+
+func init() {
+	// firstattach: path, how ("open" or "build"). The first attach of the
+	// source, under signal.NotifyContext(SIGINT, SIGTERM): the scan
+	// reports its first progress on stdout and waits (an app's slow
+	// callback) until a signal ends the context.
+	childActs["firstattach"] = func(t *testing.T, args []string) {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		path, how := args[0], args[1]
+		cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb", ProgressEvery: 500,
+			Progress: func(done, total int64) {
+				fmt.Printf("progress %d of %d\n", done, total)
+				select {
+				case <-ctx.Done():
+				case <-time.After(60 * time.Second):
+				}
+			}}
+		var err error
+		if how == "open" {
+			var ix *Index
+			if ix, err = Open(ctx, cfg); err == nil {
+				_ = ix.Close(context.Background())
+			}
+		} else {
+			_, err = BuildSnapshot(ctx, cfg)
+		}
+		fmt.Printf("result: %v\n", err)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the first attach ended with %v, want context.Canceled", err)
+		}
+	}
+}
+
+// TestInterruptedFirstAttach: a first attach (rebuild.Open or the cron
+// job's BuildSnapshot, in a process of its own) interrupted by SIGINT or
+// SIGTERM during its scan removes everything it added: sqlite_master is
+// as before byte for byte, the journal mode is the app's, no snapshot or
+// other file is left, the app writes as before, and a later Open attaches
+// normally. kill -9 leaves the attach behind (documented); Detach then
+// removes it.
+func TestInterruptedFirstAttach(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		mode, how string
+		sig       os.Signal
+	}{
+		{"DELETE", "open", os.Interrupt},
+		{"DELETE", "build", os.Interrupt},
+		{"DELETE", "open", syscall.SIGTERM},
+		{"WAL", "open", os.Interrupt},
+		{"WAL", "build", syscall.SIGTERM},
+		{"DELETE", "open", os.Kill},
+		{"WAL", "build", os.Kill},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/%v", tc.mode, tc.how, tc.sig), func(t *testing.T) {
+			seed := ids("seed", 5000)
+			path := driftDB(t, tc.mode, seed)
+			dir := filepath.Dir(path)
+			pristine, files, header := schema(t, path), dirEntries(t, dir), headerMode(t, path)
+			cmd, lines, stderr := streamChild(t, dir, "firstattach", path, tc.how)
+			waitLine(t, lines, "progress ")
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			rest := drain(lines)
+			err := cmd.Wait()
+			if tc.sig == os.Kill {
+				if err == nil {
+					t.Fatal("the killed child exited normally")
+				}
+				if bytes.Equal(schema(t, path), pristine) {
+					t.Fatal("kill -9 during the first attach left nothing behind (expected the attach to stay until Detach)")
+				}
+				// The killed process's hold and scan lease name it: Detach
+				// refuses until they expire (store.LeaseTerm) unless forced.
+				if err := Detach(ctx, path, "records", "id"); !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), fmt.Sprintf("process %d ", cmd.Process.Pid)) {
+					t.Fatalf("Detach after kill -9 = %v, want ErrHeld naming process %d", err, cmd.Process.Pid)
+				}
+				// Meanwhile the app opens as usual: the source is attached and
+				// was never scanned, so Open scans it.
+				ix := open(t, appConfig(path))
+				exact(t, ix, tableIDs(t, path, "records"), slices.Concat(seed[:100], ids("never", 100)))
+				if err := ix.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := DetachWith(ctx, path, "records", "id", DetachOptions{Force: true}); err != nil {
+					t.Fatalf("Detach after kill -9: %v", err)
+				}
+				_ = os.Remove(path + ".sfb")
+			} else if err != nil || !strings.Contains(rest, "result: ") {
+				t.Fatalf("child: %v\n%s\n%s", err, rest, stderr)
+			}
+			if got := schema(t, path); !bytes.Equal(got, pristine) {
+				t.Fatalf("sqlite_master after the interrupted first attach:\n%s\nwant\n%s", got, pristine)
+			}
+			if got := headerMode(t, path); got != header {
+				t.Fatalf("journal mode %s, was %s", got, header)
+			}
+			if got := dirEntries(t, dir); !slices.Equal(got, files) {
+				t.Fatalf("files after the interrupted first attach: %v, were %v", got, files)
+			}
+			integrity(t, path)
+			insertIDs(t, modeDB(t, path, tc.mode), "after")
+			ix := open(t, appConfig(path))
+			exact(t, ix, tableIDs(t, path, "records"), slices.Concat(seed[:100], []string{"after"}, ids("never", 100)))
+		})
+	}
+}
+
+// TestFailedFirstAttachIsUndone: a first attach whose scan fails (a
+// SQLite error mid-scan, injected) removes what it added, for Open and
+// BuildSnapshot, in DELETE and WAL mode.
+func TestFailedFirstAttachIsUndone(t *testing.T) {
+	ctx := context.Background()
+	injected := errors.New("injected read failure")
+	for _, mode := range []string{"DELETE", "WAL"} {
+		for _, how := range []string{"open", "build"} {
+			t.Run(mode+"/"+how, func(t *testing.T) {
+				path := driftDB(t, mode, ids("seed", 3000))
+				dir := filepath.Dir(path)
+				pristine, files := schema(t, path), dirEntries(t, dir)
+				testHookScanRow = func(n int64) error {
+					if n > 1000 {
+						return injected
+					}
+					return nil
+				}
+				defer func() { testHookScanRow = nil }()
+				var err error
+				if how == "open" {
+					var ix *Index
+					if ix, err = Open(ctx, appConfig(path)); err == nil {
+						_ = ix.Close(ctx)
+					}
+				} else {
+					_, err = BuildSnapshot(ctx, appConfig(path))
+				}
+				if !errors.Is(err, injected) {
+					t.Fatalf("%s = %v, want the injected failure", how, err)
+				}
+				if got := schema(t, path); !bytes.Equal(got, pristine) {
+					t.Fatalf("sqlite_master after the failed first attach:\n%s", got)
+				}
+				if got := dirEntries(t, dir); !slices.Equal(got, files) {
+					t.Fatalf("files after the failed first attach: %v, were %v", got, files)
+				}
+			})
+		}
+	}
+}

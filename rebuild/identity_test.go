@@ -1,0 +1,536 @@
+package rebuild
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Identity of the database file: the file at Path replaced while an index
+// is open, a second name (hard link), a relative Path and a chdir, a
+// symbolic link with stale files beside it.
+
+func init() {
+	// recreate: path, mode, how ("delete" or "rename"), prefix, n: the
+	// app clears its data: the database at path is deleted (with the files
+	// SQLite keeps beside it) and created again holding n new ids, or a
+	// new database is renamed over it (its -wal and -shm removed first).
+	childActs["recreate"] = func(t *testing.T, args []string) {
+		path, mode, how, prefix := args[0], args[1], args[2], args[3]
+		n, err := strconv.Atoi(args[4])
+		if err != nil {
+			t.Fatal(err)
+		}
+		build := path
+		if how == "rename" {
+			build = path + ".new"
+		}
+		if how == "delete" {
+			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+				if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
+					t.Fatal(err)
+				}
+			}
+		}
+		db := modeDB(t, build, mode)
+		db.SetMaxOpenConns(1)
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(`CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids(prefix, n) {
+			if _, err := tx.Exec(`INSERT INTO records (id) VALUES (?)`, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if how == "rename" {
+			if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// The old database's files go first: beside the new file they
+			// would be read as its own.
+			for _, suffix := range []string{"-wal", "-shm"} {
+				_ = os.Remove(build + suffix)
+				_ = os.Remove(path + suffix)
+			}
+			if err := os.Rename(build, path); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestRecreatedWhileOpen: another process deletes the database and
+// creates it again with other rows (or renames a new database over it)
+// while goroutines ask Missing and Fetched without pause (run it with
+// -race). Every answer is exactly the old file's or the new file's, or
+// an error while no complete file is at the path; every call that starts
+// after the new file is complete answers exactly about it. Then the
+// source is attached and rebuilt there, rows written later are fetched,
+// and the new file is intact.
+func TestRecreatedWhileOpen(t *testing.T) {
+	for _, tc := range []struct{ mode, how string }{
+		{"WAL", "delete"}, {"DELETE", "delete"}, {"WAL", "rename"},
+	} {
+		t.Run(tc.mode+"/"+tc.how, func(t *testing.T) {
+			ctx := context.Background()
+			old := ids("old", 300)
+			path := driftDB(t, tc.mode, old)
+			cfg := appConfig(path)
+			cfg.Readers = 3
+			ix := open(t, cfg)
+			renewed := ids("new", 200)
+			probe := slices.Concat(old[:100], renewed[:100], ids("never", 100))
+			wantOld, wantNew := missingOf(probe, set(old)), missingOf(probe, set(renewed))
+
+			var swapped atomic.Bool
+			var after, errs, oldAnswers atomic.Int64
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						done := swapped.Load()
+						var got []string
+						var err error
+						fetched := (g+i)%2 == 1
+						k := probe[(g*31+i*7)%len(probe)]
+						if fetched {
+							// One key per call: each call is about one file.
+							var ok bool
+							if ok, err = ix.Fetched(ctx, k); err == nil && !ok {
+								got = []string{k}
+							}
+						} else {
+							got, err = ix.Missing(ctx, probe)
+						}
+						newAnswer, oldAnswer := wantNew, wantOld
+						if fetched {
+							newAnswer, oldAnswer = missingOf([]string{k}, set(renewed)), missingOf([]string{k}, set(old))
+						}
+						switch {
+						case err != nil && done:
+							t.Errorf("a call after the new file was in place: %v", err)
+							return
+						case err != nil:
+							if !errors.Is(err, ErrReplaced) && !errors.Is(err, ErrNoSource) {
+								t.Errorf("a call during the replacement: %v (want ErrReplaced or ErrNoSource)", err)
+								return
+							}
+							errs.Add(1)
+						case slices.Equal(got, newAnswer):
+						case slices.Equal(got, oldAnswer) && !done:
+							oldAnswers.Add(1)
+						default:
+							t.Errorf("after=%v, fetched=%v: an answer of %d missing keys, neither the old file's (%d) nor the new one's (%d): %.100q",
+								done, fetched, len(got), len(oldAnswer), len(newAnswer), got)
+							return
+						}
+						if done {
+							after.Add(1)
+						}
+					}
+				}()
+			}
+			waitFor(t, "answers before the replacement", func() bool { return ix.Stats().Queries > 2000 || t.Failed() })
+			child(t, "recreate", path, tc.mode, tc.how, "new", strconv.Itoa(len(renewed)))
+			swapped.Store(true)
+			waitFor(t, "answers after the replacement", func() bool { return after.Load() >= 200 || t.Failed() })
+			close(stop)
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			t.Logf("answers from the old file %d, errors during the replacement %d, answers after %d", oldAnswers.Load(), errs.Load(), after.Load())
+
+			waitServing(t, ix)
+			if st := ix.Stats(); !st.Serving || !st.Attached {
+				t.Fatalf("on the new file: serving %v, attached %v, last error %v", st.Serving, st.Attached, st.LastError)
+			}
+			t.Logf("snapshot error on the new file: %v", ix.Stats().SnapshotError)
+			later := insertIn(t, path, tc.mode, "records", "later", 50)
+			probe = append(probe, later...)
+			exact(t, ix, tableIDs(t, path, "records"), probe)
+			if err := ix.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := tableIDs(t, path, "records"); len(got) != len(renewed)+len(later) {
+				t.Fatalf("the new file holds %d rows, want %d", len(got), len(renewed)+len(later))
+			}
+			integrity(t, path)
+			if got := journalMode(t, path); !equalFold(got, tc.mode) {
+				t.Fatalf("journal mode %s, want %s", got, tc.mode)
+			}
+			// The next open serves the new file exactly.
+			again := open(t, cfg)
+			t.Logf("reopen: serving %v, snapshot error %v", again.Stats().Serving, again.Stats().SnapshotError)
+			waitServing(t, again)
+			exact(t, again, tableIDs(t, path, "records"), probe)
+		})
+	}
+}
+
+func equalFold(a, b string) bool { return bytes.EqualFold([]byte(a), []byte(b)) }
+
+// missingOf is what Missing must answer about probe when stored holds
+// exactly the stored ids.
+func missingOf(probe []string, stored map[string]bool) []string {
+	var out []string
+	for _, k := range probe {
+		if !stored[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// snapshotRecords returns the database's records of snapshots and holds,
+// as text.
+func snapshotRecords(t testing.TB, path string) string {
+	t.Helper()
+	db := plainDB(t, path)
+	defer db.Close()
+	var recs, holds string
+	if err := db.QueryRow(`SELECT coalesce(group_concat(hex(checksum) || ':' || generation, ','), '') FROM (SELECT * FROM syncfilter_snapshots ORDER BY checksum)`).Scan(&recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT coalesce(group_concat(hex(token) || ':' || expires, ','), '') FROM (SELECT * FROM syncfilter_holders ORDER BY token)`).Scan(&holds); err != nil {
+		t.Fatal(err)
+	}
+	return recs + " | " + holds
+}
+
+// TestHardLinkWhileAnotherProcessWrites: a second name appears for the
+// database while an index is open, and another process writes rows
+// through it (SQLite keeps a journal or a WAL and wal-index beside each
+// name). Every call fails with ErrHardLinked instead of answering; the
+// library writes nothing through its name meanwhile (no save, no record,
+// no hold, the snapshot file untouched, Close included); once the app
+// folded the other name's WAL in and removed the name, the index answers
+// exactly, the rows written through the other name included (the same
+// index in DELETE mode; in WAL mode one opened after every connection
+// through the first name closed, see below), and the database is intact.
+func TestHardLinkWhileAnotherProcessWrites(t *testing.T) {
+	for _, mode := range []string{"WAL", "DELETE"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			seed := ids("seed", 300)
+			path := driftDB(t, mode, seed)
+			cfg := appConfig(path)
+			ix := open(t, cfg)
+			pre := insertIn(t, path, mode, "records", "pre", 20) // the filter now covers more than the file: Close would save
+			probe := slices.Concat(seed, pre, ids("child", 100), ids("never", 100))
+			exact(t, ix, tableIDs(t, path, "records"), probe)
+			snap, records := fileSum(t, cfg.Snapshot), snapshotRecords(t, path)
+
+			// The app's WAL folded into the file first: in WAL mode, pages
+			// committed through one name and not yet checkpointed would
+			// shadow pages committed through the other (a corruption no
+			// library can undo).
+			execIn(t, path, mode, `PRAGMA wal_checkpoint(TRUNCATE)`)
+			hard := filepath.Join(t.TempDir(), "hard.db")
+			if err := os.Link(path, hard); err != nil {
+				t.Fatal(err)
+			}
+			insertIn(t, hard, mode, "records", "child", 100)
+			refused := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, ErrHardLinked) {
+					t.Fatalf("%s with a second name = %v, want ErrHardLinked", what, err)
+				}
+			}
+			_, err := ix.Fetched(ctx, "child-0000000")
+			refused("Fetched", err)
+			_, err = ix.Missing(ctx, probe)
+			refused("Missing", err)
+			refused("Rebuild", ix.Rebuild(ctx))
+			refused("Save", ix.Save(ctx))
+			refused("Reload", ix.Reload(ctx))
+			if fileSum(t, cfg.Snapshot) != snap {
+				t.Fatal("the library saved a snapshot while the database had two names")
+			}
+			if mode == "DELETE" {
+				if got := snapshotRecords(t, path); got != records {
+					t.Fatalf("the library wrote while the database had two names: records %s, were %s", got, records)
+				}
+			}
+
+			if mode == "WAL" {
+				// In WAL mode the commits through the other name went to its
+				// own WAL and wal-index: every connection through this name
+				// (the index's, the app's) keeps a view of the file that
+				// does not know them until all of them close. The app closes
+				// the index before it repairs; Close writes nothing either.
+				if err := ix.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if fileSum(t, cfg.Snapshot) != snap {
+					t.Fatal("Close saved the snapshot while the database had two names")
+				}
+			}
+			// The app repairs: the other name's WAL folded in (by a process
+			// that opens the database under that name alone), the name
+			// removed.
+			execIn(t, hard, mode, `PRAGMA wal_checkpoint(TRUNCATE)`)
+			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+				_ = os.Remove(hard + suffix)
+			}
+			if mode == "WAL" {
+				if got := snapshotRecords(t, path); got != records {
+					t.Fatalf("the library wrote while the database had two names: records %s, were %s", got, records)
+				}
+				ix = open(t, cfg)
+			}
+			want := tableIDs(t, path, "records")
+			if !want["child-0000099"] {
+				t.Fatal("the rows written through the other name are not in the database")
+			}
+			exact(t, ix, want, probe)
+			later := insertIn(t, path, mode, "records", "later", 20)
+			probe = append(probe, later...)
+			exact(t, ix, tableIDs(t, path, "records"), probe)
+			if err := ix.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			integrity(t, path)
+			again := open(t, cfg)
+			exact(t, again, tableIDs(t, path, "records"), probe)
+		})
+	}
+}
+
+func init() {
+	// chdir: dirA, dirB. Opens dirA/app.db by a relative path from dirA,
+	// moves to dirB (which holds another app.db), then asks from many
+	// goroutines so that the pool opens new connections, rebuilds, and
+	// closes; every answer must be about dirA/app.db.
+	childActs["chdir"] = func(t *testing.T, args []string) {
+		ctx := context.Background()
+		dirA, dirB := args[0], args[1]
+		if err := os.Chdir(dirA); err != nil {
+			t.Fatal(err)
+		}
+		ix, err := Open(ctx, Config{Path: "app.db", Table: "records", Column: "id", Snapshot: "app.db.sfb", Readers: 8, NoAutoRebuild: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		realA := filepath.Join(dirA, "app.db")
+		if err := os.Chdir(dirB); err != nil {
+			t.Fatal(err)
+		}
+		probe := slices.Concat(ids("a", 300), ids("b", 300), ids("later", 50), ids("never", 100))
+		before := openFiles(t, realA)
+		want := missingOf(probe, tableIDs(t, realA, "records"))
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 20 {
+					if (g+i)%2 == 0 {
+						got, err := ix.Missing(ctx, probe)
+						if err != nil || !slices.Equal(got, want) {
+							t.Errorf("after chdir: Missing = %d keys %.60q, %v; want %d", len(got), got, err, len(want))
+							return
+						}
+						continue
+					}
+					k := probe[(g*37+i*11)%len(probe)]
+					got, err := ix.Fetched(ctx, k)
+					if err != nil || got == slices.Contains(want, k) {
+						t.Errorf("after chdir: Fetched(%s) = %v, %v", k, got, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		after := openFiles(t, realA)
+		fmt.Printf("open files on the database: %d before, %d after\n", before, after)
+		if after <= before && before >= 0 {
+			t.Errorf("the pool opened no new connection after the chdir (%d files open on the database before, %d after)", before, after)
+		}
+		insertInto(t, modeDB(t, realA, ""), "records", ids("later", 50)...)
+		exact(t, ix, tableIDs(t, realA, "records"), probe)
+		if err := ix.Rebuild(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st := ix.Stats(); st.Items != 350 {
+			t.Errorf("Rebuild after chdir inserted %d keys, want the 350 rows of %s", st.Items, realA)
+		}
+		insertInto(t, modeDB(t, realA, ""), "records", "a-after-rebuild")
+		if ok, err := ix.Fetched(ctx, "a-after-rebuild"); !ok || err != nil { // caught up: Close saves
+			t.Fatalf("Fetched = %v, %v", ok, err)
+		}
+		gen := ix.Stats().Generation
+		if err := ix.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("generation %d\n", gen)
+	}
+}
+
+// openFiles counts this process's open files on path (-1 where /proc is
+// not there to tell).
+func openFiles(t testing.TB, path string) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && target == path {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRelativePathAndChdir: an index opened with a relative Path and a
+// relative Snapshot, in a process that then changes its directory to one
+// holding another app.db (run in a child process: chdir is process-wide).
+// New pool connections, answers, Rebuild and Close's save are all about
+// the database first resolved; nothing is created or changed in the new
+// directory.
+func TestRelativePathAndChdir(t *testing.T) {
+	dirA, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirB := t.TempDir()
+	pathA, pathB := filepath.Join(dirA, "app.db"), filepath.Join(dirB, "app.db")
+	app := plainDB(t, pathA)
+	mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+	insertIDs(t, app, ids("a", 300)...)
+	_ = app.Close()
+	other := plainDB(t, pathB)
+	mustExec(t, other, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+	insertIDs(t, other, ids("b", 300)...)
+	_ = other.Close()
+	entriesB, sumB, schemaB := dirEntries(t, dirB), fileSum(t, pathB), schema(t, pathB)
+
+	out := child(t, "chdir", dirA, dirB)
+	t.Log(strings.TrimSpace(out))
+	var gen uint64
+	if _, err := fmt.Sscanf(out[strings.Index(out, "generation "):], "generation %d", &gen); err != nil {
+		t.Fatalf("child output %q: %v", out, err)
+	}
+
+	if got := dirEntries(t, dirB); !slices.Equal(got, entriesB) {
+		t.Fatalf("files in the new directory: %v, were %v", got, entriesB)
+	}
+	if fileSum(t, pathB) != sumB || !bytes.Equal(schema(t, pathB), schemaB) {
+		t.Fatal("the other directory's app.db changed")
+	}
+	// Close saved the filter (the rebuild's rows and the one written
+	// after it) beside the database first resolved.
+	ix := open(t, Config{Path: pathA, Table: "records", Column: "id", Snapshot: filepath.Join(dirA, "app.db.sfb")})
+	if st := ix.Stats(); !st.Serving || st.SnapshotError != nil || st.Generation != gen {
+		t.Fatalf("the snapshot saved by Close: serving %v, generation %d (child's filter at %d), error %v", st.Serving, st.Generation, gen, st.SnapshotError)
+	}
+	exact(t, ix, tableIDs(t, pathA, "records"), slices.Concat(ids("a", 300), ids("b", 300), ids("later", 50), []string{"a-after-rebuild"}, ids("never", 100)))
+}
+
+// TestSymlinkWithStaleFilesBesideIt: the database is opened through a
+// symbolic link in another directory, beside which lie a stale -shm and
+// -wal (copies of another database's, left by an old setup). Rows
+// committed by another process through the real path are fetched; the
+// other database's rows never are; the files beside the link are never
+// read, changed or joined by new ones (but the snapshot configured
+// there).
+func TestSymlinkWithStaleFilesBesideIt(t *testing.T) {
+	ctx := context.Background()
+	seed := ids("seed", 300)
+	real := driftDB(t, "WAL", seed)
+	// Another database's live WAL and wal-index, copied while open.
+	ghostPath := driftDB(t, "WAL", nil)
+	ghost := modeDB(t, ghostPath, "WAL")
+	mustExec(t, ghost, `PRAGMA wal_autocheckpoint = 0`)
+	insertInto(t, ghost, "records", ids("ghost", 200)...)
+	linkDir := t.TempDir()
+	link := filepath.Join(linkDir, "app.db")
+	for _, suffix := range []string{"-wal", "-shm"} {
+		b, err := os.ReadFile(ghostPath + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(link+suffix, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = ghost.Close()
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	staleWal, staleShm := fileSum(t, link+"-wal"), fileSum(t, link+"-shm")
+
+	cfg := Config{Path: link, Table: "records", Column: "id", Snapshot: filepath.Join(linkDir, "app.sfb")}
+	ix := open(t, cfg)
+	probe := slices.Concat(seed, ids("ghost", 200), ids("later", 100), ids("never", 100))
+	exact(t, ix, tableIDs(t, real, "records"), probe)
+	insertIn(t, real, "WAL", "records", "later", 100)
+	want := tableIDs(t, real, "records")
+	if !want["later-0000099"] || want["ghost-0000000"] {
+		t.Fatal("the reference is not what the test wrote")
+	}
+	exact(t, ix, want, probe)
+	if err := ix.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	insertIn(t, real, "WAL", "records", "later2", 10)
+	probe = append(probe, ids("later2", 10)...)
+	exact(t, ix, tableIDs(t, real, "records"), probe)
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := open(t, cfg)
+	if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+		t.Fatalf("reopen through the link: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
+	}
+	exact(t, again, tableIDs(t, real, "records"), probe)
+	if err := again.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BuildSnapshot(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := Detach(ctx, link, "records", "id"); err != nil {
+		t.Fatal(err)
+	}
+	if objs := libraryObjects(t, real); len(objs) != 0 {
+		t.Fatalf("after Detach through the link: %q", objs)
+	}
+	if fileSum(t, link+"-wal") != staleWal || fileSum(t, link+"-shm") != staleShm {
+		t.Fatal("the stale files beside the link changed")
+	}
+	if got := dirEntries(t, linkDir); fmt.Sprint(got) != "[app.db app.db-shm app.db-wal app.sfb]" {
+		t.Fatalf("files beside the link: %v", got)
+	}
+	integrity(t, real)
+}

@@ -1,0 +1,251 @@
+package rebuild
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The journal mode is the app's: the library never sets it, and every
+// path works in each mode, with an app whose every connection sets its
+// mode in the DSN.
+
+// headerMode reads the database header's read/write versions: "wal" (2)
+// or "rollback" (1). A rollback mode (DELETE, TRUNCATE, PERSIST) is a
+// setting of each connection; WAL is recorded in the file.
+func headerMode(t testing.TB, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var h [20]byte
+	if _, err := f.ReadAt(h[:], 0); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case h[18] == 2 && h[19] == 2:
+		return "wal"
+	case h[18] == 1 && h[19] == 1:
+		return "rollback"
+	}
+	t.Fatalf("header versions %d, %d", h[18], h[19])
+	return ""
+}
+
+// appConn opens a NEW connection of the app (its DSN sets the mode),
+// runs a statement on it and reports the mode it got; a database left in
+// another mode by someone else makes this fail ("database is locked")
+// while other connections are open.
+func appConn(t testing.TB, path, mode string) string {
+	t.Helper()
+	db := modeDB(t, path, mode)
+	defer db.Close()
+	var got string
+	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&got); err != nil {
+		t.Fatalf("a new connection of the app (DSN _journal_mode=%s): %v", mode, err)
+	}
+	if _, err := db.Exec(`INSERT INTO records (id) VALUES ('conn-probe') ON CONFLICT DO NOTHING`); err != nil {
+		t.Fatalf("a new connection of the app writes: %v", err)
+	}
+	return got
+}
+
+// TestEveryJournalMode: for each journal mode, an app whose every
+// connection sets it in its DSN: the first attach and scan, catch-up on
+// rows another process commits, confirmation, a compacting rebuild, Save,
+// a reopen from the snapshot, Close and Detach all work, the app opens
+// new connections in between (no "database is locked"), the mode is the
+// app's at every step, and every answer is exact.
+func TestEveryJournalMode(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []string{"DELETE", "TRUNCATE", "PERSIST", "WAL"} {
+		t.Run(mode, func(t *testing.T) {
+			want := strings.ToLower(mode)
+			wantHeader := "rollback"
+			if mode == "WAL" {
+				wantHeader = "wal"
+			}
+			path := filepath.Join(t.TempDir(), "app.db")
+			app := modeDB(t, path, mode)
+			mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+			seed := ids("seed", 500)
+			insertIDs(t, app, seed...)
+			pristine := schema(t, path)
+			step := func(name string) {
+				t.Helper()
+				if got := headerMode(t, path); got != wantHeader {
+					t.Fatalf("%s: the database is in %s mode, the app's is %s", name, got, mode)
+				}
+				if got := appConn(t, path, mode); got != want {
+					t.Fatalf("%s: a new app connection is in mode %s, want %s", name, got, want)
+				}
+			}
+			step("before")
+
+			cfg := appConfig(path)
+			cfg.LogRetain = 5
+			ix := open(t, cfg)
+			step("after the first attach")
+			probe := slices.Concat(seed, ids("child", 200), ids("app", 100), ids("never", 200), []string{"conn-probe"})
+			exact(t, ix, tableIDs(t, path, "records"), probe)
+
+			insertIn(t, path, mode, "records", "child", 200) // another process
+			step("after another process wrote")
+			exact(t, ix, tableIDs(t, path, "records"), probe)
+			insertIDs(t, app, ids("app", 100)...) // the app's pooled connection
+			exact(t, ix, tableIDs(t, path, "records"), probe)
+
+			if err := ix.Rebuild(ctx); err != nil { // saves, then compacts the log to LogRetain entries
+				t.Fatal(err)
+			}
+			step("after the rebuild")
+			var logRows int
+			if err := app.QueryRow(`SELECT count(*) FROM syncfilter_log_1`).Scan(&logRows); err != nil {
+				t.Fatal(err)
+			}
+			if logRows > int(cfg.LogRetain) {
+				t.Fatalf("the log holds %d entries after the compacting rebuild, want at most %d", logRows, cfg.LogRetain)
+			}
+			insertIn(t, path, mode, "records", "late", 20)
+			probe = append(probe, ids("late", 20)...)
+			exact(t, ix, tableIDs(t, path, "records"), probe)
+			if err := ix.Save(ctx); err != nil {
+				t.Fatal(err)
+			}
+			step("after Save")
+			if err := ix.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			step("after Close")
+
+			again := open(t, cfg)
+			if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+				t.Fatalf("reopen: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
+			}
+			step("after the reopen")
+			exact(t, again, tableIDs(t, path, "records"), probe)
+			if _, err := BuildSnapshot(ctx, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".cron.sfb"}); err != nil {
+				t.Fatal(err)
+			}
+			step("after BuildSnapshot")
+			if err := again.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := Detach(ctx, path, "records", "id"); err != nil {
+				t.Fatal(err)
+			}
+			step("after Detach")
+			if got := schema(t, path); !bytes.Equal(got, pristine) {
+				t.Fatalf("schema after Detach:\n%s\nwant\n%s", got, pristine)
+			}
+			integrity(t, path)
+		})
+	}
+}
+
+// TestBackupByCopyingTheFile: an app in DELETE mode backs up by copying
+// app.db alone while an index is open and idle (after it attached,
+// caught up and saved): the copy holds every committed row and is a
+// sound database.
+func TestBackupByCopyingTheFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "app.db")
+	app := modeDB(t, path, "DELETE")
+	mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+	insertIDs(t, app, ids("seed", 400)...)
+	ix := open(t, appConfig(path))
+	insertIn(t, path, "DELETE", "records", "child", 300)
+	insertIDs(t, app, ids("app", 300)...)
+	probe := slices.Concat(ids("seed", 400), ids("child", 300), ids("app", 300), ids("never", 100))
+	exact(t, ix, tableIDs(t, path, "records"), probe)
+	if err := ix.Save(ctx); err != nil {
+		t.Fatal(err)
+	}
+	committed := tableIDs(t, path, "records")
+
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if err := os.WriteFile(backup, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := tableIDs(t, backup, "records"); len(got) != len(committed) {
+		t.Fatalf("the copy of app.db holds %d of %d committed rows", len(got), len(committed))
+	}
+	integrity(t, backup)
+	if _, err := os.Stat(path + "-wal"); !os.IsNotExist(err) {
+		t.Fatalf("a -wal file beside the database: %v", err)
+	}
+	// The backup restored is a database the index opens and answers from.
+	restored := open(t, Config{Path: backup, Table: "records", Column: "id", Snapshot: backup + ".sfb"})
+	exact(t, restored, committed, probe)
+}
+
+func init() {
+	// hotjournal: path, mode. A writer that dies in the middle of a
+	// transaction: pages spilled to the database file, the journal left
+	// hot. Prints "ready" and waits to be killed.
+	childActs["hotjournal"] = func(t *testing.T, args []string) {
+		db := modeDB(t, args[0], args[1])
+		db.SetMaxOpenConns(1)
+		mustExec(t, db, `PRAGMA cache_size = 5`)
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids("dead", 2000) {
+			if _, err := tx.Exec(`INSERT INTO records (id, body) VALUES (?, hex(randomblob(200)))`, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fmt.Println("ready")
+		time.Sleep(time.Minute)
+	}
+}
+
+// TestHotJournalOfACrashedWriter: in each rollback mode, another process
+// dies in the middle of a transaction that had spilled pages to the
+// database file, leaving a hot journal. The index (its reading
+// connections are read-only) has it rolled back and answers exactly: the
+// dead transaction's rows missing, the committed ones fetched.
+func TestHotJournalOfACrashedWriter(t *testing.T) {
+	for _, mode := range []string{"DELETE", "TRUNCATE", "PERSIST"} {
+		t.Run(mode, func(t *testing.T) {
+			seed := ids("seed", 300)
+			path := driftDB(t, mode, seed)
+			ix := open(t, appConfig(path))
+			probe := slices.Concat(seed, ids("dead", 2000), ids("never", 100))
+			exact(t, ix, set(seed), probe)
+			cmd, lines, stderr := streamChild(t, filepath.Dir(path), "hotjournal", path, mode)
+			waitLine(t, lines, "ready")
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			if info, err := os.Stat(path + "-journal"); err != nil || info.Size() == 0 {
+				t.Fatalf("no hot journal after the crash: %v (%s)", err, stderr)
+			}
+			exact(t, ix, set(seed), probe)
+			if _, err := os.Stat(path + "-journal"); mode == "DELETE" && !os.IsNotExist(err) {
+				t.Fatalf("the hot journal is still there: %v", err)
+			}
+			if got := tableIDs(t, path, "records"); len(got) != len(seed) {
+				t.Fatalf("the table holds %d rows after the rollback, want %d", len(got), len(seed))
+			}
+			integrity(t, path)
+			insertIn(t, path, mode, "records", "after", 20)
+			probe = append(probe, ids("after", 20)...)
+			exact(t, ix, tableIDs(t, path, "records"), probe)
+		})
+	}
+}
