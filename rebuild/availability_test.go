@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -160,8 +161,8 @@ func init() {
 			_, err = BuildSnapshot(ctx, cfg)
 		}
 		fmt.Printf("result: %v\n", err)
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("the first attach ended with %v, want context.Canceled", err)
+		if !errors.Is(err, context.Canceled) && !isInterrupted(err) {
+			t.Fatalf("the first attach ended with %v, want context.Canceled (or SQLite's interrupt)", err)
 		}
 	}
 }
@@ -174,6 +175,9 @@ func init() {
 // normally. kill -9 leaves the attach behind (documented); Detach then
 // removes it.
 func TestInterruptedFirstAttach(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGINT or SIGTERM to send on Windows")
+	}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		mode, how string

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
 // Identity of the database file: the file at Path replaced while an index
@@ -345,6 +347,21 @@ func init() {
 		}
 		probe := slices.Concat(ids("a", 300), ids("b", 300), ids("later", 50), ids("never", 100))
 		before := openFiles(t, realA)
+		// Every reading connection the pool may hold, taken at once: the
+		// pool opens the ones it lacks now, after the chdir; released in
+		// order, the new ones are handed out first.
+		st := ix.db.cur.Load().st
+		var held []*store.Conn
+		for range 8 {
+			c, err := st.Reader(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+		}
+		for _, c := range held {
+			st.Release(c)
+		}
 		want := missingOf(probe, tableIDs(t, realA, "records"))
 		var wg sync.WaitGroup
 		for g := range 16 {
@@ -533,4 +550,46 @@ func TestSymlinkWithStaleFilesBesideIt(t *testing.T) {
 		t.Fatalf("files beside the link: %v", got)
 	}
 	integrity(t, real)
+}
+
+// TestSymlinkRepointedWhileOpen: the app's Path is a symbolic link, and
+// the app points it at another database while an index is open (a new
+// link renamed over the old one). The next call answers about the file
+// the link names now; the file it named before is left alone.
+func TestSymlinkRepointedWhileOpen(t *testing.T) {
+	ctx := context.Background()
+	first := driftDB(t, "WAL", ids("first", 200))
+	second := driftDB(t, "DELETE", ids("second", 150))
+	dir := t.TempDir()
+	link := filepath.Join(dir, "app.db")
+	if err := os.Symlink(first, link); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Path: link, Table: "records", Column: "id", Snapshot: filepath.Join(dir, "app.sfb")}
+	ix := open(t, cfg)
+	probe := slices.Concat(ids("first", 200), ids("second", 150), ids("later", 20), ids("never", 50))
+	exact(t, ix, tableIDs(t, first, "records"), probe)
+	if err := os.Symlink(second, link+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(link+".new", link); err != nil {
+		t.Fatal(err)
+	}
+	schemaFirst := schema(t, first)
+	exact(t, ix, tableIDs(t, second, "records"), probe)
+	insertIn(t, second, "DELETE", "records", "later", 20)
+	exact(t, ix, tableIDs(t, second, "records"), probe)
+	waitServing(t, ix)
+	exact(t, ix, tableIDs(t, second, "records"), probe)
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(schema(t, first), schemaFirst) {
+		t.Fatal("the database the link named before changed")
+	}
+	if got := headerMode(t, second); got != "rollback" {
+		t.Fatalf("the second database is in %s mode now", got)
+	}
+	integrity(t, first)
+	integrity(t, second)
 }
