@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -436,6 +438,78 @@ func TestDriftToASourceThatCannotBeExact(t *testing.T) {
 			exact(t, ix, tableIDs(t, path, "records"), probe)
 			waitServing(t, ix)
 			exact(t, ix, tableIDs(t, path, "records"), probe)
+		})
+	}
+}
+
+// TestMigrationWhileAsking: goroutines ask without pause while another
+// process runs a migration in one transaction (the 12-step procedure that
+// recreates the library's triggers from their text and writes a row of
+// its own, or a rename with a new table of the old name). Every answer
+// is exactly the one before or the one after the migration, and every
+// call that starts after it commits answers about the table after it
+// (run it with -race).
+func TestMigrationWhileAsking(t *testing.T) {
+	seed := ids("seed", 300)
+	for _, m := range migrations {
+		var stored map[string]bool // after the migration
+		switch m.name {
+		case "12-step-keeps-triggers":
+			stored = set(seed, ids("migrated", 1))
+		case "rename-and-new":
+			stored = map[string]bool{}
+		default:
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := driftDB(t, "WAL", seed)
+			ix := open(t, appConfig(path))
+			probe := slices.Concat(seed[:150], ids("migrated", 1), ids("never", 100))
+			before, after := missingOf(probe, tableIDs(t, path, "records")), missingOf(probe, stored)
+			triggers := triggersOn(t, path, "records")
+			var migrated atomic.Bool
+			var answersAfter atomic.Int64
+			var wg sync.WaitGroup
+			stop := make(chan struct{})
+			for g := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						done := migrated.Load()
+						got, err := ix.Missing(ctx, probe)
+						switch {
+						case err != nil:
+							t.Errorf("Missing: %v", err)
+							return
+						case slices.Equal(got, after):
+						case slices.Equal(got, before) && !done:
+						default:
+							t.Errorf("goroutine %d, call %d (after the migration: %v): %d missing keys %.80q; want %d before, %d after",
+								g, i, done, len(got), got, len(before), len(after))
+							return
+						}
+						if done {
+							answersAfter.Add(1)
+						}
+					}
+				}()
+			}
+			waitFor(t, "answers before the migration", func() bool { return ix.Stats().Queries > 3000 || t.Failed() })
+			execIn(t, path, "WAL", m.stmts(triggers)...)
+			if got := missingOf(probe, tableIDs(t, path, "records")); !slices.Equal(got, after) {
+				t.Fatalf("the table after the migration is not what the test expects: %d missing", len(got))
+			}
+			migrated.Store(true)
+			waitFor(t, "answers after the migration", func() bool { return answersAfter.Load() >= 100 || t.Failed() })
+			close(stop)
+			wg.Wait()
 		})
 	}
 }
