@@ -21,6 +21,7 @@ var sharedDDL = []string{
 		epoch      INTEGER NOT NULL DEFAULT 0,
 		alias_gen  INTEGER NOT NULL DEFAULT 0,
 		snapshot   TEXT,
+		tbl_rowid  INTEGER NOT NULL DEFAULT 0,
 		UNIQUE (tbl, col))`,
 	`CREATE TABLE IF NOT EXISTS ` + SnapshotsTable + ` (
 		source     INTEGER NOT NULL,
@@ -119,7 +120,12 @@ func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed b
 			return nil, info, err
 		}
 	}
-	s.cols = sourceCols{epoch: true, aliasGen: true, snapshot: true}
+	if !s.cols.tableRow {
+		if err := exec(`ALTER TABLE ` + SourcesTable + ` ADD COLUMN tbl_rowid INTEGER NOT NULL DEFAULT 0`); err != nil {
+			return nil, info, err
+		}
+	}
+	s.cols = sourceCols{epoch: true, aliasGen: true, snapshot: true, tableRow: true}
 	if s.OwnMissing {
 		if err := exec(`CREATE TABLE ` + Quote(OwnTable) + ` (` + Quote(OwnColumn) + ` TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID`); err != nil {
 			return nil, info, err
@@ -170,6 +176,11 @@ func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed b
 		return nil, info, err
 	}
 	if err := exec(s.triggerSQL(s.Upd, "UPDATE OF "+s.QCol)); err != nil {
+		return nil, info, err
+	}
+	// The table the triggers log (see Source.tableRow), created above if
+	// it is the library's own.
+	if err := exec(`UPDATE `+SourcesTable+` SET tbl_rowid = (SELECT rowid FROM sqlite_master WHERE type = 'table' AND name = ?) WHERE id = ?`, s.Table, s.ID); err != nil {
 		return nil, info, err
 	}
 	if err := tx.Commit(); err != nil {

@@ -43,9 +43,18 @@ type Source struct {
 	Scanned   bool   // a full scan completed since the last (re)attach
 
 	// Logged: both triggers are in place, exactly as the library created
-	// them, on this very table and column, and the log and alias tables
-	// exist. Every write since the attach is then in the log.
+	// them, on this very table and column, the log and alias tables
+	// exist, and the table is the one attached (see tableRow). Every
+	// write since the attach is then in the log.
 	Logged bool
+
+	// tableRow is the table's row in sqlite_master: a table created again
+	// under the name (SQLite's 12-step migration: create, copy, drop,
+	// rename), even with the library's triggers recreated from their
+	// text, has another row, and rows written into it before its triggers
+	// existed are in no log. The source's row records the table's row at
+	// attach (0: attached by a version that did not record it).
+	tableRow int64
 
 	Log, Alias, Ins, Upd string // the source's object names (from ID)
 	cols                 sourceCols
@@ -81,7 +90,7 @@ func (s *Source) queries() *sourceSQL {
 
 // sourceCols says which columns syncfilter_sources has: databases attached
 // by older versions lack the newer ones until a writable Attach adds them.
-type sourceCols struct{ epoch, aliasGen, snapshot bool }
+type sourceCols struct{ epoch, aliasGen, snapshot, tableRow bool }
 
 // Resolve finds the source in the schema and checks, reading only, that
 // answers about it can be exact (see checkTable): names resolve
@@ -116,8 +125,8 @@ func Resolve(ctx context.Context, q querier, table, column string, allowUnindexe
 // (checkExact), and an index SQLite uses for `column = ?` (checkIndexed).
 func (s *Source) checkTable(ctx context.Context, q querier, allowUnindexed bool) error {
 	var typ, name, ddl string
-	err := q.QueryRowContext(ctx, `SELECT type, name, coalesce(sql, '') FROM sqlite_master
-		WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1`, s.Table).Scan(&typ, &name, &ddl)
+	err := q.QueryRowContext(ctx, `SELECT type, name, coalesce(sql, ''), rowid FROM sqlite_master
+		WHERE name = ? COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1`, s.Table).Scan(&typ, &name, &ddl, &s.tableRow)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("check source: no table %q: %w", s.Table, ErrNoSource)
@@ -243,8 +252,13 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 		return err
 	}
 	var ds []byte
-	err := q.QueryRowContext(ctx, `SELECT id, dataset_id, scanned, created_at FROM `+SourcesTable+`
-		WHERE tbl = ? COLLATE NOCASE AND col = ? COLLATE NOCASE ORDER BY id LIMIT 1`, s.Table, s.Column).Scan(&s.ID, &ds, &s.Scanned, &s.CreatedAt)
+	var attachedRow int64
+	tableRow := "0"
+	if s.cols.tableRow {
+		tableRow = "tbl_rowid"
+	}
+	err := q.QueryRowContext(ctx, `SELECT id, dataset_id, scanned, created_at, `+tableRow+` FROM `+SourcesTable+`
+		WHERE tbl = ? COLLATE NOCASE AND col = ? COLLATE NOCASE ORDER BY id LIMIT 1`, s.Table, s.Column).Scan(&s.ID, &ds, &s.Scanned, &s.CreatedAt, &attachedRow)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil
@@ -280,7 +294,7 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("find source: %w", err)
 	}
-	s.Logged = found == 4
+	s.Logged = found == 4 && (attachedRow == 0 || attachedRow == s.tableRow)
 	return nil
 }
 
@@ -303,6 +317,8 @@ func (s *Source) readCols(ctx context.Context, q querier) error {
 			s.cols.aliasGen = true
 		case "snapshot":
 			s.cols.snapshot = true
+		case "tbl_rowid":
+			s.cols.tableRow = true
 		}
 	}
 	return rows.Err()
