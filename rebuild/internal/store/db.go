@@ -28,7 +28,7 @@ type DB struct {
 	readOnly bool
 	created  bool // Open created the file
 
-	w    *sql.DB // nil when read-only; one connection
+	w    *writer // nil when read-only; one connection
 	r    *sql.DB // the readers' pool
 	pool *pool
 	dataVersion
@@ -63,9 +63,11 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		if db.created {
 			mode = "rwc"
 		}
-		if db.w, err = sql.Open("sqlite3", URI(p.Real, "mode="+mode+"&_txlock=immediate&"+busy)); err != nil {
+		w, err := sql.Open("sqlite3", URI(p.Real, "mode="+mode+"&_txlock=immediate&"+busy))
+		if err != nil {
 			return nil, fmt.Errorf("open database %s: %w", path, err)
 		}
+		db.w = &writer{DB: w, db: db}
 		db.w.SetMaxOpenConns(1)
 		db.w.SetMaxIdleConns(1)
 		db.w.SetConnMaxLifetime(0)
@@ -155,6 +157,31 @@ func (db *DB) SameFile() error {
 		return fmt.Errorf("check database %s: %d names link to the file: %w", db.Path.Given, id.Links, ErrHardLinked)
 	}
 	return nil
+}
+
+// writer is the library's writing connection. Every write (a transaction
+// or a statement) first checks that the file at the path is still the one
+// opened, with one name (SameFile): the library never writes through its
+// name while the app writes through a second one (hard link: SQLite keeps
+// a journal or WAL beside each name, and writes through two corrupt the
+// database), nor into a file the app replaced.
+type writer struct {
+	*sql.DB
+	db *DB
+}
+
+func (w *writer) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
+	if err := w.db.SameFile(); err != nil {
+		return nil, err
+	}
+	return w.DB.BeginTx(ctx, opts)
+}
+
+func (w *writer) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := w.db.SameFile(); err != nil {
+		return nil, err
+	}
+	return w.DB.ExecContext(ctx, query, args...)
 }
 
 // NoDatabase is a database file that is not there (or not reachable): the
