@@ -19,6 +19,7 @@ type Conn struct {
 	sc    *sql.Conn
 	stmts map[string]driver.Stmt // prepared on sc's driver connection, by SQL text
 	buf   []byte                 // scratch for key arrays
+	db    *DB                    // whose writer rolls back a hot journal (each)
 }
 
 // newConn wraps a reading connection. It never builds or takes a value
@@ -66,30 +67,49 @@ func (c *Conn) prepared(dc *sqlite3.SQLiteConn, q string) (driver.Stmt, error) {
 }
 
 // each runs q with args and hands every row to fn, in dest (reused: copy
-// what must outlive the call). ctx interrupts the statement.
+// what must outlive the call). ctx interrupts the statement. A hot journal
+// that stops the (read-only) connection before the first row is rolled
+// back by the database's writer, and q runs again (see
+// DB.rollBackHotJournal).
 func (c *Conn) each(ctx context.Context, q string, dest []driver.Value, fn func() error, args ...driver.NamedValue) error {
-	return c.raw(func(dc *sqlite3.SQLiteConn) error {
+	rows, err := c.eachOnce(ctx, q, dest, fn, args...)
+	if !rows && hotJournal(err) && c.db != nil {
+		if rerr := c.db.rollBackHotJournal(ctx); rerr != nil {
+			// ErrReplaced: the journal is the transaction of the file now
+			// at the path, not this one's.
+			return fmt.Errorf("%w (%w)", rerr, err)
+		}
+		_, err = c.eachOnce(ctx, q, dest, fn, args...)
+	}
+	return err
+}
+
+// eachOnce is each without the retry; rows reports whether fn saw a row.
+func (c *Conn) eachOnce(ctx context.Context, q string, dest []driver.Value, fn func() error, args ...driver.NamedValue) (rows bool, err error) {
+	err = c.raw(func(dc *sqlite3.SQLiteConn) error {
 		st, err := c.prepared(dc, q)
 		if err != nil {
 			return err
 		}
-		rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, args)
+		r, err := st.(driver.StmtQueryContext).QueryContext(ctx, args)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
+		defer r.Close()
 		for {
-			if err := rows.Next(dest); err != nil {
+			if err := r.Next(dest); err != nil {
 				if err == io.EOF {
 					return nil
 				}
 				return err
 			}
+			rows = true
 			if err := fn(); err != nil {
 				return err
 			}
 		}
 	})
+	return rows, err
 }
 
 // errNoRow is a query that returned no row where one was expected.
@@ -177,6 +197,7 @@ func (db *DB) Reader(ctx context.Context) (*Conn, error) {
 	if err == nil {
 		var c *Conn
 		if c, err = newConn(sc); err == nil {
+			c.db = db
 			return c, nil
 		}
 	}

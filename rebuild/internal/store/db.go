@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 )
 
 // Options say how to open a database.
@@ -75,11 +75,16 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 			return nil, fmt.Errorf("open database %s: %w", path, err)
 		}
 	}
-	rmode := "rw"
-	if opts.ReadOnly {
-		rmode = "ro"
-	}
-	if db.r, err = sql.Open("sqlite3", URI(p.Real, "mode="+rmode+"&"+busy)); err != nil {
+	// The reading connections are read-only, also when the database is
+	// not: SQLite rolls back a hot journal beside the name on a writable
+	// connection's next read, and when the app deletes the file and
+	// creates it again, a read starting on a connection to the old file
+	// would take the new file's journal (a transaction in progress) for
+	// one, play it back into the old file and delete it under the new
+	// file's writer. A read-only connection reports the hot journal
+	// instead, and the writing connection rolls back a real one (see
+	// Conn.each), once it checked the file.
+	if db.r, err = sql.Open("sqlite3", URI(p.Real, "mode=ro&"+busy)); err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	readers := max(opts.Readers, 1)
@@ -157,6 +162,29 @@ func (db *DB) SameFile() error {
 		return fmt.Errorf("check database %s: %d names link to the file: %w", db.Path.Given, id.Links, ErrHardLinked)
 	}
 	return nil
+}
+
+// hotJournal reports whether err is a read-only connection's refusal to
+// roll back a hot journal (a writer died in a transaction, in a rollback
+// journal mode).
+func hotJournal(err error) bool {
+	var e sqlite3.Error
+	return errors.As(err, &e) && e.ExtendedCode == sqlite3.ErrReadonlyRollback
+}
+
+// rollBackHotJournal has the writing connection roll back a hot journal
+// beside the name: its next transaction does so before it begins, once
+// the file is checked (a journal beside a name the file no longer has is
+// another file's: ErrReplaced).
+func (db *DB) rollBackHotJournal(ctx context.Context) error {
+	if db.w == nil {
+		return errors.New("roll back a hot journal: database opened read-only")
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("roll back a hot journal: %w", err)
+	}
+	return tx.Rollback()
 }
 
 // writer is the library's writing connection. Every write (a transaction
