@@ -347,7 +347,10 @@ func (ix *Index) hold(f *file, src *store.Source) {
 	if ix.db.cfg.ReadOnly || ix.db.work == nil {
 		return
 	}
-	ix.holding.Store(&holding{f: f, src: src})
+	h := &holding{f: f, src: src}
+	if old := ix.holding.Swap(h); old != nil && old.f == f && old.src.ID == src.ID && old.written.Load() {
+		h.written.Store(true) // the same row: Close removes it even if the worker has not rewritten it yet
+	}
 	ix.db.work.askHold(ix)
 }
 
@@ -363,12 +366,18 @@ func (ix *Index) renewHold() {
 	defer cancel()
 	if h.f.st.Hold(ctx, h.src, ix.db.token, ix.db.holder, time.Now().Add(store.LeaseTerm)) == nil {
 		h.written.Store(true)
+		switch cur := ix.holding.Load(); {
+		case cur == nil: // Close let go of it while it was being written: unhold saw nothing to remove
+			h.f.st.Unhold(context.Background(), h.src, ix.db.token)
+		case cur != h && cur.f == h.f && cur.src.ID == h.src.ID: // replaced meanwhile (attached again): the same row
+			cur.written.Store(true)
+		}
 	}
 }
 
 // unhold removes the index's hold, if it was written (an index closed
-// before the worker wrote it costs no write; a hold written meanwhile
-// expires after store.LeaseTerm).
+// before the worker wrote it costs no write; one the worker was writing
+// meanwhile, the worker removes).
 func (ix *Index) unhold() {
 	h := ix.holding.Swap(nil)
 	if h == nil || !h.written.Load() || !h.f.acquire() {
