@@ -31,9 +31,12 @@ type DetachOptions struct {
 // While an index is open on the source (in any process; a writable index
 // records a hold, renewed while it is open) or a rebuild scans it, Detach
 // refuses with ErrHeld, naming them; close them first, or use
-// DetachWith and Force. A snapshot file is not removed (delete it
-// yourself; a later attach gets a new dataset id and does not replace a
-// file of another dataset without ReplaceForeignFile).
+// DetachWith and Force. A process killed while it held the source (kill
+// -9 during a first attach, say) leaves its scan's lease and its hold
+// until they expire (ten minutes after their last renewal): check that
+// the process is gone, and force. A snapshot file is not removed (delete
+// it yourself; a later attach gets a new dataset id and does not replace
+// a file of another dataset without ReplaceForeignFile).
 func Detach(ctx context.Context, path, table, column string) error {
 	return DetachWith(ctx, path, table, column, DetachOptions{})
 }

@@ -117,7 +117,11 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 //
 // The first open of a source scans it before returning (nothing could
 // vouch for the rows already there); if that scan fails or ctx ends, what
-// this open added to the database is removed again. Later, a snapshot
+// this open added to the database is removed again. A process killed
+// outright (SIGKILL, a power cut) cannot remove it: the source stays
+// attached and unscanned, the next open scans it, and Detach removes it
+// (forced until the killed process's scan lease and hold expire: see
+// Detach). Later, a snapshot
 // that is missing, damaged, foreign or stale is not an error: the index
 // serves every query from SQLite and rebuilds in the background (see
 // Source.NoBackgroundRebuild, Wait, Stats.SnapshotError); a snapshot path
