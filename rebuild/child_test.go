@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testexec"
 )
 
 // The second process of the tests in migration_test.go, identity_test.go
@@ -57,7 +59,7 @@ func child(t *testing.T, act string, args ...string) string {
 // by line, and the command (the caller waits for it).
 func streamChild(t *testing.T, dir string, act string, args ...string) (*exec.Cmd, *bufio.Scanner, *strings.Builder) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcessActs$", "-test.count=1", "-test.v")
+	cmd := testexec.Command(os.Args[0], "-test.run=^TestChildProcessActs$", "-test.count=1", "-test.v")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), actEnv+"="+act, argsEnv+"="+strings.Join(args, "\x1f"), quickExit())
 	stderr := &strings.Builder{}
