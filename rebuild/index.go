@@ -76,6 +76,7 @@ type Index struct {
 	holding     atomic.Pointer[holding] // the source this index holds (syncfilter_holders)
 	opened      atomic.Bool             // open has ended: later calls ask the worker for repairs
 	cron        bool                    // BuildSnapshot's index: a refused snapshot path fails the rebuild
+	cronSaved   bool                    // the cron job's snapshot was saved (its goroutine alone reads and writes it)
 	lazy        bool                    // opened by DB.Index: the snapshot loads after open (ensureLoaded)
 	pendingLoad atomic.Bool             // the opening load has not run yet
 	loading     flight                  // the opening load

@@ -205,7 +205,9 @@ func (ix *Index) rebuild(ctx context.Context, why string) (err error) {
 		ix.hold(f, src)
 	}
 	err = ix.rebuildWith(ctx, f, src, why, start)
-	if err != nil && info.Created && ix.filter() == nil {
+	// The cron job's first attach is undone whenever it fails before its
+	// snapshot is saved: its filter dies with it (SIGINT after the scan).
+	if err != nil && info.Created && (ix.filter() == nil || ix.cron && !ix.cronSaved) {
 		if uerr := f.st.Undo(ctx, src); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("undo the attach: %w", uerr))
 		}
@@ -255,6 +257,9 @@ func (ix *Index) rebuildWith(ctx context.Context, f *file, src *store.Source, wh
 	if err := ix.saveNow(ctx, s); err != nil {
 		return err
 	}
+	if ix.cron {
+		ix.cronSaved = true
+	}
 	if saved := ix.savedGen.Load(); saved > ix.cfg.LogRetain {
 		return f.st.Compact(ctx, src, saved-ix.cfg.LogRetain)
 	}
@@ -300,6 +305,11 @@ func (ix *Index) scan(ctx context.Context, f *file, src *store.Source, l *store.
 				// Close began (maybe in the last Progress call): the
 				// filter would never serve.
 				return ErrClosed
+			}
+			if err := context.Cause(ctx); err != nil {
+				// Cancelled (SIGINT in the cron job): stop at this chunk,
+				// whether or not SQLite noticed the interrupt in time.
+				return err
 			}
 			batch := make([]string, 0, len(keys))
 			for _, k := range keys {
