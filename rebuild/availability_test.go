@@ -137,8 +137,8 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 func init() {
 	// firstattach: path, how ("open" or "build"). The first attach of the
 	// source, under signal.NotifyContext(SIGINT, SIGTERM): the scan
-	// reports its first progress on stdout and waits (an app's slow
-	// callback) until a signal ends the context.
+	// reports its progress on stdout and, in the middle of the scan, waits
+	// (an app's slow callback) until a signal ends the context.
 	childActs["firstattach"] = func(t *testing.T, args []string) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -146,6 +146,9 @@ func init() {
 		cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb", ProgressEvery: 500,
 			Progress: func(done, total int64) {
 				fmt.Printf("progress %d of %d\n", done, total)
+				if done >= total { // the end of the scan: not "during" it
+					return
+				}
 				select {
 				case <-ctx.Done():
 				case <-time.After(60 * time.Second):
@@ -197,7 +200,9 @@ func TestInterruptedFirstAttach(t *testing.T) {
 			dir := filepath.Dir(path)
 			pristine, files, header := schema(t, path), dirEntries(t, dir), headerMode(t, path)
 			cmd, lines, stderr := streamChild(t, dir, "firstattach", path, tc.how)
-			waitLine(t, lines, "progress ")
+			if l := waitLine(t, lines, "progress "); l == fmt.Sprintf("progress %d of %d", len(seed), len(seed)) {
+				t.Fatalf("no progress reported during the scan, only %q", l)
+			}
 			if err := cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
@@ -255,7 +260,8 @@ func TestInterruptedFirstAttach(t *testing.T) {
 
 // TestFailedFirstAttachIsUndone: a first attach whose scan fails (a
 // SQLite error mid-scan, injected) removes what it added, for Open and
-// BuildSnapshot, in DELETE and WAL mode.
+// BuildSnapshot, in DELETE and WAL mode; so does the cron job's first
+// attach cancelled after its scan, before its snapshot is saved.
 func TestFailedFirstAttachIsUndone(t *testing.T) {
 	ctx := context.Background()
 	injected := errors.New("injected read failure")
@@ -351,5 +357,35 @@ func TestDetachAfterCloseOfAReattachedIndex(t *testing.T) {
 		if !bytes.Equal(schema(t, path), pristine) {
 			t.Fatalf("round %d: schema after Detach differs", round)
 		}
+	}
+}
+
+// TestCronCancelledAfterItsScan: the cron job's context ends just after
+// the scan of a first attach (in the last Progress call): the job fails
+// and leaves the database and the directory as they were.
+func TestCronCancelledAfterItsScan(t *testing.T) {
+	for _, mode := range []string{"DELETE", "WAL"} {
+		t.Run(mode, func(t *testing.T) {
+			path := driftDB(t, mode, ids("seed", 3000))
+			dir := filepath.Dir(path)
+			pristine, files := schema(t, path), dirEntries(t, dir)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cfg := appConfig(path)
+			cfg.Progress = func(done, total int64) {
+				if done >= total {
+					cancel()
+				}
+			}
+			if _, err := BuildSnapshot(ctx, cfg); !errors.Is(err, context.Canceled) && !isInterrupted(err) {
+				t.Fatalf("BuildSnapshot cancelled after its scan = %v, want context.Canceled", err)
+			}
+			if got := schema(t, path); !bytes.Equal(got, pristine) {
+				t.Fatalf("sqlite_master after the cancelled cron job:\n%s", got)
+			}
+			if got := dirEntries(t, dir); !slices.Equal(got, files) {
+				t.Fatalf("files after the cancelled cron job: %v, were %v", got, files)
+			}
+		})
 	}
 }
