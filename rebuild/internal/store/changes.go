@@ -31,10 +31,18 @@ func (db *DB) DataVersion(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// Schema returns the schema cookie (PRAGMA schema_version).
+// Schema returns the schema cookie (PRAGMA schema_version). It is the
+// first statement of a source's resolution: a hot journal that stops it
+// is rolled back (see Conn.each).
 func (c *Conn) Schema(ctx context.Context) (int64, error) {
 	var v int64
-	if err := c.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v); err != nil {
+	err := c.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v)
+	if again, aerr := c.afterHotJournal(ctx, err); again {
+		err = c.QueryRowContext(ctx, `PRAGMA schema_version`).Scan(&v)
+	} else {
+		err = aerr
+	}
+	if err != nil {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
 	return v, nil

@@ -73,15 +73,28 @@ func (c *Conn) prepared(dc *sqlite3.SQLiteConn, q string) (driver.Stmt, error) {
 // DB.rollBackHotJournal).
 func (c *Conn) each(ctx context.Context, q string, dest []driver.Value, fn func() error, args ...driver.NamedValue) error {
 	rows, err := c.eachOnce(ctx, q, dest, fn, args...)
-	if !rows && hotJournal(err) && c.db != nil {
-		if rerr := c.db.rollBackHotJournal(ctx); rerr != nil {
-			// ErrReplaced: the journal is the transaction of the file now
-			// at the path, not this one's.
-			return fmt.Errorf("%w (%w)", rerr, err)
+	if !rows {
+		var again bool
+		if again, err = c.afterHotJournal(ctx, err); again {
+			_, err = c.eachOnce(ctx, q, dest, fn, args...)
 		}
-		_, err = c.eachOnce(ctx, q, dest, fn, args...)
 	}
 	return err
+}
+
+// afterHotJournal looks at the error of a statement that read no row yet:
+// a hot journal stopped the (read-only) connection. The writer rolls it
+// back, once it has checked the file (again: run the statement again), or
+// refuses: ErrReplaced when the journal is the transaction of the file now
+// at the path, not this one's.
+func (c *Conn) afterHotJournal(ctx context.Context, err error) (again bool, _ error) {
+	if !hotJournal(err) || c.db == nil {
+		return false, err
+	}
+	if rerr := c.db.rollBackHotJournal(ctx); rerr != nil {
+		return false, fmt.Errorf("%w (%w)", rerr, err)
+	}
+	return true, nil
 }
 
 // eachOnce is each without the retry; rows reports whether fn saw a row.
@@ -193,12 +206,22 @@ func (db *DB) Reader(ctx context.Context) (*Conn, error) {
 		return c, nil
 	}
 	p.mu.Unlock()
-	sc, err := db.r.Conn(ctx)
+	// A new connection opens the file by its name: only while the name is
+	// still this file's (checked before and after), or it would read the
+	// file the app put there instead under this one's schema and log.
+	err := db.SameFile()
+	var sc *sql.Conn
+	if err == nil {
+		sc, err = db.r.Conn(ctx)
+	}
 	if err == nil {
 		var c *Conn
 		if c, err = newConn(sc); err == nil {
-			c.db = db
-			return c, nil
+			if err = db.SameFile(); err == nil {
+				c.db = db
+				return c, nil
+			}
+			c.close()
 		}
 	}
 	<-p.sem
