@@ -54,6 +54,7 @@ func (ix *Index) look(ctx context.Context) (_ *call, err error) {
 	c := &call{ix: ix, f: f}
 	defer func() {
 		if err != nil {
+			err = f.explain(err)
 			c.end()
 		}
 	}()

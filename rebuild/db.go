@@ -70,6 +70,20 @@ type file struct {
 	n    uint64       // 1 for the file opened first, +1 per file opened since
 }
 
+// explain marks err ErrReplaced if the file is no longer the one at the
+// path: a read of a file the app replaced meanwhile fails with whatever it
+// met (the new file's journal beside the name: "attempt to write a
+// readonly database").
+func (f *file) explain(err error) error {
+	if err == nil || errors.Is(err, ErrReplaced) {
+		return err
+	}
+	if serr := f.st.SameFile(); errors.Is(serr, ErrReplaced) {
+		return fmt.Errorf("%w (%w)", serr, err)
+	}
+	return err
+}
+
 // acquire takes a reference; false if the file closed already.
 func (f *file) acquire() bool {
 	for {

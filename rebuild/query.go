@@ -26,7 +26,7 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 	defer c.end()
 	found, err := c.answer(ctx, []string{canon})
 	if err != nil {
-		return false, fmt.Errorf("fetched: %w", err)
+		return false, fmt.Errorf("fetched: %w", c.f.explain(err))
 	}
 	return found[0], nil
 }
@@ -58,7 +58,7 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
 	defer c.end()
 	found, err := c.answer(ctx, p.askedKeys())
 	if err != nil {
-		return nil, fmt.Errorf("missing: %w", err)
+		return nil, fmt.Errorf("missing: %w", c.f.explain(err))
 	}
 	missing := p.missing(found)
 	if p.bad != nil {
