@@ -215,37 +215,48 @@ func init() {
 
 // TestHotJournalOfACrashedWriter: in each rollback mode, another process
 // dies in the middle of a transaction that had spilled pages to the
-// database file, leaving a hot journal. The index (its reading
-// connections are read-only) has it rolled back and answers exactly: the
-// dead transaction's rows missing, the committed ones fetched.
+// database file, leaving a hot journal, while an index is open or before
+// one is opened. The index (its reading connections are read-only) has it
+// rolled back and answers exactly: the dead transaction's rows missing,
+// the committed ones fetched.
 func TestHotJournalOfACrashedWriter(t *testing.T) {
 	for _, mode := range []string{"DELETE", "TRUNCATE", "PERSIST"} {
-		t.Run(mode, func(t *testing.T) {
-			seed := ids("seed", 300)
-			path := driftDB(t, mode, seed)
-			ix := open(t, appConfig(path))
-			probe := slices.Concat(seed, ids("dead", 2000), ids("never", 100))
-			exact(t, ix, set(seed), probe)
-			cmd, lines, stderr := streamChild(t, filepath.Dir(path), "hotjournal", path, mode)
-			waitLine(t, lines, "ready")
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			_ = cmd.Wait()
-			if info, err := os.Stat(path + "-journal"); err != nil || info.Size() == 0 {
-				t.Fatalf("no hot journal after the crash: %v (%s)", err, stderr)
-			}
-			exact(t, ix, set(seed), probe)
-			if _, err := os.Stat(path + "-journal"); mode == "DELETE" && !os.IsNotExist(err) {
-				t.Fatalf("the hot journal is still there: %v", err)
-			}
-			if got := tableIDs(t, path, "records"); len(got) != len(seed) {
-				t.Fatalf("the table holds %d rows after the rollback, want %d", len(got), len(seed))
-			}
-			integrity(t, path)
-			insertIn(t, path, mode, "records", "after", 20)
-			probe = append(probe, ids("after", 20)...)
-			exact(t, ix, tableIDs(t, path, "records"), probe)
-		})
+		for _, openFirst := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/open-during-the-crash=%v", mode, openFirst), func(t *testing.T) {
+				seed := ids("seed", 300)
+				path := driftDB(t, mode, seed)
+				probe := slices.Concat(seed, ids("dead", 2000), ids("never", 100))
+				ix := open(t, appConfig(path)) // attached, and a snapshot saved
+				exact(t, ix, set(seed), probe)
+				if !openFirst {
+					if err := ix.Close(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				cmd, lines, stderr := streamChild(t, filepath.Dir(path), "hotjournal", path, mode)
+				waitLine(t, lines, "ready")
+				if err := cmd.Process.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				_ = cmd.Wait()
+				if info, err := os.Stat(path + "-journal"); err != nil || info.Size() == 0 {
+					t.Fatalf("no hot journal after the crash: %v (%s)", err, stderr)
+				}
+				if !openFirst {
+					ix = open(t, appConfig(path)) // before any other connection reads
+				}
+				exact(t, ix, set(seed), probe)
+				if _, err := os.Stat(path + "-journal"); mode == "DELETE" && !os.IsNotExist(err) {
+					t.Fatalf("the hot journal is still there: %v", err)
+				}
+				if got := tableIDs(t, path, "records"); len(got) != len(seed) {
+					t.Fatalf("the table holds %d rows after the rollback, want %d", len(got), len(seed))
+				}
+				integrity(t, path)
+				insertIn(t, path, mode, "records", "after", 20)
+				probe = append(probe, ids("after", 20)...)
+				exact(t, ix, tableIDs(t, path, "records"), probe)
+			})
+		}
 	}
 }
