@@ -42,7 +42,7 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	app := modeDB(t, path, "WAL")
+	app := modeConn(t, path, "WAL")
 	mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
 	insertIDs(t, app, ids("new", 200)...)
 	foreign := fileSum(t, cfg.Snapshot)
@@ -215,7 +215,7 @@ func TestInterruptedFirstAttach(t *testing.T) {
 				// The app starts again: its first read rolls back what the
 				// killed process may have left in a rollback journal.
 				var n int
-				if err := modeDB(t, path, tc.mode).QueryRow(`SELECT count(*) FROM records`).Scan(&n); err != nil || n != len(seed) {
+				if err := modeConn(t, path, tc.mode).QueryRow(`SELECT count(*) FROM records`).Scan(&n); err != nil || n != len(seed) {
 					t.Fatalf("the app's first read after kill -9: %d rows, %v", n, err)
 				}
 				if bytes.Equal(schema(t, path), pristine) {
@@ -251,7 +251,7 @@ func TestInterruptedFirstAttach(t *testing.T) {
 				t.Fatalf("files after the interrupted first attach: %v, were %v", got, files)
 			}
 			integrity(t, path)
-			insertIDs(t, modeDB(t, path, tc.mode), "after")
+			insertIDs(t, modeConn(t, path, tc.mode), "after")
 			ix := open(t, appConfig(path))
 			exact(t, ix, tableIDs(t, path, "records"), slices.Concat(seed[:100], []string{"after"}, ids("never", 100)))
 		})

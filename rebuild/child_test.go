@@ -110,22 +110,6 @@ func drain(lines *bufio.Scanner) string {
 	return b.String()
 }
 
-// modeDB opens path as an app whose every connection sets the journal
-// mode in its DSN (mode "" sets none).
-func modeDB(t testing.TB, path, mode string) *sql.DB {
-	t.Helper()
-	opts := "_busy_timeout=10000"
-	if mode != "" {
-		opts = "_journal_mode=" + mode + "&" + opts
-	}
-	db, err := sql.Open("sqlite3", dsn(path, opts))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
-
 // tableIDs returns the ids a table stores (text only), read on a
 // connection of its own: the reference the index's answers must match.
 func tableIDs(t testing.TB, path, table string) map[string]bool {
@@ -221,29 +205,11 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// insertInto inserts ids into table on db, in one transaction.
-func insertInto(t testing.TB, db *sql.DB, table string, ids ...string) {
-	t.Helper()
-	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range ids {
-		if _, err := tx.Exec(`INSERT INTO "`+table+`" (id) VALUES (?)`, id); err != nil {
-			_ = tx.Rollback()
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func init() {
 	// exec: path, mode, statements: runs each statement (one Exec each)
 	// on one connection whose DSN sets the journal mode ("" for none).
 	childActs["exec"] = func(t *testing.T, args []string) {
-		db := modeDB(t, args[0], args[1])
+		db := modeConn(t, args[0], args[1])
 		db.SetMaxOpenConns(1)
 		for _, q := range args[2:] {
 			if _, err := db.Exec(q); err != nil {
@@ -253,7 +219,7 @@ func init() {
 	}
 	// insert: path, mode, table, prefix, n: n rows prefix-0000000...
 	childActs["insert"] = func(t *testing.T, args []string) {
-		db := modeDB(t, args[0], args[1])
+		db := modeConn(t, args[0], args[1])
 		n, err := strconv.Atoi(args[4])
 		if err != nil {
 			t.Fatal(err)

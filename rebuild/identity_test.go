@@ -43,7 +43,7 @@ func init() {
 				}
 			}
 		}
-		db := modeDB(t, build, mode)
+		db := modeConn(t, build, mode)
 		db.SetMaxOpenConns(1)
 		tx, err := db.Begin()
 		if err != nil {
@@ -392,7 +392,7 @@ func init() {
 		if after <= before {
 			t.Errorf("the pool opened no new connection after the chdir (%d files open on the database before, %d after)", before, after)
 		}
-		insertInto(t, modeDB(t, realA, ""), "records", ids("later", 50)...)
+		insertInto(t, modeConn(t, realA, ""), "records", ids("later", 50)...)
 		exact(t, ix, tableIDs(t, realA, "records"), probe)
 		if err := ix.Rebuild(ctx); err != nil {
 			t.Fatal(err)
@@ -400,7 +400,7 @@ func init() {
 		if st := ix.Stats(); st.Items != 350 {
 			t.Errorf("Rebuild after chdir inserted %d keys, want the 350 rows of %s", st.Items, realA)
 		}
-		insertInto(t, modeDB(t, realA, ""), "records", "a-after-rebuild")
+		insertInto(t, modeConn(t, realA, ""), "records", "a-after-rebuild")
 		if ok, err := ix.Fetched(ctx, "a-after-rebuild"); !ok || err != nil { // caught up: Close saves
 			t.Fatalf("Fetched = %v, %v", ok, err)
 		}
@@ -470,7 +470,7 @@ func TestSymlinkWithStaleFilesBesideIt(t *testing.T) {
 	real := driftDB(t, "WAL", seed)
 	// Another database's live WAL and wal-index, copied while open.
 	ghostPath := driftDB(t, "WAL", nil)
-	ghost := modeDB(t, ghostPath, "WAL")
+	ghost := modeConn(t, ghostPath, "WAL")
 	mustExec(t, ghost, `PRAGMA wal_autocheckpoint = 0`)
 	insertInto(t, ghost, "records", ids("ghost", 200)...)
 	linkDir := t.TempDir()

@@ -46,7 +46,7 @@ func headerMode(t testing.TB, path string) string {
 // while other connections are open.
 func appConn(t testing.TB, path, mode string) string {
 	t.Helper()
-	db := modeDB(t, path, mode)
+	db := modeConn(t, path, mode)
 	defer db.Close()
 	var got string
 	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&got); err != nil {
@@ -74,7 +74,7 @@ func TestEveryJournalMode(t *testing.T) {
 				wantHeader = "wal"
 			}
 			path := filepath.Join(t.TempDir(), "app.db")
-			app := modeDB(t, path, mode)
+			app := modeConn(t, path, mode)
 			mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
 			seed := ids("seed", 500)
 			insertIDs(t, app, seed...)
@@ -158,7 +158,7 @@ func TestEveryJournalMode(t *testing.T) {
 func TestBackupByCopyingTheFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "app.db")
-	app := modeDB(t, path, "DELETE")
+	app := modeConn(t, path, "DELETE")
 	mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
 	insertIDs(t, app, ids("seed", 400)...)
 	ix := open(t, appConfig(path))
@@ -196,7 +196,7 @@ func init() {
 	// transaction: pages spilled to the database file, the journal left
 	// hot. Prints "ready" and waits to be killed.
 	childActs["hotjournal"] = func(t *testing.T, args []string) {
-		db := modeDB(t, args[0], args[1])
+		db := modeConn(t, args[0], args[1])
 		db.SetMaxOpenConns(1)
 		mustExec(t, db, `PRAGMA cache_size = 5`)
 		tx, err := db.Begin()

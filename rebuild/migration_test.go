@@ -24,7 +24,7 @@ import (
 func driftDB(t *testing.T, mode string, seed []string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "app.db")
-	db := modeDB(t, path, mode)
+	db := modeConn(t, path, mode)
 	mustExec(t, db, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
 	insertIDs(t, db, seed...)
 	_ = db.Close()
