@@ -73,7 +73,7 @@ func (c *Conn) prepared(dc *sqlite3.SQLiteConn, q string) (driver.Stmt, error) {
 // DB.rollBackHotJournal).
 func (c *Conn) each(ctx context.Context, q string, dest []driver.Value, fn func() error, args ...driver.NamedValue) error {
 	rows, err := c.eachOnce(ctx, q, dest, fn, args...)
-	if !rows {
+	if err != nil && !rows {
 		var again bool
 		if again, err = c.afterHotJournal(ctx, err); again {
 			_, err = c.eachOnce(ctx, q, dest, fn, args...)

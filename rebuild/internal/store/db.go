@@ -168,6 +168,9 @@ func (db *DB) SameFile() error {
 // roll back a hot journal (a writer died in a transaction, in a rollback
 // journal mode).
 func hotJournal(err error) bool {
+	if err == nil {
+		return false
+	}
 	var e sqlite3.Error
 	return errors.As(err, &e) && e.ExtendedCode == sqlite3.ErrReadonlyRollback
 }
