@@ -128,4 +128,15 @@
 // capacity, the estimated and the measured false-positive rates and
 // RebuildDue. A scan, and an index that lost its triggers until it has
 // scanned again, reads every row: O(rows), in the background.
+//
+// What the library cannot see: a DROP TRIGGER of one of its triggers, then
+// writes, then a CREATE TRIGGER of the very same text on the same table
+// leaves no trace (the schema looks as before), and rows written in
+// between are not in the log: don't touch the syncfilter_ triggers (Detach
+// the source, migrate, and let the next open attach it again). Writes
+// through a second name of the database file (a hard link) are refused
+// (ErrHardLinked) but may leave SQLite's other connections with a stale
+// view of a WAL until they close. A process killed outright (kill -9)
+// during its first attach leaves the library's tables and a lease that
+// expires after ten minutes: Detach with Force removes them at once.
 package rebuild
