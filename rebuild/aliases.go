@@ -106,51 +106,53 @@ func (ix *Index) tableMemo(ctx context.Context, c *call) (*memo, error) {
 	if err != nil {
 		return nil, err
 	}
-	fits := func() bool {
-		m := ix.memo.Load()
-		return m != nil && m.f == c.f && !m.table && m.srcID == 0 && m.dv == dv
-	}
-	err = ix.memoing.do(ctx, fits, c.putReader, func() error {
-		m := newMemo(c.f, 0, 0, false, 0)
-		m.dv = dv
-		if err := ix.scanSpellings(ctx, c, m); err != nil {
-			return err
-		}
-		ix.memo.Store(m)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return ix.memo.Load(), nil
+	return ix.memoFor(ctx, c,
+		func(m *memo) bool { return m.f == c.f && !m.table && m.srcID == 0 && m.dv == dv },
+		func() (*memo, error) {
+			m := newMemo(c.f, 0, 0, false, 0)
+			m.dv = dv
+			return m, ix.scanSpellings(ctx, c, m)
+		})
 }
 
 // logMemo returns the memo of a logged source for the call's head (not
 // yet caught up on the log: the probe does that).
 func (ix *Index) logMemo(ctx context.Context, c *call) (*memo, error) {
 	h, id := c.h, c.b.src.ID
-	fits := func() bool {
-		m := ix.memo.Load()
-		return m != nil && m.fitsHead(c.f, id, h)
-	}
-	err := ix.memoing.do(ctx, fits, c.putReader, func() error {
-		if h.Scanned {
-			ix.memo.Store(newMemo(c.f, id, h.Epoch, true, h.AliasGen))
+	return ix.memoFor(ctx, c,
+		func(m *memo) bool { return m.fitsHead(c.f, id, h) },
+		func() (*memo, error) {
+			if h.Scanned {
+				return newMemo(c.f, id, h.Epoch, true, h.AliasGen), nil
+			}
+			// Attached again and not scanned yet: the table as it is
+			// now, then the log after the head read before the scan.
+			m := newMemo(c.f, id, h.Epoch, false, h.Seq)
+			return m, ix.scanSpellings(ctx, c, m)
+		})
+}
+
+// memoFor returns the index's memo once fits reports it right for the
+// call, building a new one (build) in a flight when it is not: one caller
+// builds, the others wait for it.
+func (ix *Index) memoFor(ctx context.Context, c *call, fits func(*memo) bool, build func() (*memo, error)) (*memo, error) {
+	ok := func() bool { m := ix.memo.Load(); return m != nil && fits(m) }
+	for {
+		if m := ix.memo.Load(); m != nil && fits(m) {
+			return m, nil
+		}
+		err := ix.memoing.do(ctx, ok, c.putReader, func() error {
+			m, err := build()
+			if err != nil {
+				return err
+			}
+			ix.memo.Store(m)
 			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		// Attached again and not scanned yet: the table as it is now,
-		// then the log after the head read before the scan.
-		m := newMemo(c.f, id, h.Epoch, false, h.Seq)
-		if err := ix.scanSpellings(ctx, c, m); err != nil {
-			return err
-		}
-		ix.memo.Store(m)
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
-	return ix.memo.Load(), nil
 }
 
 // scanSpellings fills m from the table's non-ASCII keys.

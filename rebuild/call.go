@@ -69,11 +69,7 @@ func (ix *Index) look(ctx context.Context) (_ *call, err error) {
 		}
 	}
 	if c.b.err != nil {
-		conn, err := c.reader(ctx)
-		if err != nil {
-			return nil, err
-		}
-		schema, err := conn.Schema(ctx)
+		schema, err := c.schema(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -105,6 +101,15 @@ func (c *call) reader(ctx context.Context) (*store.Conn, error) {
 	return c.conn, nil
 }
 
+// schema reads the schema cookie on the call's reader (taking one).
+func (c *call) schema(ctx context.Context) (int64, error) {
+	conn, err := c.reader(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return conn.Schema(ctx)
+}
+
 // putReader gives the call's reading connection back, if it took one:
 // before work that takes connections of its own (a scan and its count)
 // or waits for work that may need one (a flight led by another call), so
@@ -130,15 +135,11 @@ func (c *call) end() {
 // source whose triggers are not in place is attached again by the worker
 // (or by the app's Rebuild, with NoBackgroundRebuild).
 func (ix *Index) bind(ctx context.Context, c *call) (*binding, error) {
-	conn, err := c.reader(ctx)
+	schema, err := c.schema(ctx)
 	if err != nil {
 		return nil, err
 	}
-	schema, err := conn.Schema(ctx)
-	if err != nil {
-		return nil, err
-	}
-	src, err := store.Resolve(ctx, conn, ix.cfg.Table, ix.cfg.Column, ix.cfg.AllowUnindexed)
+	src, err := store.Resolve(ctx, c.conn, ix.cfg.Table, ix.cfg.Column, ix.cfg.AllowUnindexed)
 	b := &binding{f: c.f, schema: schema, src: src}
 	if err != nil {
 		if !errors.Is(err, ErrNoSource) && !errors.Is(err, ErrInexactColumn) && !errors.Is(err, ErrNotIndexed) {

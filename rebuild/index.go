@@ -218,7 +218,7 @@ func (ix *Index) open(ctx context.Context) (err error) {
 			// (ensureLoaded): opening many collections costs what their
 			// checks cost, and no collection waits for another's load.
 			ix.pendingLoad.Store(true)
-			ix.db.work.askLoad(ix)
+			ix.db.work.ask(jobLoad, ix)
 			return nil
 		}
 		ix.loaded(ix.load(ctx, c))
@@ -356,7 +356,7 @@ func (ix *Index) hold(f *file, src *store.Source) {
 	if old := ix.holding.Swap(h); old != nil && old.f == f && old.src.ID == src.ID && old.written.Load() {
 		h.written.Store(true) // the same row: Close removes it even if the worker has not rewritten it yet
 	}
-	ix.db.work.askHold(ix)
+	ix.db.work.ask(jobHold, ix)
 }
 
 // renewHold renews the index's hold (the worker does, every third of its

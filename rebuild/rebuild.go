@@ -83,7 +83,7 @@ func (ix *Index) askRebuild(why string) {
 	}
 	ix.why.Store(&why)
 	ix.bg.ask()
-	ix.db.work.ask(ix)
+	ix.db.work.ask(jobRebuild, ix)
 }
 
 // pending counts the rebuilds asked of the worker and not finished, for

@@ -9,69 +9,43 @@ import (
 )
 
 // worker is the database's one background goroutine (not started for a
-// read-only database). It runs the rebuilds the collections ask for (a
-// snapshot refused at open, a filter dropped, a filter due, triggers found
-// lost), one at a time and in the order asked, and writes and renews the
-// database's holds on its sources (syncfilter_holders), which tell Detach
-// that the sources are in use: a write, kept off the open path. Close stops it: the rebuild in progress is
-// cancelled, and the loop returns.
+// read-only database). In this order, it loads the snapshots of the
+// indexes DB.Index opened, writes the holds of new indexes
+// (syncfilter_holders: they tell Detach that a source is in use; a write,
+// kept off the open path), and runs the rebuilds the collections ask for
+// (a snapshot refused at open, a filter dropped, a filter due, triggers
+// found lost), one at a time and in the order asked; every third of a
+// lease's term it renews the holds. Close stops it: the rebuild in
+// progress is cancelled, and the loop returns.
 type worker struct {
-	mu     sync.Mutex // guards queue and holds
-	queue  []*Index   // collections waiting for a rebuild, each once
-	holds  []*Index   // collections whose hold is to be written (off the open path)
-	loads  []*Index   // collections whose snapshot is to be loaded (DB.Index)
+	mu     sync.Mutex  // guards jobs
+	jobs   [jobs]queue // by kind, in the order they run
 	wakeup chan struct{}
 }
 
+// A job's kind; the worker runs every load before any hold, every hold
+// before any rebuild.
+const (
+	jobLoad = iota
+	jobHold
+	jobRebuild
+	jobs
+)
+
+// queue is the collections waiting for one kind of job, each once.
+type queue []*Index
+
 func newWorker() *worker { return &worker{wakeup: make(chan struct{}, 1)} }
 
-// ask queues a rebuild of ix (once, however often asked before it runs).
-func (w *worker) ask(ix *Index) {
+// ask queues a job of kind for ix (once, however often asked before it
+// runs).
+func (w *worker) ask(kind int, ix *Index) {
 	w.mu.Lock()
-	if !slices.Contains(w.queue, ix) {
-		w.queue = append(w.queue, ix)
+	if q := &w.jobs[kind]; !slices.Contains(*q, ix) {
+		*q = append(*q, ix)
 	}
 	w.mu.Unlock()
 	w.wake()
-}
-
-// askHold queues the writing of ix's hold.
-func (w *worker) askHold(ix *Index) {
-	w.mu.Lock()
-	if !slices.Contains(w.holds, ix) {
-		w.holds = append(w.holds, ix)
-	}
-	w.mu.Unlock()
-	w.wake()
-}
-
-// askLoad queues the opening load of ix.
-func (w *worker) askLoad(ix *Index) {
-	w.mu.Lock()
-	w.loads = append(w.loads, ix)
-	w.mu.Unlock()
-	w.wake()
-}
-
-// nextLoad returns the next load to run, or nil.
-func (w *worker) nextLoad() *Index {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.loads) == 0 {
-		return nil
-	}
-	ix := w.loads[0]
-	w.loads = w.loads[1:]
-	return ix
-}
-
-// takeHolds returns the holds to write.
-func (w *worker) takeHolds() []*Index {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	h := w.holds
-	w.holds = nil
-	return h
 }
 
 func (w *worker) wake() {
@@ -81,15 +55,18 @@ func (w *worker) wake() {
 	}
 }
 
-func (w *worker) next() *Index {
+// next returns the next job to run, or nil if none is queued.
+func (w *worker) next() (kind int, ix *Index) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.queue) == 0 {
-		return nil
+	for kind := range w.jobs {
+		if q := &w.jobs[kind]; len(*q) > 0 {
+			ix = (*q)[0]
+			*q = (*q)[1:]
+			return kind, ix
+		}
 	}
-	ix := w.queue[0]
-	w.queue = w.queue[1:]
-	return ix
+	return 0, nil
 }
 
 // run is the worker's loop; db.act counts it.
@@ -105,16 +82,14 @@ func (w *worker) run(db *DB) {
 		case <-renew.C:
 			db.renewHolds()
 		}
-		for ix := w.nextLoad(); ix != nil && db.ctx.Err() == nil; ix = w.nextLoad() {
-			ix.backgroundLoad()
-		}
-		for _, ix := range w.takeHolds() {
-			ix.renewHold()
-		}
-		for ix := w.next(); ix != nil && db.ctx.Err() == nil; ix = w.next() {
-			ix.background()
-			for _, ix := range w.takeHolds() {
+		for kind, ix := w.next(); ix != nil && db.ctx.Err() == nil; kind, ix = w.next() {
+			switch kind {
+			case jobLoad:
+				ix.backgroundLoad()
+			case jobHold:
 				ix.renewHold()
+			case jobRebuild:
+				ix.background()
 			}
 		}
 	}
