@@ -28,7 +28,7 @@ import (
 type ProbeOptions struct {
 	After    uint64   // read the log after this generation (logged sources)
 	NonASCII bool     // only the log's keys that may be stored in another spelling (no filter to feed)
-	Keys     []string // keys to confirm; nil: none
+	Keys     []string // keys to confirm; empty: none
 	Aliases  bool     // confirm through the alias table too
 }
 
@@ -37,7 +37,7 @@ type Probe struct {
 	Schema int64    // the schema cookie
 	Head   Head     // logged sources
 	Logged []string // text keys logged after After, in order: the first chunk (up to logChunk entries)
-	Read   uint64   // the last log entry read (After if none): Read < Head.Seq means more to read
+	Read   uint64   // the log read up to here (After if nothing): Read < Head.Seq means more to read
 	Found  []string // of Keys, those the source holds (as stored, or as asked through the alias table)
 	// Confirmed: Found answers Keys. False when the keys were too many or
 	// too long for one statement: confirm them with Confirm.
@@ -63,10 +63,15 @@ func (s *Source) probeSQL(confirm, aliases, nonASCII bool) string {
 			aliasGen = "s.alias_gen"
 		}
 		cols += `, coalesce((SELECT max(seq) FROM ` + s.Log + `), 0), s.log_floor, ` + epoch + `, ` + aliasGen + `, s.scanned,
-			EXISTS (SELECT 1 FROM ` + s.Alias + `), c.keys, c.last`
-		// The chunk is read once: both aggregates come from one pass.
-		from = ` FROM ` + SourcesTable + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + filter + `) AS keys, max(seq) AS last
-			FROM (SELECT seq, key FROM ` + s.Log + ` WHERE seq > ?2 ORDER BY seq LIMIT ?3)) c WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
+			EXISTS (SELECT 1 FROM ` + s.Alias + `), c.keys`
+		// The chunk is a range of sequence numbers, not "ORDER BY seq
+		// LIMIT n": SQLite runs a LIMIT subquery as a co-routine that
+		// costs ~10µs even when the log is empty, most of a call's
+		// probe. Whatever seq numbers the range holds, every entry in
+		// it is read: Probe reports the range's end (bounded by the
+		// head) as read, so a gap cannot stall a caller.
+		from = ` FROM ` + SourcesTable + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + filter + `) AS keys
+			FROM ` + s.Log + ` WHERE seq > ?2 AND seq <= ?2 + ?3) c WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 	}
 	if confirm {
 		cols += `, (` + s.confirmSQL(aliases && s.Logged) + `)`
@@ -83,7 +88,7 @@ func (s *Source) probeStmt(confirm, aliases, nonASCII bool) string {
 
 // Probe runs one probe (see the top of this file).
 func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
-	confirm := o.Keys != nil
+	confirm := len(o.Keys) > 0
 	if confirm {
 		c.buf = appendKeyArray(c.buf[:0], o.Keys)
 		if len(o.Keys) > confirmMax || len(c.buf) > listBytes {
@@ -94,7 +99,7 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 	var vals [11]driver.Value
 	n := 1
 	if s.Logged {
-		n += 8
+		n += 7
 	}
 	if confirm {
 		n++
@@ -142,10 +147,10 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 			return fmt.Errorf("probe %s: read log: %w", s.Table, err)
 		}
 		out.Read = o.After
-		if last, ok := vals[i+7].(int64); ok {
-			out.Read = uint64(last)
+		if out.Head.Seq > o.After {
+			out.Read = min(o.After+uint64(logChunk), out.Head.Seq)
 		}
-		i += 8
+		i += 7
 	}
 	if confirm {
 		list, _ := vals[i].(string)
