@@ -30,21 +30,23 @@
 //
 // # Freshness, generation and catch-up
 //
-// Before every answer the index checks, in about two microseconds, what
-// changed since its last check (fresh.go): the file at the path (one
-// stat: a database deleted and created again is opened anew, never
-// answered from the old file), PRAGMA data_version on a connection that
-// never writes (a transaction committed by any connection of any process)
-// and PRAGMA schema_version (the app's migration). After a commit it reads
-// the log's head; the log's increasing sequence is the source's
-// generation, and the filter takes every key logged up to the head before
-// the call trusts it. After a change of schema it checks the source again:
+// Before every answer the index checks what changed (fresh.go, call.go):
+// the file at the path (one stat: a database deleted and created again is
+// opened anew, never answered from the old file), then, in the one
+// statement that also confirms the filter's maybes (the probe), the
+// schema cookie (the app's migration) and the log's head. The log's
+// increasing sequence is the source's generation, and the filter takes
+// every key logged up to the head before the call trusts it. After a change of schema it checks the source again:
 // a table rebuilt by a migration, dropped and created again or renamed
 // has lost the triggers (or taken them along): the index answers from
 // SQLite, attaches the source again in one transaction (a new epoch, so
 // every filter and snapshot of the old one, in every process, is
 // dropped) and rebuilds. Rows written by the cron job, a second app
-// process or a SQL shell are therefore seen by the next call.
+// process or a SQL shell are therefore seen by the next call. A call whose
+// keys the filter rules out all of skips the probe when nothing committed
+// since the last probe on its connection: PRAGMA data_version on that
+// connection, which never writes, changes with any commit of any
+// connection or process (the library's own writer included).
 //
 // The few stored spellings that are not NFC are noted in a side table,
 // syncfilter_alias_<n>, complete up to a generation the database records;

@@ -23,10 +23,18 @@ const (
 // SQLite did not find, or found under other bytes, is never taken as
 // fetched. One row instead of a row per key found saves the driver's
 // per-row cost.
-func (s *Source) confirmSQL(aliasTable bool) string {
-	q := `SELECT ` + s.QCol + ` AS v FROM ` + s.QTable + ` WHERE ` + s.QCol + ` IN (SELECT value FROM json_each(?1))`
+//
+// single is the variant for one key, bound as itself (?1 is the key, not
+// an array): json_each's table costs a few microseconds per statement,
+// half a single lookup.
+func (s *Source) confirmSQL(aliasTable, single bool) string {
+	in := ` IN (SELECT value FROM json_each(?1))`
+	if single {
+		in = ` = ?1`
+	}
+	q := `SELECT ` + s.QCol + ` AS v FROM ` + s.QTable + ` WHERE ` + s.QCol + in
 	if aliasTable {
-		q += ` UNION ALL SELECT a.canon FROM ` + s.Alias + ` a WHERE a.canon IN (SELECT value FROM json_each(?1))
+		q += ` UNION ALL SELECT a.canon FROM ` + s.Alias + ` a WHERE a.canon` + in + `
 			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = a.stored)`
 	}
 	return `SELECT json_group_array(v) FROM (` + q + `)`
@@ -37,7 +45,8 @@ func (s *Source) confirmSQL(aliasTable bool) string {
 // alias table has rows) a canonical key asked whose stored non-NFC
 // spelling the alias table names.
 func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, aliasTable bool, found []string) ([]string, error) {
-	q := s.queries().confirm[b2i(aliasTable && s.Logged)]
+	qs := &s.queries().confirm
+	alias := b2i(aliasTable && s.Logged)
 	vals := make([]driver.Value, 1)
 	for start := 0; start < len(keys); {
 		end, size := start, 2
@@ -45,9 +54,15 @@ func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, aliasTable
 			size += len(keys[end]) + 3
 			end++
 		}
-		c.buf = appendKeyArray(c.buf[:0], keys[start:end])
+		q, arg := qs[alias], ""
+		if end-start == 1 {
+			q, arg = qs[2|alias], keys[start]
+		} else {
+			c.buf = appendKeyArray(c.buf[:0], keys[start:end])
+			arg = string(c.buf)
+		}
 		start = end
-		if err := c.first(ctx, q, vals, driver.NamedValue{Ordinal: 1, Value: string(c.buf)}); err != nil {
+		if err := c.first(ctx, q, vals, driver.NamedValue{Ordinal: 1, Value: arg}); err != nil {
 			return found, fmt.Errorf("confirm: %w", err)
 		}
 		list, _ := vals[0].(string)

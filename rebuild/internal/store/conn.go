@@ -20,6 +20,35 @@ type Conn struct {
 	stmts map[string]driver.Stmt // prepared on sc's driver connection, by SQL text
 	buf   []byte                 // scratch for key arrays
 	db    *DB                    // whose writer rolls back a hot journal (each)
+
+	// Vouch is what the holder last concluded from a probe on this
+	// connection, with the probe's data_version. Reading connections
+	// never write, so while Version returns the same value no connection
+	// of any process committed since that probe: the database is as it
+	// read it. Set and read only by the connection's holder.
+	Vouch Vouch
+}
+
+// Vouch is a conclusion drawn from one probe, valid while the connection's
+// data_version stays Version. For is the caller's, opaque here (nil:
+// nothing vouched).
+type Vouch struct {
+	Version int64
+	For     any
+}
+
+// Version returns the connection's PRAGMA data_version: a new value means
+// another connection committed since the connection last read.
+func (c *Conn) Version(ctx context.Context) (int64, error) {
+	var vals [1]driver.Value
+	if err := c.first(ctx, `PRAGMA data_version`, vals[:]); err != nil {
+		return 0, fmt.Errorf("read data version: %w", err)
+	}
+	v, ok := vals[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("read data version: unexpected value %v", vals[0])
+	}
+	return v, nil
 }
 
 // newConn wraps a reading connection. It never builds or takes a value

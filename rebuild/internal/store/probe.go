@@ -14,6 +14,9 @@ import (
 //   - the schema cookie (PRAGMA schema_version): the caller compares it
 //     with the one its Source was resolved at, and resolves again after
 //     any DDL before trusting anything else;
+//   - the connection's data_version: while a later PRAGMA data_version on
+//     the same connection (Version) reads the same value, no connection
+//     of any process committed since, and what the probe told still holds;
 //   - the source's log head and row (Head), when the source is logged;
 //   - the first chunk of the log after the caller's generation, so that a
 //     filter a little behind catches up without a second statement;
@@ -34,21 +37,22 @@ type ProbeOptions struct {
 
 // Probe is what one probe read.
 type Probe struct {
-	Schema int64    // the schema cookie
-	Head   Head     // logged sources
-	Logged []string // text keys logged after After, in order: the first chunk (up to logChunk entries)
-	Read   uint64   // the log read up to here (After if nothing): Read < Head.Seq means more to read
-	Found  []string // of Keys, those the source holds (as stored, or as asked through the alias table)
+	Schema  int64    // the schema cookie
+	Version int64    // the connection's data_version in the probe's read
+	Head    Head     // logged sources
+	Logged  []string // text keys logged after After, in order: the first chunk (up to logChunk entries)
+	Read    uint64   // the log read up to here (After if nothing): Read < Head.Seq means more to read
+	Found   []string // of Keys, those the source holds (as stored, or as asked through the alias table)
 	// Confirmed: Found answers Keys. False when the keys were too many or
 	// too long for one statement: confirm them with Confirm.
 	Confirmed bool
 }
 
 // probeSQL returns the probe statement of one variant. ?1 is the JSON
-// array of keys to confirm, ?2 the generation to read the log after, ?3
-// the chunk's length.
-func (s *Source) probeSQL(confirm, aliases, nonASCII bool) string {
-	cols := `(SELECT schema_version FROM pragma_schema_version())`
+// array of keys to confirm (single: the one key itself), ?2 the
+// generation to read the log after, ?3 the chunk's length.
+func (s *Source) probeSQL(single, confirm, aliases, nonASCII bool) string {
+	cols := `(SELECT schema_version FROM pragma_schema_version()), (SELECT data_version FROM pragma_data_version())`
 	from := ""
 	if s.Logged {
 		filter := `typeof(key) = 'text'`
@@ -74,30 +78,36 @@ func (s *Source) probeSQL(confirm, aliases, nonASCII bool) string {
 			FROM ` + s.Log + ` WHERE seq > ?2 AND seq <= ?2 + ?3) c WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 	}
 	if confirm {
-		cols += `, (` + s.confirmSQL(aliases && s.Logged) + `)`
+		cols += `, (` + s.confirmSQL(aliases && s.Logged, single) + `)`
 	}
 	return `SELECT ` + cols + from
 }
 
 // probeStmt returns the statement of a variant, built once.
-func (s *Source) probeStmt(confirm, aliases, nonASCII bool) string {
+func (s *Source) probeStmt(single, confirm, aliases, nonASCII bool) string {
 	q := s.queries()
-	i := b2i(confirm)<<2 | b2i(aliases)<<1 | b2i(nonASCII)
+	i := b2i(single)<<3 | b2i(confirm)<<2 | b2i(aliases)<<1 | b2i(nonASCII)
 	return q.probe[i]
 }
 
 // Probe runs one probe (see the top of this file).
 func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
-	confirm := len(o.Keys) > 0
-	if confirm {
+	confirm, single := len(o.Keys) > 0, len(o.Keys) == 1
+	list := "[]"
+	switch {
+	case single:
+		list = o.Keys[0]
+	case confirm:
 		c.buf = appendKeyArray(c.buf[:0], o.Keys)
 		if len(o.Keys) > confirmMax || len(c.buf) > listBytes {
 			confirm = false // Confirm, in several statements
+		} else {
+			list = string(c.buf)
 		}
 	}
-	q := s.probeStmt(confirm, o.Aliases, o.NonASCII)
-	var vals [11]driver.Value
-	n := 1
+	q := s.probeStmt(single, confirm, o.Aliases, o.NonASCII)
+	var vals [12]driver.Value
+	n := 2
 	if s.Logged {
 		n += 7
 	}
@@ -105,10 +115,6 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 		n++
 	}
 	var args [3]driver.NamedValue
-	list := "[]"
-	if confirm {
-		list = string(c.buf)
-	}
 	args[0] = driver.NamedValue{Ordinal: 1, Value: list}
 	args[1] = driver.NamedValue{Ordinal: 2, Value: int64(o.After)}
 	args[2] = driver.NamedValue{Ordinal: 3, Value: int64(logChunk)}
@@ -130,7 +136,10 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 	if out.Schema, ok = vals[0].(int64); !ok {
 		return fmt.Errorf("probe %s: schema cookie %v", s.Table, vals[0])
 	}
-	i := 1
+	if out.Version, ok = vals[1].(int64); !ok {
+		return fmt.Errorf("probe %s: data version %v", s.Table, vals[1])
+	}
+	i := 2
 	if s.Logged {
 		var h [6]int64
 		for j := range h {

@@ -66,10 +66,10 @@ type Source struct {
 // sourceSQL are the source's statements that run on every call.
 type sourceSQL struct {
 	head    string
-	confirm [2]string // without, with the alias table
+	confirm [4]string // by single<<1 | aliases
 	exists  [2]string
-	log     [2]string // every key, non-ASCII keys only
-	probe   [8]string // by confirm<<2 | aliases<<1 | nonASCII
+	log     [2]string  // every key, non-ASCII keys only
+	probe   [16]string // by single<<3 | confirm<<2 | aliases<<1 | nonASCII
 }
 
 // queries returns the source's hot statements.
@@ -77,12 +77,13 @@ func (s *Source) queries() *sourceSQL {
 	s.once.Do(func() {
 		s.q.head = s.headSQL()
 		for i, aliases := range []bool{false, true} {
-			s.q.confirm[i] = s.confirmSQL(aliases)
+			s.q.confirm[i] = s.confirmSQL(aliases, false)
+			s.q.confirm[2|i] = s.confirmSQL(aliases, true)
 			s.q.exists[i] = s.existsSQL(aliases)
 			s.q.log[i] = s.logSQL(aliases)
 		}
 		for i := range s.q.probe {
-			s.q.probe[i] = s.probeSQL(i&4 != 0, i&2 != 0, i&1 != 0)
+			s.q.probe[i] = s.probeSQL(i&8 != 0, i&4 != 0, i&2 != 0, i&1 != 0)
 		}
 	})
 	return &s.q
