@@ -408,11 +408,21 @@ func (c *call) answer(ctx context.Context, keys []string) (found []bool, err err
 			for _, i := range ask {
 				asked[i] = true
 			}
+			var ruledOut []string
+			var at []int
 			for i, k := range keys {
 				if !asked[i] {
-					if m, _ := s.f.MightContain(k); m {
-						more = append(more, i)
-					}
+					ruledOut = append(ruledOut, k)
+					at = append(at, i)
+				}
+			}
+			maybe, err := s.f.MightContainBatch(make([]bool, 0, len(ruledOut)), ruledOut)
+			if err != nil {
+				return nil, err
+			}
+			for j, m := range maybe {
+				if m {
+					more = append(more, at[j])
 				}
 			}
 		}
