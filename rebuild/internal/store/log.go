@@ -64,6 +64,12 @@ var logChunk = 1024
 // other than NFC) are read, SQLite skipping the others. Keys logged as
 // BLOB (never equal to a text id) are skipped.
 //
+// A chunk is a range of sequence numbers, not "ORDER BY seq LIMIT n",
+// which SQLite runs as a co-routine that costs about as much again as
+// reading the entries. Sequence numbers have gaps only where entries were
+// deleted (compaction, or by hand): an empty range says where the next
+// entry is, and the read jumps there.
+//
 // fn gets each chunk with the sequence number it reads up to.
 func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonASCII bool, fn func(read uint64, keys []string) error) error {
 	q := s.queries().log[b2i(nonASCII)]
@@ -75,15 +81,16 @@ func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonAS
 		old := dc.SetLimit(sqliteLimitLength, chunkBytes)
 		defer dc.SetLimit(sqliteLimitLength, old)
 		var (
-			limit = logChunk
-			vals  = make([]driver.Value, 2)
+			limit = uint64(logChunk)
+			vals  = make([]driver.Value, 3)
 			args  [3]driver.NamedValue
 			keys  []string
 		)
 		for after < upTo {
+			end := after + min(limit, upTo-after)
 			args[0] = driver.NamedValue{Ordinal: 1, Value: int64(after)}
-			args[1] = driver.NamedValue{Ordinal: 2, Value: int64(upTo)}
-			args[2] = driver.NamedValue{Ordinal: 3, Value: int64(limit)}
+			args[1] = driver.NamedValue{Ordinal: 2, Value: int64(end)}
+			args[2] = driver.NamedValue{Ordinal: 3, Value: int64(upTo)}
 			err := queryFirst(ctx, st, vals, args[:])
 			var se sqlite3.Error
 			switch {
@@ -110,19 +117,22 @@ func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonAS
 			case err != nil:
 				return err
 			}
-			last, ok := vals[1].(int64)
-			if !ok { // no entry in the range: nothing logged up to upTo any more
-				return fn(upTo, nil)
+			if n, _ := vals[1].(int64); n == 0 { // nothing in the range
+				next, ok := vals[2].(int64)
+				if !ok || next <= int64(end) { // nothing logged up to upTo any more
+					return fn(upTo, nil)
+				}
+				end = uint64(next) - 1
 			}
 			list, _ := vals[0].(string)
 			if keys, err = parseKeyArray(list, keys[:0]); err != nil {
 				return err
 			}
-			if err := fn(uint64(last), keys); err != nil {
+			if err := fn(end, keys); err != nil {
 				return err
 			}
-			after = uint64(last)
-			limit = min(logChunk, 2*limit)
+			after = end
+			limit = min(uint64(logChunk), 2*limit)
 			if err := ctx.Err(); err != nil {
 				return context.Cause(ctx)
 			}
@@ -135,16 +145,18 @@ func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonAS
 	return nil
 }
 
-// logSQL reads a chunk of the log: the text keys (with nonASCII, those
-// holding a character outside ASCII) as a JSON array, and the last
-// sequence number read.
+// logSQL reads a chunk of the log, the entries with ?1 < seq <= ?2: the
+// text keys (with nonASCII, those holding a character outside ASCII) as a
+// JSON array, how many entries the range holds, and the first sequence
+// number after it, up to ?3 (NULL: none).
 func (s *Source) logSQL(nonASCII bool) string {
 	filter := `typeof(key) = 'text'`
 	if nonASCII {
 		filter += ` AND key GLOB '*[^` + "\x01-\x7f" + `]*'`
 	}
-	return `SELECT json_group_array(key) FILTER (WHERE ` + filter + `), max(seq) FROM
-		(SELECT seq, key FROM ` + s.Log + ` WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3)`
+	return `SELECT json_group_array(key) FILTER (WHERE ` + filter + `), count(*),
+		(SELECT min(seq) FROM ` + s.Log + ` WHERE seq > ?2 AND seq <= ?3)
+		FROM ` + s.Log + ` WHERE seq > ?1 AND seq <= ?2`
 }
 
 // oneEntry reads the first log entry after after.

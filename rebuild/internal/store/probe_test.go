@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -68,6 +69,87 @@ func TestProbeReadsLogByRange(t *testing.T) {
 		}
 		if keys != nil && (!p.Confirmed || !slices.Equal(p.Found, []string{"k00", "k07"})) {
 			t.Fatalf("confirmed %v found %q, want k00 and k07", p.Confirmed, p.Found)
+		}
+	}
+}
+
+// TestReadLogByRange: ReadLog hands over exactly what reading the log row
+// by row gives (text keys in order; with nonASCII the non-ASCII ones),
+// whatever gaps deletions left (a prefix, gaps narrower and wider than a
+// chunk), BLOB keys, and a key longer than a chunk's bytes; the sequence
+// numbers it reports rise and end at upTo.
+func TestReadLogByRange(t *testing.T) {
+	ctx := context.Background()
+	db, app := testDB(t, `CREATE TABLE t (id TEXT)`, `CREATE INDEX t_id ON t (id)`)
+	s := attach(t, db, "t", "id", false)
+	defer func(n int) { logChunk = n }(logChunk)
+	logChunk = 8
+
+	long := strings.Repeat("é", chunkBytes/2+1) // over chunkBytes in UTF-8
+	for i := range 200 {
+		k := fmt.Sprintf("k%03d", i)
+		switch {
+		case i%7 == 3:
+			k = "café-" + k
+		case i == 120:
+			k = long
+		}
+		if _, err := app.Exec(`INSERT INTO t (id) VALUES (?)`, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// BLOB entries, then gaps: a prefix, one narrower than a chunk, one
+	// wider, and the end of the log.
+	if _, err := app.Exec(`INSERT INTO `+s.Log+` (key) VALUES (x'6b313030'), (x'ff')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, del := range []string{`seq <= 5`, `seq BETWEEN 30 AND 33`, `seq BETWEEN 50 AND 90`, `seq > 195`} {
+		if _, err := app.Exec(`DELETE FROM ` + s.Log + ` WHERE ` + del); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := db.Reader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Release(c)
+	for _, nonASCII := range []bool{false, true} {
+		for _, after := range []uint64{0, 3, 31, 49, 120, 194, 202} {
+			const upTo = 202
+			var want []string
+			rows, err := app.Query(`SELECT key FROM `+s.Log+` WHERE seq > ? AND seq <= ? AND typeof(key) = 'text' ORDER BY seq`, after, upTo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var k string
+				if err := rows.Scan(&k); err != nil {
+					t.Fatal(err)
+				}
+				if !nonASCII || !isASCII(k) {
+					want = append(want, k)
+				}
+			}
+			rows.Close()
+			var got []string
+			read := after
+			err = c.ReadLog(ctx, s, after, upTo, nonASCII, func(r uint64, keys []string) error {
+				if r <= read || r > upTo {
+					t.Fatalf("after %d: read up to %d after %d (upTo %d)", after, r, read, upTo)
+				}
+				read = r
+				got = append(got, keys...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after < upTo && read != upTo {
+				t.Fatalf("after %d: stopped at %d, want %d", after, read, upTo)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("nonASCII %v, after %d: %d keys, want %d", nonASCII, after, len(got), len(want))
+			}
 		}
 	}
 }
