@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/syncfilter/syncfilter/bench/syncbench"
+	"github.com/syncfilter/syncfilter/rebuild"
+)
+
+// BenchmarkOpenCollections (issue 21's budget): one database holding ten
+// collections of $SYNCBENCH_ROWS rows each (copies of the base table,
+// each with its snapshot from rebuild.BuildSnapshot), opened as one
+// collection (OpenDB, one DB.Index, its first Missing of a page of 1,000
+// ids, half stored) and as ten (OpenDB, ten DB.Index, then the first
+// Missing of each). Files stay in the page cache between ops. Metrics:
+// open-ms is OpenDB and the Index calls, first-ms the mean first Missing
+// of a collection, total-ms both.
+//
+//	cd bench && go test -run '^$' -bench OpenCollections -benchtime 10x -count 3 .
+func BenchmarkOpenCollections(b *testing.B) {
+	const n = 10
+	rows := benchRows(b)
+	ctx := b.Context()
+	path, _, err := syncbench.PrepareCopy(ctx, syncbench.RandomUUID, rows, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", syncbench.DSN(path, "_journal_mode=WAL"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		q := fmt.Sprintf(`CREATE TABLE coll%d (id TEXT PRIMARY KEY, body TEXT)`, i)
+		if i == 0 {
+			q = `ALTER TABLE records RENAME TO coll0`
+		}
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+		if i > 0 {
+			if _, err := db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO coll%d SELECT id, body FROM coll0 ORDER BY id`, i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	src := func(i int) rebuild.Source {
+		return rebuild.Source{Table: fmt.Sprintf("coll%d", i), Column: syncbench.Column, Snapshot: filepath.Join(filepath.Dir(path), fmt.Sprintf("coll%d.sfb", i))}
+	}
+	for i := range n {
+		s := src(i)
+		if _, err := rebuild.BuildSnapshot(ctx, rebuild.Config{Path: path, Table: s.Table, Column: s.Column, Snapshot: s.Snapshot}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, k := range []int{1, n} {
+		b.Run(fmt.Sprintf("collections=%d", k), func(b *testing.B) {
+			b.ReportAllocs()
+			var open, first time.Duration
+			for op := 0; op < b.N; op++ {
+				start := time.Now()
+				db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: path})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ixs := make([]*rebuild.Index, k)
+				for i := range ixs {
+					if ixs[i], err = db.Index(ctx, src(i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				open += time.Since(start)
+				for i, ix := range ixs {
+					page, want := syncbench.ColdPage(rows, uint64(op*n+i), 1000)
+					start := time.Now()
+					got, err := ix.Missing(ctx, page)
+					first += time.Since(start)
+					if err != nil || len(got) != len(want) {
+						b.Fatalf("collection %d: %d missing, %v; want %d", i, len(got), err, len(want))
+					}
+					if st := ix.Stats(); st.SnapshotError != nil || st.BypassLookups != 0 {
+						b.Fatalf("collection %d not served from its snapshot: %v", i, st.SnapshotError)
+					}
+				}
+				if err := db.Close(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(open)/float64(b.N)/1e6, "open-ms")
+			b.ReportMetric(float64(first)/float64(b.N*k)/1e6, "first-ms")
+			b.ReportMetric(float64(open+first)/float64(b.N)/1e6, "total-ms")
+		})
+	}
+}
