@@ -144,10 +144,10 @@ func (p *page) missing(found []bool) []string {
 			if seen == nil {
 				seen = make(map[string]struct{}, len(p.keys))
 			}
-			if _, dup := seen[p.canon[i]]; dup {
-				continue
+			n := len(seen)
+			if seen[p.canon[i]] = struct{}{}; len(seen) == n {
+				continue // a spelling of a key listed already (one map operation, not two)
 			}
-			seen[p.canon[i]] = struct{}{}
 		}
 		missing = append(missing, k)
 	}

@@ -100,7 +100,7 @@ func TestReadLogByRange(t *testing.T) {
 	}
 	// BLOB entries, then gaps: a prefix, one narrower than a chunk, one
 	// wider, and the end of the log.
-	if _, err := app.Exec(`INSERT INTO `+s.Log+` (key) VALUES (x'6b313030'), (x'ff')`); err != nil {
+	if _, err := app.Exec(`INSERT INTO ` + s.Log + ` (key) VALUES (x'6b313030'), (x'ff')`); err != nil {
 		t.Fatal(err)
 	}
 	for _, del := range []string{`seq <= 5`, `seq BETWEEN 30 AND 33`, `seq BETWEEN 50 AND 90`, `seq > 195`} {
