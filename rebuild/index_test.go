@@ -374,3 +374,22 @@ func TestMissingDatabaseIsNotCreated(t *testing.T) {
 		t.Fatalf("Open created %s", path)
 	}
 }
+
+// TestMissingOfALargePage: a page with more maybes than one confirmation
+// statement carries (40,000 stored ids) is confirmed in several
+// statements, and every stored id is answered fetched.
+func TestMissingOfALargePage(t *testing.T) {
+	ctx := context.Background()
+	stored := ids("old", 40000)
+	path := appDB(t, stored...)
+	page := append(slices.Clone(stored), ids("new", 100)...)
+	ix := open(t, appConfig(path))
+	waitServing(t, ix)
+	missing, err := ix.Missing(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(missing, page[len(stored):]) {
+		t.Fatalf("%d missing, want the 100 new ids", len(missing))
+	}
+}

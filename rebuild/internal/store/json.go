@@ -59,9 +59,9 @@ func parseKeyArray(list string, out []string) ([]string, error) {
 	if len(list) < 2 || list[0] != '[' || list[len(list)-1] != ']' {
 		return out, errKeyArray
 	}
-	body := list[1 : len(list)-1]
+	body, first := list[1:len(list)-1], len(out) // out may hold earlier arrays' keys
 	for i := 0; i < len(body); {
-		if len(out) > 0 {
+		if len(out) > first {
 			if body[i] != ',' {
 				return out, errKeyArray
 			}
