@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // A probe is the one statement a call runs on its way to an answer. In one
@@ -117,7 +119,8 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 	var args [3]driver.NamedValue
 	args[0] = driver.NamedValue{Ordinal: 1, Value: list}
 	args[1] = driver.NamedValue{Ordinal: 2, Value: int64(o.After)}
-	args[2] = driver.NamedValue{Ordinal: 3, Value: int64(logChunk)}
+	chunk := uint64(logChunk)
+	args[2] = driver.NamedValue{Ordinal: 3, Value: int64(chunk)}
 	nargs := 0
 	switch {
 	case s.Logged:
@@ -125,7 +128,17 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 	case confirm:
 		nargs = 1
 	}
-	if err := c.first(ctx, q, vals[:n], args[:nargs]...); err != nil {
+	err := c.first(ctx, q, vals[:n], args[:nargs]...)
+	var se sqlite3.Error
+	if s.Logged && errors.As(err, &se) && se.Code == sqlite3.ErrTooBig {
+		// The chunk's keys are longer than a value may be here
+		// (chunkBytes): probe without them; the caller reads the log
+		// with ReadLog, which reads a long entry alone.
+		chunk = 0
+		args[2].Value = int64(0)
+		err = c.first(ctx, q, vals[:n], args[:nargs]...)
+	}
+	if err != nil {
 		if errors.Is(err, errNoRow) {
 			return fmt.Errorf("probe %s: %w", s.Table, ErrNotAttached)
 		}
@@ -157,7 +170,7 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 		}
 		out.Read = o.After
 		if out.Head.Seq > o.After {
-			out.Read = min(o.After+uint64(logChunk), out.Head.Seq)
+			out.Read = min(o.After+chunk, out.Head.Seq)
 		}
 		i += 7
 	}
