@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/syncfilter/syncfilter/normalize"
@@ -392,4 +393,23 @@ func TestMissingOfALargePage(t *testing.T) {
 	if !slices.Equal(missing, page[len(stored):]) {
 		t.Fatalf("%d missing, want the 100 new ids", len(missing))
 	}
+}
+
+// TestLongKeysInTheLog: rows whose keys add up to more than a value may
+// hold on a reading connection (4 MiB: one key of 5 MiB, or 80 valid keys
+// of 60 KiB in one commit) are caught up like any other: the probe leaves
+// them to the log reader, which reads a long entry alone, and every call
+// answers (the old code failed every call, for good).
+func TestLongKeysInTheLog(t *testing.T) {
+	path := appDB(t, ids("old", 100)...)
+	ix := open(t, appConfig(path))
+	waitServing(t, ix)
+	app := rawDB(t, path)
+	var long []string
+	for i := range 80 {
+		long = append(long, fmt.Sprintf("%02d-%s", i, strings.Repeat("L", 60<<10)))
+	}
+	insertIDs(t, app, "b-1", strings.Repeat("H", 5<<20), "c-1")
+	insertIDs(t, app, long...)
+	expect(t, ix, set([]string{"b-1", "c-1", "old-0000007"}, long), append([]string{"b-1", "c-1", "old-0000007", "x"}, long...))
 }
