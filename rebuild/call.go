@@ -31,6 +31,7 @@ type call struct {
 // its key column is no longer exact or indexed): every call returns it
 // until the schema changes again.
 type binding struct {
+	id     uint64
 	f      *file
 	schema int64 // the cookie read before resolving
 	src    *store.Source
@@ -140,12 +141,19 @@ func (ix *Index) bind(ctx context.Context, c *call) (*binding, error) {
 		return nil, err
 	}
 	src, err := store.Resolve(ctx, c.conn, ix.cfg.Table, ix.cfg.Column, ix.cfg.AllowUnindexed)
-	b := &binding{f: c.f, schema: schema, src: src}
+	b := &binding{id: newID(), f: c.f, schema: schema, src: src}
 	if err != nil {
 		if !errors.Is(err, ErrNoSource) && !errors.Is(err, ErrInexactColumn) && !errors.Is(err, ErrNotIndexed) {
 			return nil, err // not about the source: try again next call
 		}
 		b.err = fmt.Errorf("the source changed: %w", err)
+	}
+	if old := ix.bound.Load(); b.err == nil && src.Logged && old != nil && old.f == c.f && old.schema != schema {
+		// Read after the cookie: a change of schema after this read is
+		// seen by the next probe, which binds (and checks) again.
+		if err := ix.verifyLog(ctx, c, src); err != nil {
+			return nil, err
+		}
 	}
 	for {
 		old := ix.bound.Load()
@@ -185,14 +193,20 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string) (err error)
 	}
 	src := c.b.src
 	m := ix.memo.Load()
-	after := uint64(0)
+	// The generations before the probe: a probe that began before they
+	// were read saw a head at least as far, so the probe's head is not
+	// behind them unless the log went back.
+	var sGen, mGen uint64
+	if s != nil {
+		sGen = s.gen.Load()
+	}
+	after := sGen
 	if src.Logged && m != nil && m.fits(c.f, src.ID) {
-		after = m.gen.Load()
+		mGen = m.gen.Load()
+		after = mGen
 		if s != nil {
-			after = min(after, s.gen.Load())
+			after = min(mGen, sGen)
 		}
-	} else if s != nil {
-		after = s.gen.Load()
 	}
 	opts := store.ProbeOptions{After: after, NonASCII: s == nil, Keys: keys, Aliases: ix.aliasHint.Load()}
 	if err := conn.Probe(ctx, src, opts, &c.pr); err != nil {
@@ -220,7 +234,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string) (err error)
 	c.h = h
 	if h.Aliases != opts.Aliases {
 		ix.aliasHint.Store(h.Aliases)
-		if keys != nil && h.Aliases {
+		if len(keys) > 0 && h.Aliases {
 			return errStale // confirmed without the alias table: again with it
 		}
 	}
@@ -232,11 +246,23 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string) (err error)
 		ix.dropFilter(s, why)
 		return errStale
 	}
+	if h.Seq < sGen || h.Seq < mGen {
+		// The log's head went back: the database was restored from a
+		// backup (in place) or entries were deleted by hand. Entries
+		// logged from now on reuse sequence numbers the filter and the
+		// memo count as read: neither may be trusted.
+		why := fmt.Errorf("the log's head went back from %d to %d (a backup restored into the database?): %w", max(sGen, mGen), h.Seq, ErrCannotCatchUp)
+		ix.memo.CompareAndSwap(m, nil)
+		if s != nil && h.Seq < sGen {
+			ix.dropFilter(s, why)
+		}
+		return errStale
+	}
 	fresh := m == nil || !m.fitsHead(c.f, src.ID, h)
 	if c.m, err = ix.logMemo(ctx, c); err != nil {
 		return err
 	}
-	if fresh && keys != nil && c.m.filled.Load() {
+	if fresh && len(keys) > 0 && c.m.filled.Load() {
 		return errStale // the confirmation lacked spellings the new memo knows
 	}
 	if c.pr.Read > after { // the first chunk of the log after after
@@ -261,43 +287,39 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string) (err error)
 	}
 	c.s = s
 	if s != nil && c.conn == conn { // still the probing connection (a catch-up may give it back)
-		conn.Vouch = store.Vouch{Version: c.pr.Version, For: quiet{b: c.b, s: s, seq: h.Seq}}
+		conn.Note(ix.id, store.Note{Version: c.pr.Version, Filter: s.id, Binding: c.b.id, Head: h.Seq})
 	}
 	ix.checkDue(c)
 	return nil
-}
-
-// quiet is what a probe vouches for on its connection (store.Vouch): the
-// source as bound, the filter validated for it and caught up to the
-// head seq. While nothing commits, a later call with the same binding and
-// filter needs no probe to trust the filter's "absent".
-type quiet struct {
-	b   *binding
-	s   *serving
-	seq uint64
 }
 
 // testHookQuiet, when set by tests, runs when a call answers without a
 // probe (stillQuiet).
 var testHookQuiet func()
 
-// stillQuiet reports whether nothing was committed since a probe on the
-// call's connection vouched for s, the filter that ruled every key of the
-// call out at generation gen: then the filter's "absent" needs no probe.
-// A commit by any connection of any process (the library's writer, DDL,
-// another process's rows) changes the connection's data_version and sends
-// the call through its probe; so does any error here.
+// stillQuiet reports whether the filter's "absent" for every key of the
+// call needs no probe: the last probe of this index on the call's
+// connection (store.Conn.Note) checked the schema, bound the source
+// (the same binding as the call's), validated s for it and caught s up
+// to the head it read; nothing was committed since (the connection's
+// data_version is the same: any commit of any connection or process,
+// the library's writer included, changes it); and s had reached that
+// head when it ruled the keys out (gen: a call may rule its keys out
+// while the probe that notes is still catching s up, and take the
+// connection after it). Another filter or binding, or any error, sends
+// the call through its probe. A new file at the path has connections of
+// its own.
 func (c *call) stillQuiet(ctx context.Context, s *serving, gen uint64) bool {
 	conn, err := c.reader(ctx)
 	if err != nil {
 		return false
 	}
-	q, ok := conn.Vouch.For.(quiet)
-	if !ok || q.b != c.b || q.s != s || gen < q.seq {
+	q, ok := conn.Noted(c.ix.id)
+	if !ok || q.Filter != s.id || q.Binding != c.b.id || gen < q.Head {
 		return false
 	}
 	v, err := conn.Version(ctx)
-	return err == nil && v == conn.Vouch.Version
+	return err == nil && v == q.Version
 }
 
 // head probes without keys: the call's source resolved in the current

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestCatchUpNeverSkipsEntriesCompactedMeanwhile: another index compacts
@@ -67,5 +68,66 @@ func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
 		if ok, err := ix.Fetched(ctx, p.keys[j]); err != nil || !ok {
 			t.Fatalf("Fetched(%+q) = %v, %v after the rebuild", p.keys[j], ok, err)
 		}
+	}
+}
+
+// TestCatchUpWaitersNeverTrustAnIncompleteRead: while one call's catch-up
+// is between two chunks of the log, another call probes and waits for
+// that catch-up (a flight), and another index compacts the log. The catch-up fails
+// (ErrCannotCatchUp); the call that waited must not take the generation
+// the failed read reached as caught up: its answer is exact too.
+func TestCatchUpWaitersNeverTrustAnIncompleteRead(t *testing.T) {
+	ctx := context.Background()
+	ref := newReference("wait", 6000)
+	seed := make([]string, 500)
+	for i := range seed {
+		seed[i] = ref.id(i).stored
+	}
+	path := modeDB(t, "wal", []string{"records"}, seed...)
+	ref.committed(0, len(seed))
+	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb"})
+	other := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1, NoBackgroundRebuild: true})
+	later := make([]string, 0, 5000)
+	for i := len(seed); i < len(seed)+5000; i++ {
+		later = append(later, ref.id(i).stored)
+	}
+	insertInto(t, rawDB(t, path), "records", later...)
+	ref.committed(len(seed), len(seed)+5000)
+	p := &probe{ref: ref}
+	for i := range len(seed) + 5000 {
+		forms := ref.id(i).forms
+		p.keys = append(p.keys, forms[(i+1)%len(forms)])
+		p.idx = append(p.idx, i)
+		p.before = append(p.before, 2)
+	}
+	var once sync.Once
+	waiter := make(chan []string, 1)
+	testHookCatchUpChunk = func() {
+		once.Do(func() {
+			go func() { // a call that probes now, then waits for this catch-up
+				missing, err := ix.Missing(ctx, p.keys)
+				if err != nil {
+					t.Error(err)
+				}
+				waiter <- missing
+			}()
+			// Let it probe and reach the flight (if it does not, it is
+			// checked the same), then compact up to the head.
+			time.Sleep(100 * time.Millisecond)
+			if err := other.Rebuild(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(func() { testHookCatchUpChunk = nil })
+	missing, err := ix.Missing(ctx, p.keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := p.judgeMissing(missing); len(errs) > 0 {
+		t.Fatalf("the leading call: %d committed ids answered not fetched; first: %v", len(errs), errs[0])
+	}
+	if errs := p.judgeMissing(<-waiter); len(errs) > 0 {
+		t.Fatalf("the waiting call: %d committed ids answered not fetched; first: %v", len(errs), errs[0])
 	}
 }

@@ -53,6 +53,7 @@ import (
 // saves and releases what the index holds (Close waits for it until its
 // ctx ends).
 type Index struct {
+	id    uint64 // unique in the process: names the index's notes on reading connections
 	db    *DB
 	cfg   Source
 	owned bool // Close closes db too: rebuild.Open opened it for this index
@@ -165,7 +166,7 @@ func (db *DB) newIndex(src Source, owned bool) (*Index, error) {
 			return nil, fmt.Errorf("resolve snapshot path: %w", err)
 		}
 	}
-	ix := &Index{db: db, cfg: src, owned: owned, ready: make(chan struct{})}
+	ix := &Index{id: newID(), db: db, cfg: src, owned: owned, ready: make(chan struct{})}
 	ix.ctx, ix.cancel = context.WithCancel(db.ctx)
 	ix.m.started = time.Now()
 	ix.state.Store(&state{mode: modeBypass})

@@ -379,7 +379,7 @@ func (ix *Index) scan(ctx context.Context, f *file, src *store.Source, l *store.
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &serving{f: filter, capacity: fb.capacity, file: f, src: src, epoch: head.Epoch, rows: rows, built: time.Now()}
+	s := &serving{id: newID(), f: filter, capacity: fb.capacity, file: f, src: src, epoch: head.Epoch, rows: rows, built: time.Now()}
 	s.gen.Store(head.Seq)
 	return s, aliases, nil
 }

@@ -77,7 +77,7 @@ func (ix *Index) readSnapshot(ctx context.Context, c *call) (*serving, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot %s: %w", path, err)
 	}
-	s := &serving{f: f, capacity: snap.Capacity, file: c.f, src: src, epoch: c.h.Epoch, built: time.Now()}
+	s := &serving{id: newID(), f: f, capacity: snap.Capacity, file: c.f, src: src, epoch: c.h.Epoch, built: time.Now()}
 	s.gen.Store(snap.Generation)
 	return s, nil
 }

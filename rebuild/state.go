@@ -51,6 +51,7 @@ type state struct {
 // serving is a filter and what it covers: every key logged up to gen in
 // the log of source src, epoch epoch, of the database file file.
 type serving struct {
+	id       uint64 // unique in the process (newServingID)
 	f        *syncfilter.Filter
 	capacity uint64        // keys it was sized for
 	gen      atomic.Uint64 // every log entry with seq <= gen is in f
@@ -62,6 +63,13 @@ type serving struct {
 
 	checkedOnes atomic.Uint64 // bits set when checkDue last scanned f (autorebuild.go)
 }
+
+// lastID numbers filters and indexes: a reading connection's notes
+// (store.Conn.Note) name them by number, keeping nothing alive.
+var lastID atomic.Uint64
+
+// newID returns a number never returned before in this process.
+func newID() uint64 { return lastID.Add(1) }
 
 // covers reports whether s is a filter of the source as c sees it.
 func (s *serving) covers(f *file, srcID int64, epoch uint64) bool {

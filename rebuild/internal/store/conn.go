@@ -21,20 +21,37 @@ type Conn struct {
 	buf   []byte                 // scratch for key arrays
 	db    *DB                    // whose writer rolls back a hot journal (each)
 
-	// Vouch is what the holder last concluded from a probe on this
-	// connection, with the probe's data_version. Reading connections
-	// never write, so while Version returns the same value no connection
-	// of any process committed since that probe: the database is as it
-	// read it. Set and read only by the connection's holder.
-	Vouch Vouch
+	// notes holds, by a key of the caller's (one per index), what the
+	// last probe on this connection for that key told the caller, with the
+	// probe's data_version. Reading connections never write, so while
+	// Version returns the same value no connection of any process
+	// committed since that probe: the database is as it read it. Numbers
+	// only, so that a note keeps nothing alive. Used only by the
+	// connection's holder.
+	notes map[uint64]Note
 }
 
-// Vouch is a conclusion drawn from one probe, valid while the connection's
-// data_version stays Version. For is the caller's, opaque here (nil:
-// nothing vouched).
-type Vouch struct {
-	Version int64
-	For     any
+// Note is a conclusion drawn from one probe, valid while the connection's
+// data_version stays Version: which filter and which binding of the
+// source the probe validated (the caller's numbers), and the log head it
+// caught the filter up to.
+type Note struct {
+	Version               int64
+	Filter, Binding, Head uint64
+}
+
+// Note records a conclusion for key.
+func (c *Conn) Note(key uint64, n Note) {
+	if c.notes == nil {
+		c.notes = make(map[uint64]Note)
+	}
+	c.notes[key] = n
+}
+
+// Noted returns the conclusion last recorded for key.
+func (c *Conn) Noted(key uint64) (Note, bool) {
+	n, ok := c.notes[key]
+	return n, ok
 }
 
 // Version returns the connection's PRAGMA data_version: a new value means
