@@ -25,24 +25,30 @@ func BenchmarkOpenCollections(b *testing.B) {
 	const n = 10
 	rows := benchRows(b)
 	ctx := b.Context()
-	path, _, err := syncbench.PrepareCopy(ctx, syncbench.RandomUUID, rows, b.TempDir())
+	base, err := syncbench.BaseDB(ctx, syncbench.RandomUUID, rows)
 	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "app.db")
+	if err := syncbench.CopyDB(base, path); err != nil {
 		b.Fatal(err)
 	}
 	db, err := sql.Open("sqlite3", syncbench.DSN(path, "_journal_mode=WAL"))
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Ten collections alike, none attached yet: coll0 is the base table
+	// renamed, the others copies of it.
 	for i := range n {
-		q := fmt.Sprintf(`CREATE TABLE coll%d (id TEXT PRIMARY KEY, body TEXT)`, i)
+		q := fmt.Sprintf(`CREATE TABLE coll%d (%s TEXT PRIMARY KEY, body TEXT)`, i, syncbench.Column)
 		if i == 0 {
-			q = `ALTER TABLE records RENAME TO coll0`
+			q = `ALTER TABLE ` + syncbench.Table + ` RENAME TO coll0`
 		}
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			b.Fatal(err)
 		}
 		if i > 0 {
-			if _, err := db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO coll%d SELECT id, body FROM coll0 ORDER BY id`, i)); err != nil {
+			if _, err := db.ExecContext(ctx, fmt.Sprintf(`INSERT INTO coll%d SELECT %s, body FROM coll0 ORDER BY %[2]s`, i, syncbench.Column)); err != nil {
 				b.Fatal(err)
 			}
 		}

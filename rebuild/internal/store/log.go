@@ -145,7 +145,9 @@ func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonAS
 	return nil
 }
 
-// logSQL reads a chunk of the log, the entries with ?1 < seq <= ?2: the
+// logSQL reads a chunk of the log, the entries with ?1 < seq <= ?2, in
+// the order of seq (the table's rowid, which SQLite walks in order for a
+// range of it; json_group_array keeps the order of its rows): the
 // text keys (with nonASCII, those holding a character outside ASCII) as a
 // JSON array, how many entries the range holds, and the first sequence
 // number after it, up to ?3 (NULL: none).

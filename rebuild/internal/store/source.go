@@ -83,7 +83,9 @@ func (s *Source) queries() *sourceSQL {
 			s.q.log[i] = s.logSQL(aliases)
 		}
 		for i := range s.q.probe {
-			s.q.probe[i] = s.probeSQL(i&8 != 0, i&4 != 0, i&2 != 0, i&1 != 0)
+			if single, confirm := i&8 != 0, i&4 != 0; confirm || !single { // one key is a confirmation
+				s.q.probe[i] = s.probeSQL(single, confirm, i&2 != 0, i&1 != 0)
+			}
 		}
 	})
 	return &s.q
