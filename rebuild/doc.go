@@ -140,5 +140,10 @@
 // (ErrHardLinked) but may leave SQLite's other connections with a stale
 // view of a WAL until they close. A process killed outright (kill -9)
 // during its first attach leaves the library's tables and a lease that
-// expires after ten minutes: Detach with Force removes them at once.
+// expires after ten minutes: Detach with Force removes them at once. A
+// backup restored into the database in place (SQLite's backup API) is
+// noticed: the log's head behind the filter, or, after the change of
+// schema the restore makes, a key of the retained log that the filter
+// lacks, drops the filter; only entries the restored log logged and a
+// compaction deleted before any call looked cannot be checked.
 package rebuild
