@@ -176,8 +176,11 @@ func (ix *Index) dropFilter(s *serving, why error) {
 	}
 	_ = prev.f.Close()
 	ix.m.drops.Add(1)
-	if !ix.cfg.NoBackgroundRebuild && !ix.db.cfg.ReadOnly {
-		ix.askRebuild(why.Error()) // first: a Wait from now on waits for it
-	}
+	// The reason first, then the rebuild: the rebuild's outcome replaces
+	// it (asked first, a rebuild that ended at once had its success
+	// overwritten by the reason, and Wait returned it).
 	ix.m.setError(why)
+	if !ix.cfg.NoBackgroundRebuild && !ix.db.cfg.ReadOnly {
+		ix.askRebuild(why.Error())
+	}
 }
