@@ -35,6 +35,7 @@ type memo struct {
 	table  bool   // the alias table covers everything up to base
 	dv     int64  // unlogged sources: PRAGMA data_version when the table was scanned
 	base   uint64
+	schema int64         // logged sources: the schema cookie it was built in (a restore brings other spellings)
 	gen    atomic.Uint64 // log entries up to gen were read
 	mu     sync.RWMutex  // guards m
 	m      map[string][]string
@@ -123,11 +124,14 @@ func (ix *Index) logMemo(ctx context.Context, c *call) (*memo, error) {
 		func(m *memo) bool { return m.fitsHead(c.f, id, h) },
 		func() (*memo, error) {
 			if h.Scanned {
-				return newMemo(c.f, id, h.Epoch, true, h.AliasGen), nil
+				m := newMemo(c.f, id, h.Epoch, true, h.AliasGen)
+				m.schema = c.pr.Schema
+				return m, nil
 			}
 			// Attached again and not scanned yet: the table as it is
 			// now, then the log after the head read before the scan.
 			m := newMemo(c.f, id, h.Epoch, false, h.Seq)
+			m.schema = c.pr.Schema
 			return m, ix.scanSpellings(ctx, c, m)
 		})
 }

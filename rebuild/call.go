@@ -148,13 +148,6 @@ func (ix *Index) bind(ctx context.Context, c *call) (*binding, error) {
 		}
 		b.err = fmt.Errorf("the source changed: %w", err)
 	}
-	if old := ix.bound.Load(); b.err == nil && src.Logged && old != nil && old.f == c.f && old.schema != schema {
-		// Read after the cookie: a change of schema after this read is
-		// seen by the next probe, which binds (and checks) again.
-		if err := ix.verifyLog(ctx, c, src); err != nil {
-			return nil, err
-		}
-	}
 	for {
 		old := ix.bound.Load()
 		if old != nil && old.f.n > b.f.n {
@@ -238,7 +231,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string) (err error)
 			return errStale // confirmed without the alias table: again with it
 		}
 	}
-	if s != nil && (!s.covers(c.f, src.ID, h.Epoch) || s.gen.Load() < h.Floor) {
+	if s != nil && (!s.covers(c.f, src, h.Epoch) || s.gen.Load() < h.Floor) {
 		why := errors.New("the source changed under the filter (attached again after its triggers were lost)")
 		if s.gen.Load() < h.Floor { // another process compacted the log past it
 			why = fmt.Errorf("catch up from generation %d, log starts after %d: %w", s.gen.Load(), h.Floor, ErrCannotCatchUp)
@@ -257,6 +250,16 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string) (err error)
 			ix.dropFilter(s, why)
 		}
 		return errStale
+	}
+	if s != nil && s.schema.Load() != c.pr.Schema {
+		// The schema changed since s was last checked against the log:
+		// a migration, or a backup restored in place (refill).
+		if err := ix.refill(ctx, c, s, sGen); err != nil {
+			return err
+		}
+	}
+	if m != nil && m.schema != c.pr.Schema {
+		ix.memo.CompareAndSwap(m, nil) // built again for this schema (logMemo): a restore may have logged other spellings
 	}
 	fresh := m == nil || !m.fitsHead(c.f, src.ID, h)
 	if c.m, err = ix.logMemo(ctx, c); err != nil {
@@ -286,6 +289,9 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string) (err error)
 		}
 	}
 	c.s = s
+	if s != nil && s.schema.Load() == c.pr.Schema {
+		raise(&s.floor, h.Floor)
+	}
 	if s != nil && c.conn == conn { // still the probing connection (a catch-up may give it back)
 		conn.Note(ix.id, store.Note{Version: c.pr.Version, Filter: s.id, Binding: c.b.id, Head: h.Seq})
 	}

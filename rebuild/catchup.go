@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
@@ -155,78 +154,55 @@ func raise(g *atomic.Uint64, v uint64) {
 	}
 }
 
-// verifyMax is the most log entries verifyLog reads; a filter further
-// ahead of the log's floor is rebuilt instead.
-const verifyMax = 1 << 20
+// refillMax is the most log entries refill reads; a filter further ahead
+// of the log's floor is dropped and rebuilt instead.
+const refillMax = 1 << 20
 
-// verifyLog checks, after a change of schema, that the log still holds
-// only what the serving filter took from it: every key logged up to the
-// filter's generation, as far as the log retains, must be in the filter.
-// A backup restored into the database in place changes the schema
-// cookie, and the log it brings back may have gone on under sequence
-// numbers the filter already passed (the app wrote after the restore,
-// before any call saw it): a logged key the filter lacks proves it, and
-// the filter and the memo are dropped (rebuilt meanwhile answering from
-// SQLite). A log that went back below the generation is caught by the
-// probe. The cost is a catch-up of the retained log, on a change of
-// schema only; a filter more than verifyMax entries ahead of the floor is
-// dropped unread. What the log no longer retains (compacted after such a
-// restore, before any call) cannot be checked.
-func (ix *Index) verifyLog(ctx context.Context, c *call, src *store.Source) error {
-	s := ix.filter()
-	if s == nil || s.file != c.f || s.src.ID != src.ID {
-		return nil
+// refill brings s back in line with the log after a change of schema,
+// before any call trusts it in the new schema. A migration leaves the
+// log as it was; a backup restored into the database in place brings
+// back an older log, which the app may have written on since, under
+// sequence numbers s already read (before a call saw the log's head go
+// back). So s takes again every key the log retains up to gen, its
+// generation before the probe (keys it holds already change nothing; a
+// key of a row deleted since is a maybe more, confirmed in SQLite). What
+// the log no longer retains cannot be taken again: if its floor moved
+// since s last read it, s is dropped (errStale), as it is when the read
+// would pass refillMax entries or a compaction moved the floor under it.
+func (ix *Index) refill(ctx context.Context, c *call, s *serving, gen uint64) error {
+	h := c.h
+	drop := func(why string) error {
+		ix.dropFilter(s, fmt.Errorf("after a change of schema (a backup restored into the database?), %s: %w", why, ErrCannotCatchUp))
+		return errStale
 	}
-	conn, err := c.reader(ctx)
-	if err != nil {
-		return err
+	switch {
+	case h.Floor > s.floor.Load():
+		return drop(fmt.Sprintf("the log was compacted from %d to %d since the filter read it", s.floor.Load(), h.Floor))
+	case gen > h.Floor && gen-h.Floor > refillMax:
+		return drop(fmt.Sprintf("%d log entries to read again", gen-h.Floor))
 	}
-	h, err := conn.Head(ctx, src)
-	if err != nil {
-		return err
-	}
-	gen := s.gen.Load()
-	if !s.covers(c.f, src.ID, h.Epoch) || gen <= h.Floor || h.Seq < gen {
-		return nil // another epoch, nothing retained to check, or gone back: the probe drops it
-	}
-	drop := func(why string) {
-		ix.memo.Store(nil)
-		ix.dropFilter(s, fmt.Errorf("%s (a backup restored into the database?): %w", why, ErrCannotCatchUp))
-	}
-	if gen-h.Floor > verifyMax {
-		drop(fmt.Sprintf("after a change of schema, %d log entries to check below generation %d", gen-h.Floor, gen))
-		return nil
-	}
-	var lacks string
-	err = conn.ReadLog(ctx, src, h.Floor, gen, false, func(_ uint64, keys []string) error {
-		canon := make([]string, 0, len(keys))
-		for _, k := range keys {
-			if ck, err := canonical(k); err == nil {
-				canon = append(canon, ck)
-			}
-		}
-		maybe, err := s.f.MightContainBatch(make([]bool, 0, len(canon)), canon)
+	if gen > h.Floor {
+		conn, err := c.reader(ctx)
 		if err != nil {
 			return err
 		}
-		for i, m := range maybe {
-			if !m {
-				lacks = canon[i]
-				return errLacks
-			}
+		err = conn.ReadLog(ctx, c.b.src, h.Floor, gen, false, func(_ uint64, keys []string) error {
+			return ix.take(ctx, s, nil, keys)
+		})
+		if errors.Is(err, syncfilter.ErrClosed) {
+			return errStale // dropped meanwhile
 		}
-		return nil
-	})
-	switch {
-	case errors.Is(err, errLacks):
-		drop(fmt.Sprintf("the log holds %.40q below generation %d, which the filter lacks", lacks, gen))
-		return nil
-	case errors.Is(err, syncfilter.ErrClosed):
-		return nil // dropped meanwhile
+		if err != nil {
+			return err
+		}
+		now, err := conn.Head(ctx, c.b.src)
+		if err != nil {
+			return fmt.Errorf("refill: %w", err)
+		}
+		if now.Floor > h.Floor {
+			return drop(fmt.Sprintf("the log was compacted from %d to %d while it was read again", h.Floor, now.Floor))
+		}
 	}
-	return err
+	s.schema.Store(c.pr.Schema)
+	return nil
 }
-
-// errLacks ends verifyLog's read of the log at the first key the filter
-// lacks.
-var errLacks = errors.New("the filter lacks a logged key")

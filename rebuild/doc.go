@@ -140,10 +140,18 @@
 // (ErrHardLinked) but may leave SQLite's other connections with a stale
 // view of a WAL until they close. A process killed outright (kill -9)
 // during its first attach leaves the library's tables and a lease that
-// expires after ten minutes: Detach with Force removes them at once. A
-// backup restored into the database in place (SQLite's backup API) is
-// noticed: the log's head behind the filter, or, after the change of
-// schema the restore makes, a key of the retained log that the filter
-// lacks, drops the filter; only entries the restored log logged and a
-// compaction deleted before any call looked cannot be checked.
+// expires after ten minutes: Detach with Force removes them at once.
+//
+// A backup restored into the database in place (SQLite's backup API, or
+// `.restore`) brings back an older log, which the app may write on under
+// sequence numbers the filter already read. The restore changes the
+// schema cookie; before trusting the filter in the new schema, a call
+// has it take again every key the log retains up to its generation
+// (a migration costs that read: about 35 ms for 100,000 entries), and
+// drops it when the log's head is behind it, when another dataset's
+// content was restored, or when the log was compacted since the filter
+// read it (the entries the restore let the app write under old numbers
+// may be gone). A database file renamed over the open one is a new file
+// at the path (the file check above); copying bytes over an open
+// database is not a restore SQLite supports.
 package rebuild

@@ -229,11 +229,19 @@ func (ix *Index) rebuildWith(ctx context.Context, f *file, src *store.Source, wh
 		return ErrClosed
 	}
 	bypassed := time.Now()
+	// The schema the filter is built in, read before the scan reads the
+	// log's head: a change after it (a restore) is seen by refill.
+	schema, err := f.st.Schema(ctx)
+	if err != nil {
+		ix.restore()
+		return err
+	}
 	s, aliases, err := ix.scan(ctx, f, src, l, why)
 	if err != nil {
 		ix.restore()
 		return err
 	}
+	s.schema.Store(schema)
 	prev, ok := ix.publish(s)
 	if !ok {
 		_ = s.f.Close()
@@ -381,6 +389,7 @@ func (ix *Index) scan(ctx context.Context, f *file, src *store.Source, l *store.
 	}
 	s := &serving{id: newID(), f: filter, capacity: fb.capacity, file: f, src: src, epoch: head.Epoch, rows: rows, built: time.Now()}
 	s.gen.Store(head.Seq)
+	s.floor.Store(head.Floor)
 	return s, aliases, nil
 }
 

@@ -3,6 +3,7 @@ package rebuild
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/mattn/go-sqlite3"
@@ -75,5 +76,106 @@ func TestRestoreInPlace(t *testing.T) {
 				expect(t, ix, set(ids("old", 100), ids("after", after)), probe)
 			})
 		}
+	}
+}
+
+// TestRestoreThenCompaction: a backup restored in place, rows written
+// after it, then the log compacted (the cron job, LogRetain 1), all
+// before any call looked: the entries logged after the restore under
+// numbers the filter had passed are gone, so the filter cannot be
+// checked against them and is dropped; every answer is the table's.
+func TestRestoreThenCompaction(t *testing.T) {
+	for _, after := range []int{10, 51, 80} {
+		t.Run(fmt.Sprintf("%d rows after", after), func(t *testing.T) {
+			ctx := context.Background()
+			path := t.TempDir() + "/app.db"
+			app := modeConn(t, path, "WAL")
+			mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+			insertInto(t, app, "records", ids("old", 100)...)
+			ix := open(t, appConfig(path))
+			waitServing(t, ix)
+			backup := path + ".bak"
+			restoreInto(t, backup, path, "WAL")
+			insertInto(t, app, "records", ids("later", 50)...)
+			expect(t, ix, set(ids("old", 100), ids("later", 50)), []string{"later-0000049", "x"})
+
+			restoreInto(t, path, backup, "WAL")
+			insertInto(t, app, "records", ids("after", after)...)
+			if _, err := BuildSnapshot(ctx, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".cron.sfb", LogRetain: 1}); err != nil {
+				t.Fatal(err)
+			}
+			probe := append(append(ids("after", after), ids("later", 50)...), "old-0000001", "x")
+			expect(t, ix, set(ids("old", 100), ids("after", after)), probe)
+		})
+	}
+}
+
+// TestRestoreFromAnotherDatabase: another database's content, attached by
+// the library there too (the same source row and epoch, its own dataset,
+// rows stored before its attach that its log never held), restored into
+// the file, its log compacted or not: the filter of this one is not
+// taken for it.
+func TestRestoreFromAnotherDatabase(t *testing.T) {
+	for _, compacted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compacted %v", compacted), func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			path, other := dir+"/app.db", dir+"/other.db"
+			for _, p := range []string{path, other} {
+				db := modeConn(t, p, "WAL")
+				mustExec(t, db, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+				insertInto(t, db, "records", ids("base-"+filepath.Base(p), 100)...)
+			}
+			ix := open(t, appConfig(path))
+			waitServing(t, ix)
+			insertInto(t, modeConn(t, path, "WAL"), "records", ids("mine", 50)...)
+			expect(t, ix, set(ids("base-app.db", 100), ids("mine", 50)), []string{"mine-0000049", "x"})
+			// The other database: attached, then 60 rows logged (its head
+			// past this filter's generation), compacted to one entry or not.
+			cfg := Config{Path: other, Table: "records", Column: "id", Snapshot: other + ".sfb"}
+			if _, err := BuildSnapshot(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			insertInto(t, modeConn(t, other, "WAL"), "records", ids("theirs", 60)...)
+			if compacted {
+				cfg.LogRetain = 1
+				if _, err := BuildSnapshot(ctx, cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			restoreInto(t, path, other, "WAL")
+			probe := append(append(ids("theirs", 60), ids("mine", 50)...), "base-other.db-0000001", "base-app.db-0000001")
+			expect(t, ix, set(ids("base-other.db", 100), ids("theirs", 60)), probe)
+		})
+	}
+}
+
+// TestMigrationAfterDeletesKeepsTheFilter: rows deleted and re-keyed
+// before a rebuild stay in the log but not in the filter; a migration
+// afterwards takes the log again into the filter and keeps it (no drop,
+// no rebuild), and answers stay exact.
+func TestMigrationAfterDeletesKeepsTheFilter(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("old", 100)...)
+	ix := open(t, appConfig(path))
+	waitServing(t, ix)
+	app := rawDB(t, path)
+	insertIDs(t, app, ids("tmp", 20)...)
+	expect(t, ix, set(ids("old", 100), ids("tmp", 20)), []string{"tmp-0000001"})
+	mustExec(t, app, `DELETE FROM records WHERE id LIKE 'tmp-%'`)
+	mustExec(t, app, `UPDATE records SET id = 'rk-' || id WHERE id LIKE 'old-000000%'`)
+	if err := ix.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := ix.Stats()
+	mustExec(t, app, `CREATE TABLE unrelated (a TEXT)`)
+	mustExec(t, app, `ALTER TABLE records ADD COLUMN extra INTEGER`)
+	stored := set(ids("old", 100)[10:])
+	for _, k := range ids("old", 10) {
+		stored["rk-"+k] = true
+	}
+	expect(t, ix, stored, append(append(ids("tmp", 20), ids("old", 100)...), "rk-old-0000001"))
+	if st := ix.Stats(); st.Dropped != before.Dropped || st.Rebuilds != before.Rebuilds || !st.Serving {
+		t.Fatalf("dropped %d → %d, rebuilds %d → %d, serving %v: the migration should keep the filter", before.Dropped, st.Dropped, before.Rebuilds, st.Rebuilds, st.Serving)
 	}
 }

@@ -79,6 +79,8 @@ func (ix *Index) readSnapshot(ctx context.Context, c *call) (*serving, error) {
 	}
 	s := &serving{id: newID(), f: f, capacity: snap.Capacity, file: c.f, src: src, epoch: c.h.Epoch, built: time.Now()}
 	s.gen.Store(snap.Generation)
+	s.schema.Store(c.pr.Schema) // the probe that read c.h
+	s.floor.Store(c.h.Floor)
 	return s, nil
 }
 

@@ -62,6 +62,12 @@ type serving struct {
 	built    time.Time // when it was built or loaded
 
 	checkedOnes atomic.Uint64 // bits set when checkDue last scanned f (autorebuild.go)
+
+	// schema is the cookie of the schema f was last checked against the
+	// log in (refill: a restore in place changes it), floor the log's
+	// floor the last probe in that schema read.
+	schema atomic.Int64
+	floor  atomic.Uint64
 }
 
 // lastID numbers filters and indexes: a reading connection's notes
@@ -71,9 +77,11 @@ var lastID atomic.Uint64
 // newID returns a number never returned before in this process.
 func newID() uint64 { return lastID.Add(1) }
 
-// covers reports whether s is a filter of the source as c sees it.
-func (s *serving) covers(f *file, srcID int64, epoch uint64) bool {
-	return s.file == f && s.src.ID == srcID && s.epoch == epoch
+// covers reports whether s is a filter of the source as c sees it: the
+// same file, source row, dataset (another database's content restored
+// into the file has another) and epoch.
+func (s *serving) covers(f *file, src *store.Source, epoch uint64) bool {
+	return s.file == f && s.src.ID == src.ID && s.src.DatasetID == src.DatasetID && s.epoch == epoch
 }
 
 // get returns the current state; never nil.
