@@ -36,10 +36,11 @@ var (
 	// SQLite), so there is nothing to save.
 	ErrNotServing = errors.New("filter not serving")
 
-	// ErrCannotCatchUp: a snapshot covers a generation the database's log
-	// no longer (or not yet) holds: the log was compacted past it, or the
-	// database was restored from an older backup. The filter is rebuilt.
-	ErrCannotCatchUp = errors.New("cannot catch up from snapshot generation")
+	// ErrCannotCatchUp: a filter (a snapshot, or the one serving) covers
+	// a generation the database's log no longer (or not yet) holds, or
+	// holds other entries under: the log was compacted past it, or the
+	// database was restored from a backup. The filter is rebuilt.
+	ErrCannotCatchUp = errors.New("cannot catch up from the filter's generation")
 
 	// ErrInexactColumn: the key column cannot answer "was this id
 	// stored?" exactly: its declared type does not have TEXT affinity
