@@ -14,22 +14,7 @@ import (
 // and NFD), the filter is dropped and rebuilt.
 func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
 	ctx := context.Background()
-	ref := newReference("gap", 6000)
-	seed := make([]string, 500)
-	for i := range seed {
-		seed[i] = ref.id(i).stored
-	}
-	path := modeDB(t, "wal", []string{"records"}, seed...)
-	ref.committed(0, len(seed))
-	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb"})
-	other := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1, NoBackgroundRebuild: true})
-	// Several chunks of log behind this index's filter.
-	later := make([]string, 0, 5000)
-	for i := len(seed); i < len(seed)+5000; i++ {
-		later = append(later, ref.id(i).stored)
-	}
-	insertInto(t, rawDB(t, path), "records", later...)
-	ref.committed(len(seed), len(seed)+5000)
+	ref, ix, other := behindByChunks(t, "gap")
 	var once sync.Once
 	testHookCatchUpChunk = func() {
 		once.Do(func() { // after the first chunk: compact up to the head
@@ -41,7 +26,7 @@ func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
 	t.Cleanup(func() { testHookCatchUpChunk = nil })
 	before := ix.Stats()
 	p := &probe{ref: ref}
-	for i := range len(seed) + 5000 {
+	for i := range 5500 {
 		forms := ref.id(i).forms
 		p.keys = append(p.keys, forms[i%len(forms)])
 		p.idx = append(p.idx, i)
@@ -78,23 +63,9 @@ func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
 // the failed read reached as caught up: its answer is exact too.
 func TestCatchUpWaitersNeverTrustAnIncompleteRead(t *testing.T) {
 	ctx := context.Background()
-	ref := newReference("wait", 6000)
-	seed := make([]string, 500)
-	for i := range seed {
-		seed[i] = ref.id(i).stored
-	}
-	path := modeDB(t, "wal", []string{"records"}, seed...)
-	ref.committed(0, len(seed))
-	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb"})
-	other := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1, NoBackgroundRebuild: true})
-	later := make([]string, 0, 5000)
-	for i := len(seed); i < len(seed)+5000; i++ {
-		later = append(later, ref.id(i).stored)
-	}
-	insertInto(t, rawDB(t, path), "records", later...)
-	ref.committed(len(seed), len(seed)+5000)
+	ref, ix, other := behindByChunks(t, "wait")
 	p := &probe{ref: ref}
-	for i := range len(seed) + 5000 {
+	for i := range 5500 {
 		forms := ref.id(i).forms
 		p.keys = append(p.keys, forms[(i+1)%len(forms)])
 		p.idx = append(p.idx, i)
@@ -130,4 +101,27 @@ func TestCatchUpWaitersNeverTrustAnIncompleteRead(t *testing.T) {
 	if errs := p.judgeMissing(<-waiter); len(errs) > 0 {
 		t.Fatalf("the waiting call: %d committed ids answered not fetched; first: %v", len(errs), errs[0])
 	}
+}
+
+// behindByChunks opens an index on 500 rows and a second one that
+// compacts the log to one entry at each rebuild, then commits 5,000 more
+// rows: the first index's filter is several chunks of log behind.
+func behindByChunks(t *testing.T, name string) (ref *reference, ix, other *Index) {
+	t.Helper()
+	ref = newReference(name, 6000)
+	seed := make([]string, 500)
+	for i := range seed {
+		seed[i] = ref.id(i).stored
+	}
+	path := modeDB(t, "wal", []string{"records"}, seed...)
+	ref.committed(0, len(seed))
+	ix = open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb"})
+	other = open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1, NoBackgroundRebuild: true})
+	later := make([]string, 0, 5000)
+	for i := len(seed); i < len(seed)+5000; i++ {
+		later = append(later, ref.id(i).stored)
+	}
+	insertInto(t, rawDB(t, path), "records", later...)
+	ref.committed(len(seed), len(seed)+5000)
+	return ref, ix, other
 }

@@ -3,7 +3,6 @@ package rebuild
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,10 +46,8 @@ func TestQuietAnswersSeeEveryCommit(t *testing.T) {
 	for _, mode := range []string{"WAL", "DELETE"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "app.db")
+			path := modeDB(t, mode, []string{"records"}, ids("old", 1000)...)
 			app := modeConn(t, path, mode)
-			mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
-			insertInto(t, app, "records", ids("old", 1000)...)
 			ix := open(t, appConfig(path))
 			waitServing(t, ix)
 			quiet := quietCounter(t)
@@ -192,10 +189,8 @@ func TestQuietAnswersUnderWriters(t *testing.T) {
 	for _, mode := range []string{"WAL", "DELETE"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "app.db")
+			path := modeDB(t, mode, []string{"records"}, ids("seed", 1000)...)
 			app := modeConn(t, path, mode)
-			mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
-			insertInto(t, app, "records", ids("seed", 1000)...)
 			cfg := appConfig(path)
 			cfg.Readers = 1
 			ix := open(t, cfg)

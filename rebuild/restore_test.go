@@ -54,10 +54,8 @@ func TestRestoreInPlace(t *testing.T) {
 		for _, after := range []int{10, 80} {
 			t.Run(fmt.Sprintf("%s/%d rows after", mode, after), func(t *testing.T) {
 				ctx := context.Background()
-				path := t.TempDir() + "/app.db"
+				path := modeDB(t, mode, []string{"records"}, ids("old", 100)...)
 				app := modeConn(t, path, mode)
-				mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
-				insertInto(t, app, "records", ids("old", 100)...)
 				ix := open(t, appConfig(path))
 				waitServing(t, ix)
 				backup := path + ".bak"
@@ -88,10 +86,8 @@ func TestRestoreThenCompaction(t *testing.T) {
 	for _, after := range []int{10, 51, 80} {
 		t.Run(fmt.Sprintf("%d rows after", after), func(t *testing.T) {
 			ctx := context.Background()
-			path := t.TempDir() + "/app.db"
+			path := modeDB(t, "WAL", []string{"records"}, ids("old", 100)...)
 			app := modeConn(t, path, "WAL")
-			mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
-			insertInto(t, app, "records", ids("old", 100)...)
 			ix := open(t, appConfig(path))
 			waitServing(t, ix)
 			backup := path + ".bak"
