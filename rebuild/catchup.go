@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
@@ -108,7 +109,7 @@ func (ix *Index) catchUp(ctx context.Context, c *call, s *serving) error {
 		if s != nil {
 			start = min(start, sFrom)
 		}
-		err = conn.ReadLog(ctx, c.b.src, start, target, s == nil, func(read uint64, keys []string) error {
+		err = readLog(ctx, conn, c.b.src, start, target, s == nil, func(read uint64, keys []string) error {
 			// A chunk is taken by whichever of s and the memo does not
 			// have all of it yet.
 			ts, tm := s, m
@@ -125,17 +126,7 @@ func (ix *Index) catchUp(ctx context.Context, c *call, s *serving) error {
 			return err
 		})
 		if err != nil {
-			return err
-		}
-		// The log is read in chunks, not in one snapshot: a compaction
-		// that committed meanwhile raised the floor in the same
-		// transaction as it deleted.
-		h, err := conn.Head(ctx, c.b.src)
-		if err != nil {
 			return fmt.Errorf("catch up: %w", err)
-		}
-		if h.Floor > start {
-			return fmt.Errorf("catch up from generation %d: the log was compacted up to %d while it was read: %w", start, h.Floor, ErrCannotCatchUp)
 		}
 		if s != nil {
 			if old := s.gen.Load(); old < target {
@@ -146,6 +137,26 @@ func (ix *Index) catchUp(ctx context.Context, c *call, s *serving) error {
 		raise(&m.gen, target)
 		return nil
 	})
+}
+
+// readLog hands fn the text keys logged after from up to to, in chunks
+// (store.Conn.ReadLog), and then checks that they were all there: the log
+// is read in several statements, not one snapshot, and a compaction (by
+// any process) that committed meanwhile raised the floor in the same
+// transaction as it deleted. ErrCannotCatchUp: entries may have been
+// skipped.
+func readLog(ctx context.Context, conn *store.Conn, src *store.Source, from, to uint64, nonASCII bool, fn func(read uint64, keys []string) error) error {
+	if err := conn.ReadLog(ctx, src, from, to, nonASCII, fn); err != nil {
+		return err
+	}
+	h, err := conn.Head(ctx, src)
+	if err != nil {
+		return err
+	}
+	if h.Floor > from {
+		return fmt.Errorf("read the log after %d: compacted up to %d meanwhile: %w", from, h.Floor, ErrCannotCatchUp)
+	}
+	return nil
 }
 
 // raise moves g up to v, never down.
@@ -186,21 +197,17 @@ func (ix *Index) refill(ctx context.Context, c *call, s *serving, gen uint64) er
 		if err != nil {
 			return err
 		}
-		err = conn.ReadLog(ctx, c.b.src, h.Floor, gen, false, func(_ uint64, keys []string) error {
+		err = readLog(ctx, conn, c.b.src, h.Floor, gen, false, func(_ uint64, keys []string) error {
 			return ix.take(ctx, s, nil, keys)
 		})
-		if errors.Is(err, syncfilter.ErrClosed) {
+		switch {
+		case errors.Is(err, syncfilter.ErrClosed):
 			return errStale // dropped meanwhile
-		}
-		if err != nil {
-			return err
-		}
-		now, err := conn.Head(ctx, c.b.src)
-		if err != nil {
+		case errors.Is(err, ErrCannotCatchUp):
+			ix.dropFilter(s, fmt.Errorf("after a change of schema, reading the log again: %w", err))
+			return errStale
+		case err != nil:
 			return fmt.Errorf("refill: %w", err)
-		}
-		if now.Floor > h.Floor {
-			return drop(fmt.Sprintf("the log was compacted from %d to %d while it was read again", h.Floor, now.Floor))
 		}
 	}
 	s.schema.Store(c.pr.Schema)

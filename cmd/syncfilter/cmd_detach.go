@@ -34,15 +34,9 @@ func (a *app) detach(ctx context.Context, args []string) error {
 	if err := exactly(pos, 0, "no arguments besides flags"); err != nil {
 		return err
 	}
-	if *all {
-		if set := given(fs, "table", "column", "snapshot"); len(set) > 0 {
-			return usagef("--all detaches every source and leaves their snapshot files: it does not go with %s", strings.Join(set, ", "))
-		}
-		if err := required(fs, "db"); err != nil {
-			return err
-		}
-	} else if err := required(fs, "db", "table", "column"); err != nil {
-		return usagef("%v (or --db and --all, to detach every source)", err)
+	if err := allOrOne(fs, *all, []string{"table", "column", "snapshot"}, []string{"db", "table", "column"},
+		"detaches every source and leaves their snapshot files", "to detach every source"); err != nil {
+		return err
 	}
 	if err := checkDB(*db); err != nil {
 		return err

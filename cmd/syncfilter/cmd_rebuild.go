@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -86,20 +83,12 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 	if err := exactly(pos, 0, "no arguments besides flags"); err != nil {
 		return err
 	}
-	if *all {
-		if set := given(fs, "table", "column", "out", "capacity"); len(set) > 0 {
-			return usagef("--all rebuilds every source, each into its own snapshot: it does not go with %s", strings.Join(set, ", "))
-		}
-		if err := required(fs, "db"); err != nil {
-			return err
-		}
-	} else {
-		if *outDir != "" {
-			return usagef("--out-dir goes with --all; name one source's snapshot with --out")
-		}
-		if err := required(fs, "db", "table", "column", "out"); err != nil {
-			return usagef("%v (or --db and --all, to rebuild every source the database lists)", err)
-		}
+	if !*all && *outDir != "" {
+		return usagef("--out-dir goes with --all; name one source's snapshot with --out")
+	}
+	if err := allOrOne(fs, *all, []string{"table", "column", "out", "capacity"}, []string{"db", "table", "column", "out"},
+		"rebuilds every source, each into its own snapshot", "to rebuild every source the database lists"); err != nil {
+		return err
 	}
 	if o.capacity > 0 {
 		if _, err := syncfilter.NewParams(o.capacity, o.fpr); err != nil {
@@ -179,17 +168,6 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 		return err
 	}
 	return failed
-}
-
-// given returns the named flags set on the command line, as --name.
-func given(fs *flag.FlagSet, names ...string) []string {
-	var set []string
-	fs.Visit(func(f *flag.Flag) {
-		if slices.Contains(names, f.Name) {
-			set = append(set, "--"+f.Name)
-		}
-	})
-	return set
 }
 
 // buildOne rebuilds the snapshot out of one source (table and column as

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild"
@@ -66,15 +65,9 @@ func (a *app) status(ctx context.Context, args []string) error {
 	if err := exactly(pos, 0, "no arguments besides flags"); err != nil {
 		return err
 	}
-	if *all {
-		if set := given(fs, "table", "column", "snapshot"); len(set) > 0 {
-			return usagef("--all shows every source, each with its recorded snapshot: it does not go with %s", strings.Join(set, ", "))
-		}
-		if err := required(fs, "db"); err != nil {
-			return err
-		}
-	} else if err := required(fs, "db", "table", "column"); err != nil {
-		return usagef("%v (or --db and --all, for every source the database lists)", err)
+	if err := allOrOne(fs, *all, []string{"table", "column", "snapshot"}, []string{"db", "table", "column"},
+		"shows every source, each with its recorded snapshot", "for every source the database lists"); err != nil {
+		return err
 	}
 	if err := checkDB(*db); err != nil {
 		return err

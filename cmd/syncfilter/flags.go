@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,6 +92,34 @@ func required(fs *flag.FlagSet, names ...string) error {
 		return usagef("flag %s is required", missing[0])
 	}
 	return usagef("flags %s are required", strings.Join(missing, ", "))
+}
+
+// allOrOne checks the flags of a command that works on every source of
+// the database (--all: --db, and none of notWithAll) or on one (the flags
+// of one). does says what --all does and hint what to give instead of
+// the missing flags, for the messages.
+func allOrOne(fs *flag.FlagSet, all bool, notWithAll, one []string, does, hint string) error {
+	if all {
+		if set := given(fs, notWithAll...); len(set) > 0 {
+			return usagef("--all %s: it does not go with %s", does, strings.Join(set, ", "))
+		}
+		return required(fs, "db")
+	}
+	if err := required(fs, one...); err != nil {
+		return usagef("%v (or --db and --all, %s)", err, hint)
+	}
+	return nil
+}
+
+// given returns the named flags set on the command line, as --name.
+func given(fs *flag.FlagSet, names ...string) []string {
+	var set []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(names, f.Name) {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	return set
 }
 
 // exactly checks the count of positional arguments.
