@@ -58,8 +58,8 @@ type AttachInfo struct {
 
 // Attach makes the source logged, in one write transaction: it resolves
 // the source again inside the transaction (another process may have
-// changed the schema or attached it meanwhile), creates the shared tables
-// (adding the columns older versions lacked), the source's row with a new
+// changed the schema or attached it meanwhile), creates the shared tables,
+// the source's row with a new
 // random dataset id the first time, its log and alias tables and its
 // triggers. A failure rolls everything back. Fresh (Source.Scanned false)
 // means no full scan vouches for the rows already there.
@@ -67,7 +67,7 @@ func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed b
 	if db.w == nil {
 		return nil, info, fmt.Errorf("attach source: database opened read-only")
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.w.Begin(ctx)
 	if err != nil {
 		return nil, info, fmt.Errorf("attach source: begin write transaction: %w", err)
 	}
@@ -97,35 +97,6 @@ func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed b
 			return nil, info, err
 		}
 	}
-	if err := s.readCols(ctx, tx); err != nil {
-		return nil, info, err
-	}
-	if !s.cols.epoch {
-		if err := exec(`ALTER TABLE ` + SourcesTable + ` ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0`); err != nil {
-			return nil, info, err
-		}
-	}
-	if !s.cols.aliasGen {
-		// Older versions noted the aliases of every entry they caught up
-		// on; everything at or below the floor was scanned.
-		if err := exec(`ALTER TABLE ` + SourcesTable + ` ADD COLUMN alias_gen INTEGER NOT NULL DEFAULT 0`); err != nil {
-			return nil, info, err
-		}
-		if err := exec(`UPDATE ` + SourcesTable + ` SET alias_gen = log_floor`); err != nil {
-			return nil, info, err
-		}
-	}
-	if !s.cols.snapshot {
-		if err := exec(`ALTER TABLE ` + SourcesTable + ` ADD COLUMN snapshot TEXT`); err != nil {
-			return nil, info, err
-		}
-	}
-	if !s.cols.tableRow {
-		if err := exec(`ALTER TABLE ` + SourcesTable + ` ADD COLUMN tbl_rowid INTEGER NOT NULL DEFAULT 0`); err != nil {
-			return nil, info, err
-		}
-	}
-	s.cols = sourceCols{epoch: true, aliasGen: true, snapshot: true, tableRow: true}
 	if s.OwnMissing {
 		if err := exec(`CREATE TABLE ` + Quote(OwnTable) + ` (` + Quote(OwnColumn) + ` TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID`); err != nil {
 			return nil, info, err
@@ -227,7 +198,7 @@ func (db *DB) writeAliases(ctx context.Context, s *Source, epoch uint64, aliases
 	if db.w == nil {
 		return fmt.Errorf("note aliases: database opened read-only")
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.w.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("note aliases: %w", err)
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"sync"
 )
 
 // DataVersion returns PRAGMA data_version read on a connection kept for it
@@ -11,24 +10,24 @@ import (
 // of another connection (any process, the library's writer included)
 // committed since the last read. Only sources without a log need it (a
 // source never attached, open read-only; one whose triggers were lost):
-// the log's head tells the others. The connection is opened at first use.
+// the log's head tells the others. The connection is opened at first use,
+// outside the readers' pool; one caller reads at a time (dv, a token ctx
+// can abandon).
 func (db *DB) DataVersion(ctx context.Context) (int64, error) {
-	db.dvMu.Lock()
-	defer db.dvMu.Unlock()
-	if db.dv == nil {
+	select {
+	case db.dv <- struct{}{}:
+	case <-ctx.Done():
+		return 0, context.Cause(ctx)
+	}
+	defer func() { <-db.dv }()
+	if db.dvConn == nil {
 		sc, err := db.r.Conn(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("read data version: %w", err)
 		}
-		if db.dv, err = newConn(sc); err != nil {
-			return 0, fmt.Errorf("read data version: %w", err)
-		}
+		db.dvConn = newConn(db, sc)
 	}
-	var v int64
-	if err := db.dv.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("read data version: %w", err)
-	}
-	return v, nil
+	return db.dvConn.Version(ctx)
 }
 
 // Schema returns the schema cookie, read on a reading connection of the
@@ -61,6 +60,6 @@ func (c *Conn) Schema(ctx context.Context) (int64, error) {
 
 // dataVersion is the connection DataVersion reads on.
 type dataVersion struct {
-	dvMu sync.Mutex // one read at a time; guards dv (rare: unlogged sources only)
-	dv   *Conn
+	dv     chan struct{} // capacity 1: held by the one reading dvConn
+	dvConn *Conn
 }

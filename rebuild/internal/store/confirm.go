@@ -10,7 +10,7 @@ import (
 // listBytes the longest JSON array of them: the keys travel as one JSON
 // array parameter (json_each), so one prepared statement serves every
 // page size, and SQLite looks them up in sorted order, as it does for an
-// IN (...) list. The array stays well below the connection's length limit.
+// IN (...) list.
 const (
 	confirmMax = 1 << 15
 	listBytes  = 1 << 20
@@ -40,13 +40,16 @@ func (s *Source) confirmSQL(aliasTable, single bool) string {
 	return `SELECT json_group_array(v) FROM (` + q + `)`
 }
 
+// confirmShape is one variant of the confirmation statement.
+type confirmShape struct{ single, aliases bool }
+
 // Confirm looks keys up in the source and appends to found every key it
 // holds: a key asked that is stored as is, or (aliasTable: the source's
 // alias table has rows) a canonical key asked whose stored non-NFC
 // spelling the alias table names.
 func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, aliasTable bool, found []string) ([]string, error) {
-	qs := &s.queries().confirm
-	alias := b2i(aliasTable && s.Logged)
+	qs := s.queries().confirm
+	aliases := aliasTable && s.Logged
 	vals := make([]driver.Value, 1)
 	for start := 0; start < len(keys); {
 		end, size := start, 2
@@ -54,9 +57,9 @@ func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, aliasTable
 			size += len(keys[end]) + 3
 			end++
 		}
-		q, arg := qs[alias], ""
+		q, arg := qs[confirmShape{aliases: aliases}], ""
 		if end-start == 1 {
-			q, arg = qs[2|alias], keys[start]
+			q, arg = qs[confirmShape{single: true, aliases: aliases}], keys[start]
 		} else {
 			c.buf = appendKeyArray(c.buf[:0], keys[start:end])
 			arg = string(c.buf)
@@ -72,28 +75,6 @@ func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, aliasTable
 		}
 	}
 	return found, nil
-}
-
-// Exists reports whether the source stores key as is or (aliasTable) under
-// a spelling the alias table gives for it.
-func (c *Conn) Exists(ctx context.Context, s *Source, key string, aliasTable bool) (bool, error) {
-	q := s.queries().exists[b2i(aliasTable && s.Logged)]
-	vals := make([]driver.Value, 1)
-	if err := c.first(ctx, q, vals, driver.NamedValue{Ordinal: 1, Value: key}); err != nil {
-		return false, fmt.Errorf("confirm: %w", err)
-	}
-	n, _ := vals[0].(int64)
-	return n != 0, nil
-}
-
-// existsSQL returns the statement of Exists.
-func (s *Source) existsSQL(aliasTable bool) string {
-	q := `SELECT EXISTS (SELECT 1 FROM ` + s.QTable + ` WHERE ` + s.QCol + ` = ?1)`
-	if aliasTable {
-		q += ` OR EXISTS (SELECT 1 FROM ` + s.Alias + ` a WHERE a.canon = ?1
-			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = a.stored))`
-	}
-	return q
 }
 
 func b2i(b bool) int {

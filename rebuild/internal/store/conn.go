@@ -7,9 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // Conn is a reading connection held by the library, with the statements
@@ -68,30 +65,15 @@ func (c *Conn) Version(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// newConn wraps a reading connection. It never builds or takes a value
-// longer than chunkBytes (SQLITE_LIMIT_LENGTH) except while reading one
-// long key on purpose (scans, the log), so that what a statement returns
-// stays bounded whatever the table holds.
-func newConn(sc *sql.Conn) (*Conn, error) {
-	c := &Conn{sc: sc, stmts: map[string]driver.Stmt{}}
-	if err := c.raw(func(dc *sqlite3.SQLiteConn) error {
-		dc.SetLimit(sqliteLimitLength, chunkBytes)
-		return nil
-	}); err != nil {
-		_ = sc.Close()
-		return nil, err
-	}
-	return c, nil
+// newConn wraps a reading connection of db.
+func newConn(db *DB, sc *sql.Conn) *Conn {
+	return &Conn{sc: sc, db: db, stmts: map[string]driver.Stmt{}}
 }
 
-// maxLength lifts SQLITE_LIMIT_LENGTH to SQLite's own bound while one
-// long key is read.
-const maxLength = 1_000_000_000
-
 // raw runs fn on the driver connection.
-func (c *Conn) raw(fn func(dc *sqlite3.SQLiteConn) error) error {
+func (c *Conn) raw(fn func(dc driver.Conn) error) error {
 	return c.sc.Raw(func(x any) error {
-		dc, ok := x.(*sqlite3.SQLiteConn)
+		dc, ok := x.(driver.Conn)
 		if !ok {
 			return fmt.Errorf("unexpected driver connection %T", x)
 		}
@@ -100,11 +82,11 @@ func (c *Conn) raw(fn func(dc *sqlite3.SQLiteConn) error) error {
 }
 
 // prepared returns q prepared on dc, once per connection.
-func (c *Conn) prepared(dc *sqlite3.SQLiteConn, q string) (driver.Stmt, error) {
+func (c *Conn) prepared(ctx context.Context, dc driver.Conn, q string) (driver.Stmt, error) {
 	if st, ok := c.stmts[q]; ok {
 		return st, nil
 	}
-	st, err := dc.Prepare(q)
+	st, err := prepare(ctx, dc, q)
 	if err != nil {
 		return nil, err
 	}
@@ -145,12 +127,12 @@ func (c *Conn) afterHotJournal(ctx context.Context, err error) (again bool, _ er
 
 // eachOnce is each without the retry; rows reports whether fn saw a row.
 func (c *Conn) eachOnce(ctx context.Context, q string, dest []driver.Value, fn func() error, args ...driver.NamedValue) (rows bool, err error) {
-	err = c.raw(func(dc *sqlite3.SQLiteConn) error {
-		st, err := c.prepared(dc, q)
+	err = c.raw(func(dc driver.Conn) error {
+		st, err := c.prepared(ctx, dc, q)
 		if err != nil {
 			return err
 		}
-		r, err := st.(driver.StmtQueryContext).QueryContext(ctx, args)
+		r, err := c.query(ctx, st, args)
 		if err != nil {
 			return err
 		}
@@ -206,7 +188,7 @@ func (c *Conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Ro
 
 // close closes the statements and the connection.
 func (c *Conn) close() {
-	_ = c.raw(func(*sqlite3.SQLiteConn) error {
+	_ = c.raw(func(driver.Conn) error {
 		for _, st := range c.stmts {
 			_ = st.Close()
 		}
@@ -216,85 +198,16 @@ func (c *Conn) close() {
 	_ = c.sc.Close()
 }
 
-// pool hands out reading connections, the most recently released first
-// (its page cache is the warmest), at most size at a time.
-type pool struct {
-	db   *DB
-	sem  chan struct{} // a token per connection handed out
-	mu   sync.Mutex    // guards idle and closed
-	idle []*Conn
-	shut bool
-}
-
-func newPool(db *DB, size int) *pool {
-	return &pool{db: db, sem: make(chan struct{}, size)}
-}
-
-// Reader takes a reading connection, waiting for one while every one is
-// in use (ctx bounds the wait). Release it when done.
-func (db *DB) Reader(ctx context.Context) (*Conn, error) {
-	p := db.pool
-	select {
-	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+// query runs a prepared statement; every supported driver's statements
+// take a context, which interrupts them.
+func (c *Conn) query(ctx context.Context, st driver.Stmt, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := st.(driver.StmtQueryContext)
+	if !ok {
+		return nil, fmt.Errorf("driver statement %T without QueryContext", st)
 	}
-	p.mu.Lock()
-	if p.shut {
-		p.mu.Unlock()
-		<-p.sem
-		return nil, errors.New("database closed")
+	r, err := q.QueryContext(ctx, args)
+	if err == nil && c.db.Driver.columnsFirst {
+		r.Columns()
 	}
-	if n := len(p.idle); n > 0 {
-		c := p.idle[n-1]
-		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
-		return c, nil
-	}
-	p.mu.Unlock()
-	// A new connection opens the file by its name: only while the name is
-	// still this file's (checked before and after), or it would read the
-	// file the app put there instead under this one's schema and log.
-	err := db.SameFile()
-	var sc *sql.Conn
-	if err == nil {
-		sc, err = db.r.Conn(ctx)
-	}
-	if err == nil {
-		var c *Conn
-		if c, err = newConn(sc); err == nil {
-			if err = db.SameFile(); err == nil {
-				c.db = db
-				return c, nil
-			}
-			c.close()
-		}
-	}
-	<-p.sem
-	return nil, fmt.Errorf("open reading connection: %w", err)
-}
-
-// Release gives a connection back to the pool.
-func (db *DB) Release(c *Conn) {
-	p := db.pool
-	p.mu.Lock()
-	if p.shut {
-		p.mu.Unlock()
-		c.close()
-	} else {
-		p.idle = append(p.idle, c)
-		p.mu.Unlock()
-	}
-	<-p.sem
-}
-
-func (p *pool) close() {
-	p.mu.Lock()
-	p.shut = true
-	idle := p.idle
-	p.idle = nil
-	p.mu.Unlock()
-	for _, c := range idle {
-		c.close()
-	}
+	return r, err
 }

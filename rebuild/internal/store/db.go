@@ -6,27 +6,52 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
-	"github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/syncfilter/syncfilter/internal/sqlitecode"
 )
 
 // Options say how to open a database.
 type Options struct {
+	Driver      *Driver       // the app's SQLite driver (NewDriver)
 	ReadOnly    bool          // open read-only: no writer, nothing written
 	Create      bool          // a missing file may be created (the library's own table)
 	Readers     int           // reading connections, at least 1
 	BusyTimeout time.Duration // how long SQLite waits for a lock
+	Knobs       Knobs         // sizes the tests shrink
+}
+
+// Knobs are sizes the tests shrink to reach their edge cases with small
+// tables (pebble's Options.private); zero values take the defaults.
+type Knobs struct {
+	ScanChunk     int  // keys one statement of a scan reads (4096)
+	LogChunk      int  // log entries one statement reads (1024)
+	ShortKey      int  // longest key, in bytes, read inside a chunk's JSON array (512); longer ones are read one by one
+	NoChunkedScan bool // scan row by row, as for a source without an index
+}
+
+func (k Knobs) withDefaults() Knobs {
+	if k.ScanChunk <= 0 {
+		k.ScanChunk = 4096
+	}
+	if k.LogChunk <= 0 {
+		k.LogChunk = 1024
+	}
+	if k.ShortKey <= 0 {
+		k.ShortKey = 512
+	}
+	return k
 }
 
 // DB is one database file opened by the library (see the package doc for
 // its connections). Its methods are safe for concurrent use.
 type DB struct {
 	Path     Path
+	Driver   *Driver
 	id       FileID // the file at Path.Real when it was opened
 	readOnly bool
 	created  bool // Open created the file
+	knobs    Knobs
 
 	w    *writer // nil when read-only; one connection
 	r    *sql.DB // the readers' pool
@@ -39,6 +64,9 @@ type DB struct {
 // more than one name (hard links: SQLite would keep a journal beside each
 // name and corrupt the database) is refused with ErrHardLinked.
 func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
+	if opts.Driver == nil {
+		return nil, fmt.Errorf("open database %s: %w", path, ErrNoDriver)
+	}
 	p, err := ResolvePath(path)
 	if err != nil {
 		return nil, err
@@ -50,20 +78,20 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	case statErr != nil && !(errors.Is(statErr, os.ErrNotExist) && opts.Create && !opts.ReadOnly):
 		return nil, fmt.Errorf("open database: %w", &NoDatabase{Path: path, Err: statErr})
 	}
-	db := &DB{Path: p, readOnly: opts.ReadOnly, created: statErr != nil}
+	db := &DB{Path: p, Driver: opts.Driver, readOnly: opts.ReadOnly, created: statErr != nil, knobs: opts.Knobs.withDefaults()}
+	db.dv = make(chan struct{}, 1)
 	defer func() {
 		if err != nil {
 			db.Close()
 			db.RemoveCreated()
 		}
 	}()
-	busy := "_busy_timeout=" + strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)
 	if !opts.ReadOnly {
 		mode := "rw"
 		if db.created {
 			mode = "rwc"
 		}
-		w, err := sql.Open("sqlite3", URI(p.Real, "mode="+mode+"&_txlock=immediate&"+busy))
+		w, err := opts.Driver.pool(p.Real, mode, opts.BusyTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("open database %s: %w", path, err)
 		}
@@ -72,7 +100,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		db.w.SetMaxIdleConns(1)
 		db.w.SetConnMaxLifetime(0)
 		if err := db.w.PingContext(ctx); err != nil {
-			return nil, fmt.Errorf("open database %s: %w", path, err)
+			return nil, fmt.Errorf("open database %s with %s: %w", path, opts.Driver.Name, err)
 		}
 	}
 	// The reading connections are read-only, also when the database is
@@ -84,7 +112,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	// file's writer. A read-only connection reports the hot journal
 	// instead, and the writing connection rolls back a real one (see
 	// Conn.each), once it checked the file.
-	if db.r, err = sql.Open("sqlite3", URI(p.Real, "mode=ro&"+busy)); err != nil {
+	if db.r, err = opts.Driver.pool(p.Real, "ro", opts.BusyTimeout); err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	readers := max(opts.Readers, 1)
@@ -107,9 +135,12 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	}
 	c, err := db.Reader(ctx)
 	if err != nil {
+		return nil, fmt.Errorf("open database %s with %s: %w", path, opts.Driver.Name, err)
+	}
+	defer db.Release(c)
+	if err := opts.Driver.checkEngine(ctx, c); err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	db.Release(c)
 	return db, nil
 }
 
@@ -122,12 +153,12 @@ func (db *DB) Close() {
 	if db.pool != nil {
 		db.pool.close()
 	}
-	db.dvMu.Lock()
-	if db.dv != nil {
-		db.dv.close()
-		db.dv = nil
+	db.dv <- struct{}{}
+	if db.dvConn != nil {
+		db.dvConn.close()
+		db.dvConn = nil
 	}
-	db.dvMu.Unlock()
+	<-db.dv
 	if db.r != nil {
 		_ = db.r.Close()
 	}
@@ -168,11 +199,7 @@ func (db *DB) SameFile() error {
 // roll back a hot journal (a writer died in a transaction, in a rollback
 // journal mode).
 func hotJournal(err error) bool {
-	if err == nil {
-		return false
-	}
-	var e sqlite3.Error
-	return errors.As(err, &e) && e.ExtendedCode == sqlite3.ErrReadonlyRollback
+	return err != nil && sqlitecode.Is(err, sqlitecode.ReadOnlyRollback)
 }
 
 // rollBackHotJournal has the writing connection roll back a hot journal
@@ -183,36 +210,11 @@ func (db *DB) rollBackHotJournal(ctx context.Context) error {
 	if db.w == nil {
 		return errors.New("roll back a hot journal: database opened read-only")
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.w.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("roll back a hot journal: %w", err)
 	}
 	return tx.Rollback()
-}
-
-// writer is the library's writing connection. Every write (a transaction
-// or a statement) first checks that the file at the path is still the one
-// opened, with one name (SameFile): the library never writes through its
-// name while the app writes through a second one (hard link: SQLite keeps
-// a journal or WAL beside each name, and writes through two corrupt the
-// database), nor into a file the app replaced.
-type writer struct {
-	*sql.DB
-	db *DB
-}
-
-func (w *writer) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
-	if err := w.db.SameFile(); err != nil {
-		return nil, err
-	}
-	return w.DB.BeginTx(ctx, opts)
-}
-
-func (w *writer) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if err := w.db.SameFile(); err != nil {
-		return nil, err
-	}
-	return w.DB.ExecContext(ctx, query, args...)
 }
 
 // NoDatabase is a database file that is not there (or not reachable): the

@@ -15,12 +15,12 @@ import (
 // source was first attached. A source that is not attached gives
 // ErrNotAttached; one that an open index or a running scan holds gives
 // ErrHeld (naming them) unless force.
-func Detach(ctx context.Context, path, table, column string, busy time.Duration, force bool) error {
+func Detach(ctx context.Context, path, table, column string, drv *Driver, busy time.Duration, force bool) error {
 	own := table == ""
 	if own {
 		table, column = OwnTable, OwnColumn
 	}
-	db, err := Open(ctx, path, Options{Readers: 1, BusyTimeout: busy})
+	db, err := Open(ctx, path, Options{Driver: drv, Readers: 1, BusyTimeout: busy})
 	if err != nil {
 		return fmt.Errorf("detach: %w", err)
 	}
@@ -30,7 +30,7 @@ func Detach(ctx context.Context, path, table, column string, busy time.Duration,
 
 // detach is Detach on an open database; respectHolds refuses a held source.
 func (db *DB) detach(ctx context.Context, table, column string, own, respectHolds bool) (err error) {
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.w.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("detach: begin write transaction: %w", err)
 	}

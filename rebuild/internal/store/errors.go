@@ -12,5 +12,9 @@ var (
 	ErrNotAttached   = errors.New("source not attached")
 	ErrHardLinked    = errors.New("database file has more than one name")
 	ErrReplaced      = errors.New("database file replaced")
-	ErrHeld          = errors.New("source held by an open index")
+	ErrHeld          = errors.New("source held by a rebuild's scan")
+
+	ErrNoDriver          = errors.New("no SQLite driver")
+	ErrSecondSQLite      = errors.New("a second copy of SQLite is linked")
+	ErrUnsupportedDriver = errors.New("unsupported SQLite driver")
 )

@@ -153,3 +153,21 @@ func hex4(s string, i int) (rune, bool) {
 	v, err := strconv.ParseUint(s[i:i+4], 16, 16)
 	return rune(v), err == nil
 }
+
+// parseString reads one JSON string, as SQLite's json_quote writes a
+// text value.
+func parseString(s string) (string, error) {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return "", errKeyArray
+	}
+	body := s[1 : len(s)-1]
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '\\':
+			return unescape(body)
+		case '"':
+			return "", errKeyArray
+		}
+	}
+	return body, nil
+}

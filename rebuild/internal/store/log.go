@@ -5,10 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // Head is the state of a source's log, read in one statement.
@@ -21,17 +18,29 @@ type Head struct {
 	Aliases  bool   // the alias table has a row
 }
 
+// headCols are the columns that read a Head, in its order; s is the
+// source's row of SourcesTable.
+func (s *Source) headCols() string {
+	return `coalesce((SELECT max(seq) FROM ` + s.Log + `), 0), s.log_floor, s.epoch, s.alias_gen, s.scanned,
+		EXISTS (SELECT 1 FROM ` + s.Alias + `)`
+}
+
 // headSQL reads the source's Head.
 func (s *Source) headSQL() string {
-	epoch, aliasGen := "0", "log_floor"
-	if s.cols.epoch {
-		epoch = "epoch"
+	return `SELECT ` + s.headCols() + ` FROM ` + SourcesTable + ` s WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
+}
+
+// readHead reads the six values of headCols.
+func readHead(vals []driver.Value) (Head, error) {
+	var n [6]int64
+	for i := range n {
+		x, ok := vals[i].(int64)
+		if !ok || x < 0 {
+			return Head{}, fmt.Errorf("unexpected value %v", vals[i])
+		}
+		n[i] = x
 	}
-	if s.cols.aliasGen {
-		aliasGen = "alias_gen"
-	}
-	return `SELECT coalesce((SELECT max(seq) FROM ` + s.Log + `), 0), log_floor, ` + epoch + `, ` + aliasGen + `, scanned,
-		EXISTS (SELECT 1 FROM ` + s.Alias + `) FROM ` + SourcesTable + ` WHERE id = ` + strconv.FormatInt(s.ID, 10)
+	return Head{Seq: uint64(n[0]), Floor: uint64(n[1]), Epoch: uint64(n[2]), AliasGen: uint64(n[3]), Scanned: n[4] != 0, Aliases: n[5] != 0}, nil
 }
 
 // Head reads the source's log head.
@@ -43,26 +52,43 @@ func (c *Conn) Head(ctx context.Context, s *Source) (Head, error) {
 		}
 		return Head{}, fmt.Errorf("read log head of %s: %w", s.Table, err)
 	}
-	var n [6]int64
-	for i := range v {
-		x, ok := v[i].(int64)
-		if !ok || x < 0 {
-			return Head{}, fmt.Errorf("read log head of %s: unexpected value %v", s.Table, v[i])
-		}
-		n[i] = x
+	h, err := readHead(v[:])
+	if err != nil {
+		return Head{}, fmt.Errorf("read log head of %s: %w", s.Table, err)
 	}
-	return Head{Seq: uint64(n[0]), Floor: uint64(n[1]), Epoch: uint64(n[2]), AliasGen: uint64(n[3]), Scanned: n[4] != 0, Aliases: n[5] != 0}, nil
+	return h, nil
 }
 
-// logChunk is how many log entries one statement of ReadLog reads.
-var logChunk = 1024
+// A key longer than MaxKeyBytes cannot be asked about, but a stored
+// spelling may be longer than the canonical key it stands for: NFC
+// composes up to three UTF-8 bytes into one character (Hangul: three
+// jamo of 3 bytes into a syllable of 3), so stored keys of up to
+// MaxStoredBytes are read and normalized. SQLite counts a text's bytes in
+// the database's encoding (octet_length); UTF-16 takes at most twice the
+// bytes of UTF-8, so a key of more than 2 × MaxStoredBytes by that count
+// is certainly too long, and is never read.
+const (
+	MaxKeyBytes    = 64 << 10
+	MaxStoredBytes = 3 * MaxKeyBytes
+	tooLong        = 2 * MaxStoredBytes
+)
+
+// nonASCIIKey is true for a text key that holds a character outside
+// ASCII (or a NUL): only such a key can be stored in a spelling other
+// than its NFC form. length() counts characters up to the first NUL,
+// octet_length() every byte, so they differ for every key with a
+// multi-byte character or a NUL anywhere. (GLOB '*[^\x01-\x7f]*' would
+// stop at a NUL, as every C string function does.)
+func nonASCIIKey(col string) string {
+	return `length(` + col + `) <> octet_length(` + col + `)`
+}
 
 // ReadLog hands the text keys logged with after < seq <= upTo to fn, in
-// order, in chunks: one statement and one JSON array per chunk instead of
-// a driver call and a string per entry. With nonASCII, only keys holding
-// a character outside ASCII (the only ones that can be stored in a form
-// other than NFC) are read, SQLite skipping the others. Keys logged as
-// BLOB (never equal to a text id) are skipped.
+// chunks: one statement and one JSON array per chunk instead of a driver
+// call and a string per entry. With nonASCII, only keys that may be stored
+// in a spelling other than NFC are read (nonASCIIKey), SQLite skipping the
+// others. Keys logged as BLOB (never equal to a text id) and keys too long
+// to stand for any key (longer than MaxStoredBytes) are skipped.
 //
 // A chunk is a range of sequence numbers, not "ORDER BY seq LIMIT n",
 // which SQLite runs as a co-routine that costs about as much again as
@@ -70,134 +96,96 @@ var logChunk = 1024
 // deleted (compaction, or by hand): an empty range says where the next
 // entry is, and the read jumps there.
 //
+// Memory stays bounded whatever the keys' lengths: a chunk's JSON array
+// holds only keys of at most Knobs.ShortKey bytes; longer ones (rare) are
+// read one by one after it.
+//
 // fn gets each chunk with the sequence number it reads up to.
 func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonASCII bool, fn func(read uint64, keys []string) error) error {
-	q := s.queries().log[b2i(nonASCII)]
-	err := c.raw(func(dc *sqlite3.SQLiteConn) error {
-		st, err := c.prepared(dc, q)
+	q, long := s.queries().log[b2i(nonASCII)], s.queries().longLog[b2i(nonASCII)]
+	short := int64(c.db.knobs.ShortKey)
+	var (
+		vals = make([]driver.Value, 4)
+		keys []string
+	)
+	for after < upTo {
+		end := after + min(uint64(c.db.knobs.LogChunk), upTo-after)
+		err := c.first(ctx, q, vals, arg(1, int64(after)), arg(2, int64(end)), arg(3, int64(upTo)), arg(4, short))
+		if err != nil {
+			return fmt.Errorf("read log of %s: %w", s.Table, err)
+		}
+		if n, _ := vals[1].(int64); n == 0 { // nothing in the range
+			next, ok := vals[3].(int64)
+			if !ok || next <= int64(end) { // nothing logged up to upTo any more
+				return fn(upTo, nil)
+			}
+			end = uint64(next) - 1
+		}
+		list, _ := vals[0].(string)
+		if keys, err = parseKeyArray(list, keys[:0]); err != nil {
+			return fmt.Errorf("read log of %s: %w", s.Table, err)
+		}
+		if n, _ := vals[2].(int64); n > 0 {
+			if keys, err = c.readLong(ctx, long, keys, arg(1, int64(after)), arg(2, int64(end)), arg(3, short)); err != nil {
+				return fmt.Errorf("read log of %s: %w", s.Table, err)
+			}
+		}
+		if err := fn(end, keys); err != nil {
+			return err
+		}
+		after = end
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+	}
+	return nil
+}
+
+// readLong appends the keys q returns one by one, each a JSON string
+// (json_quote).
+func (c *Conn) readLong(ctx context.Context, q string, keys []string, args ...driver.NamedValue) ([]string, error) {
+	dest := make([]driver.Value, 1)
+	err := c.each(ctx, q, dest, func() error {
+		s, _ := dest[0].(string)
+		k, err := parseString(s)
 		if err != nil {
 			return err
 		}
-		old := dc.SetLimit(sqliteLimitLength, chunkBytes)
-		defer dc.SetLimit(sqliteLimitLength, old)
-		var (
-			limit = uint64(logChunk)
-			vals  = make([]driver.Value, 3)
-			args  [3]driver.NamedValue
-			keys  []string
-		)
-		for after < upTo {
-			end := after + min(limit, upTo-after)
-			args[0] = driver.NamedValue{Ordinal: 1, Value: int64(after)}
-			args[1] = driver.NamedValue{Ordinal: 2, Value: int64(end)}
-			args[2] = driver.NamedValue{Ordinal: 3, Value: int64(upTo)}
-			err := queryFirst(ctx, st, vals, args[:])
-			var se sqlite3.Error
-			switch {
-			case errors.As(err, &se) && se.Code == sqlite3.ErrTooBig && limit > 1:
-				limit = max(1, limit/8)
-				continue
-			case errors.As(err, &se) && se.Code == sqlite3.ErrTooBig:
-				// One entry longer than chunkBytes: read it alone, as is.
-				dc.SetLimit(sqliteLimitLength, maxLength)
-				next, key, isText, err := oneEntry(ctx, c, dc, s, after, upTo)
-				dc.SetLimit(sqliteLimitLength, chunkBytes)
-				if err != nil {
-					return err
-				}
-				var keys []string
-				if isText && (!nonASCII || !isASCII(key)) {
-					keys = []string{key}
-				}
-				if err := fn(next, keys); err != nil {
-					return err
-				}
-				after, limit = next, 1
-				continue
-			case err != nil:
-				return err
-			}
-			if n, _ := vals[1].(int64); n == 0 { // nothing in the range
-				next, ok := vals[2].(int64)
-				if !ok || next <= int64(end) { // nothing logged up to upTo any more
-					return fn(upTo, nil)
-				}
-				end = uint64(next) - 1
-			}
-			list, _ := vals[0].(string)
-			if keys, err = parseKeyArray(list, keys[:0]); err != nil {
-				return err
-			}
-			if err := fn(end, keys); err != nil {
-				return err
-			}
-			after = end
-			limit = min(uint64(logChunk), 2*limit)
-			if err := ctx.Err(); err != nil {
-				return context.Cause(ctx)
-			}
-		}
+		keys = append(keys, k)
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("read log of %s: %w", s.Table, err)
+	}, args...)
+	return keys, err
+}
+
+// arg is the ordinal-th parameter of a statement.
+func arg(ordinal int, v any) driver.NamedValue { return driver.NamedValue{Ordinal: ordinal, Value: v} }
+
+// logFilter is the condition on a log entry worth reading.
+func logFilter(nonASCII bool) string {
+	f := `typeof(key) = 'text' AND octet_length(key) <= ` + strconv.Itoa(tooLong)
+	if nonASCII {
+		f += ` AND ` + nonASCIIKey("key")
 	}
-	return nil
+	return f
 }
 
 // logSQL reads a chunk of the log, the entries with ?1 < seq <= ?2, in
 // the order of seq (the table's rowid, which SQLite walks in order for a
-// range of it; json_group_array keeps the order of its rows): the
-// text keys (with nonASCII, those holding a character outside ASCII) as a
-// JSON array, how many entries the range holds, and the first sequence
-// number after it, up to ?3 (NULL: none).
+// range of it; json_group_array keeps the order of its rows): the text
+// keys of at most ?4 bytes worth reading (logFilter) as a JSON array, how
+// many entries the range holds, how many longer keys worth reading it
+// holds (longLogSQL reads them), and the first sequence number after it,
+// up to ?3 (NULL: none).
 func (s *Source) logSQL(nonASCII bool) string {
-	filter := `typeof(key) = 'text'`
-	if nonASCII {
-		filter += ` AND key GLOB '*[^` + "\x01-\x7f" + `]*'`
-	}
-	return `SELECT json_group_array(key) FILTER (WHERE ` + filter + `), count(*),
+	f := logFilter(nonASCII)
+	return `SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4), count(*),
+		count(*) FILTER (WHERE ` + f + ` AND octet_length(key) > ?4),
 		(SELECT min(seq) FROM ` + s.Log + ` WHERE seq > ?2 AND seq <= ?3)
 		FROM ` + s.Log + ` WHERE seq > ?1 AND seq <= ?2`
 }
 
-// oneEntry reads the first log entry after after.
-func oneEntry(ctx context.Context, c *Conn, dc *sqlite3.SQLiteConn, s *Source, after, upTo uint64) (seq uint64, key string, text bool, err error) {
-	st, err := c.prepared(dc, `SELECT seq, key FROM `+s.Log+` WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT 1`)
-	if err != nil {
-		return 0, "", false, err
-	}
-	vals := make([]driver.Value, 2)
-	if err := queryFirst(ctx, st, vals, []driver.NamedValue{{Ordinal: 1, Value: int64(after)}, {Ordinal: 2, Value: int64(upTo)}}); err != nil {
-		return 0, "", false, err
-	}
-	n, _ := vals[0].(int64)
-	key, text = vals[1].(string)
-	return uint64(n), key, text, nil
-}
-
-// queryFirst runs a prepared statement and reads its first row.
-func queryFirst(ctx context.Context, st driver.Stmt, dest []driver.Value, args []driver.NamedValue) error {
-	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, args)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	if err := rows.Next(dest); err != nil {
-		if err == io.EOF {
-			return errNoRow
-		}
-		return err
-	}
-	return nil
-}
-
-// isASCII reports whether s holds only ASCII characters.
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
+// longLogSQL reads, one row each, the keys worth reading of more than ?3
+// bytes logged with ?1 < seq <= ?2.
+func (s *Source) longLogSQL(nonASCII bool) string {
+	return `SELECT json_quote(key) FROM ` + s.Log + ` WHERE seq > ?1 AND seq <= ?2 AND ` + logFilter(nonASCII) + ` AND octet_length(key) > ?3`
 }

@@ -52,7 +52,7 @@ func (db *DB) RecordSnapshot(ctx context.Context, s *Source, epoch uint64, sum [
 	if db.w == nil {
 		return fmt.Errorf("record snapshot: database opened read-only")
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.w.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("record snapshot: %w", err)
 	}
@@ -80,10 +80,8 @@ func (db *DB) RecordSnapshot(ctx context.Context, s *Source, epoch uint64, sum [
 		s.ID, keepRecords); err != nil {
 		return fmt.Errorf("record snapshot: %w", err)
 	}
-	if s.cols.snapshot {
-		if _, err := tx.ExecContext(ctx, `UPDATE `+SourcesTable+` SET snapshot = ? WHERE id = ?`, path, s.ID); err != nil {
-			return fmt.Errorf("record snapshot: %w", err)
-		}
+	if _, err := tx.ExecContext(ctx, `UPDATE `+SourcesTable+` SET snapshot = ? WHERE id = ?`, path, s.ID); err != nil {
+		return fmt.Errorf("record snapshot: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("record snapshot: %w", err)
@@ -96,7 +94,7 @@ func (db *DB) RecordSnapshot(ctx context.Context, s *Source, epoch uint64, sum [
 func (c *Conn) Vouched(ctx context.Context, s *Source, sum [32]byte, gen, m uint64) (bool, error) {
 	var ok bool
 	err := c.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, SnapshotsTable).Scan(&ok)
-	if err != nil || !ok { // a database attached by an old version: no record vouches
+	if err != nil || !ok { // no snapshot was ever recorded
 		return false, err
 	}
 	err = c.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+SnapshotsTable+`
@@ -166,7 +164,7 @@ func (db *DB) ReleaseLease(ctx context.Context, s *Source, l *Lease) {
 // sequence never goes back. Nothing is compacted before a full scan of
 // the current epoch completed.
 func (db *DB) Compact(ctx context.Context, s *Source, upTo uint64) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.w.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("compact log: %w", err)
 	}

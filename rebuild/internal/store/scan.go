@@ -3,31 +3,11 @@ package store
 import (
 	"context"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-
-	"github.com/mattn/go-sqlite3"
 )
-
-// Test switches: ScanChunk is how many keys one statement of a chunked
-// scan returns, NoChunkedScan turns chunked scans off (the tests compare
-// both ways), chunkBytes is the longest value SQLite may build while
-// paging (SQLITE_LIMIT_LENGTH), TestHookChunk hears "fewer" when a chunk
-// is asked again with fewer keys and "rest" when a scan goes on row by
-// row, TestHookScanKeys runs with every chunk of keys and can fail it.
-var (
-	ScanChunk        = 4096
-	NoChunkedScan    = false
-	chunkBytes       = 4 << 20
-	TestHookChunk    func(event string)
-	TestHookScanKeys func(n int) error
-)
-
-// sqliteLimitLength is SQLITE_LIMIT_LENGTH, the longest string or BLOB a
-// connection builds or reads.
-const sqliteLimitLength = 0
 
 // ScanHooks are what a scan reports, in this order: Begin, once, before
 // any key, with the log head read before the first key and a cheap
@@ -40,9 +20,10 @@ type ScanHooks struct {
 }
 
 // ScanCounts are the ids a scan could not hand over: no text query can
-// equal a NULL or a BLOB id.
+// equal a NULL or a BLOB id, nor a text id too long to stand for any key
+// (more than MaxStoredBytes).
 type ScanCounts struct {
-	Nulls, Blobs int64
+	Nulls, Blobs, Long int64
 }
 
 // Scan reads every text key of the source. The log head is read first:
@@ -50,21 +31,22 @@ type ScanCounts struct {
 // row committed after it is in the log after it, so a filter of the keys
 // read, caught up on the log from the head, covers the source.
 //
-// Keys are read through the column's index in chunks (ScanChunk keys per
-// statement, each chunk one row holding them as a JSON array), each chunk
-// its own short statement: no read transaction spans the scan, so in a
-// rollback-journal mode the app's writers wait at most one chunk. Paging
-// is strictly by key (the next chunk starts after the largest key of the
-// last one): a key stored in several rows is read at least once, and no
-// key committed before the head is ever skipped, whatever the app writes
-// or deletes between chunks. Without an index SQLite walks for the paging
-// statement, the keys are read row by row in one statement.
+// Keys are read through the column's index in chunks (Knobs.ScanChunk
+// keys per statement, each chunk one row holding them as a JSON array),
+// each chunk its own short statement: no read transaction spans the scan,
+// so in a rollback-journal mode the app's writers wait at most one chunk.
+// Paging is strictly by key (the next chunk starts after the largest key
+// of the last one): a key stored in several rows is read at least once,
+// and no key committed before the head is ever skipped, whatever the app
+// writes or deletes between chunks. Without an index SQLite walks for the
+// paging statement, the keys are read row by row in one statement.
 //
-// Memory stays bounded whatever the keys' lengths: while paging, the
-// connection refuses to build a value over chunkBytes; a chunk that would
-// is asked again with fewer keys, and a key longer than that sends the
-// rest of the scan row by row, from the same place. ctx is checked
-// between chunks.
+// Memory stays bounded whatever the keys' lengths: a chunk's array holds
+// keys of at most Knobs.ShortKey bytes, the longer ones of the chunk are
+// read one by one after it, and keys too long to stand for any key are
+// counted, never read (only the largest key of a chunk, where the next
+// one starts, is read whatever its length). ctx is checked between
+// chunks.
 //
 // The scan reads on a connection of its own, outside the readers' pool:
 // the hooks run the app's Progress callback, which may ask the index
@@ -74,10 +56,7 @@ func (db *DB) Scan(ctx context.Context, s *Source, h ScanHooks) (counts ScanCoun
 	if err != nil {
 		return counts, fmt.Errorf("scan source: %w", err)
 	}
-	c, err := newConn(sc)
-	if err != nil {
-		return counts, fmt.Errorf("scan source: %w", err)
-	}
+	c := newConn(db, sc)
 	defer c.close()
 	head, err := c.Head(ctx, s)
 	if err != nil {
@@ -91,17 +70,13 @@ func (db *DB) Scan(ctx context.Context, s *Source, h ScanHooks) (counts ScanCoun
 	if err := h.Begin(head, max(estimate, 0)); err != nil {
 		return counts, err
 	}
-	err = c.raw(func(dc *sqlite3.SQLiteConn) error {
-		if !NoChunkedScan {
-			ok, n, err := c.scanChunked(ctx, dc, s, h.Keys)
-			if ok || err != nil {
-				counts = n
-				return err
-			}
-		}
-		counts, err = c.scanRows(ctx, dc, `SELECT `+s.QCol+` FROM `+s.QTable, h.Keys)
-		return err
-	})
+	ok := false
+	if !db.knobs.NoChunkedScan {
+		ok, counts, err = c.scanChunked(ctx, s, h.Keys)
+	}
+	if !ok && err == nil {
+		counts, err = c.scanRows(ctx, s, h.Keys)
+	}
 	if err != nil {
 		return counts, fmt.Errorf("scan source: %w", err)
 	}
@@ -110,195 +85,192 @@ func (db *DB) Scan(ctx context.Context, s *Source, h ScanHooks) (counts ScanCoun
 
 // scanChunked reads the keys through the index. ok is false, having read
 // nothing, when SQLite would not walk an index for the paging statement.
-func (c *Conn) scanChunked(ctx context.Context, dc *sqlite3.SQLiteConn, s *Source, keysFn func([]string) error) (ok bool, counts ScanCounts, err error) {
-	first, next := s.chunkSQL(">="), s.chunkSQL(">")
-	if !walksIndex(ctx, dc, next) {
+func (c *Conn) scanChunked(ctx context.Context, s *Source, keysFn func([]string) error) (ok bool, counts ScanCounts, err error) {
+	q := s.queries()
+	if !c.walksIndex(ctx, q.scanNext) {
 		return false, counts, nil
 	}
-	one := func(q string) (int64, error) {
-		st, err := c.prepared(dc, q)
-		if err != nil {
-			return 0, err
-		}
+	count := func(q string) (int64, error) {
 		v := make([]driver.Value, 1)
-		if err := queryFirst(ctx, st, v, nil); err != nil {
+		if err := c.first(ctx, q, v); err != nil {
 			return 0, err
 		}
 		n, _ := v[0].(int64)
 		return n, nil
 	}
-	if counts.Nulls, err = one(`SELECT count(*) FROM ` + s.QTable + ` WHERE ` + s.QCol + ` IS NULL`); err != nil {
+	if counts.Nulls, err = count(`SELECT count(*) FROM ` + s.QTable + ` WHERE ` + s.QCol + ` IS NULL`); err != nil {
 		return true, counts, err
 	}
-	if counts.Blobs, err = one(`SELECT count(*) FROM ` + s.QTable + ` WHERE ` + s.QCol + ` >= x''`); err != nil {
+	if counts.Blobs, err = count(`SELECT count(*) FROM ` + s.QTable + ` WHERE ` + s.QCol + ` >= x''`); err != nil {
 		return true, counts, err
 	}
-	// Numbers cannot be in a column of TEXT affinity; read as text if any.
-	if _, err := c.scanRows(ctx, dc, `SELECT `+s.QCol+` FROM `+s.QTable+` WHERE `+s.QCol+` < ''`, keysFn); err != nil {
-		return true, counts, err
-	}
-	old := dc.SetLimit(sqliteLimitLength, chunkBytes)
-	defer dc.SetLimit(sqliteLimitLength, old)
 	var (
-		q     = first
+		first = true
 		last  = ""
-		limit = ScanChunk
+		limit = int64(c.db.knobs.ScanChunk)
+		short = int64(c.db.knobs.ShortKey)
 		keys  []string
-		vals  = make([]driver.Value, 3)
-		args  [2]driver.NamedValue
+		vals  = make([]driver.Value, 4)
 	)
 	for {
 		if err := ctx.Err(); err != nil {
 			return true, counts, context.Cause(ctx)
 		}
-		st, err := c.prepared(dc, q)
-		if err != nil {
+		stmt, longStmt := q.scanNext, q.longNext
+		if first {
+			stmt, longStmt = q.scanFirst, q.longFirst
+		}
+		if err := c.first(ctx, stmt, vals, arg(1, last), arg(2, limit), arg(3, short)); err != nil {
 			return true, counts, err
 		}
-		args[0] = driver.NamedValue{Ordinal: 1, Value: last}
-		args[1] = driver.NamedValue{Ordinal: 2, Value: int64(limit)}
-		err = queryFirst(ctx, st, vals, args[:])
-		var se sqlite3.Error
-		switch {
-		case errors.As(err, &se) && se.Code == sqlite3.ErrTooBig && limit > 1:
-			limit = max(1, limit/8)
-			if TestHookChunk != nil {
-				TestHookChunk("fewer")
-			}
-			continue
-		case errors.As(err, &se) && se.Code == sqlite3.ErrTooBig:
-			dc.SetLimit(sqliteLimitLength, maxLength)
-			if TestHookChunk != nil {
-				TestHookChunk("rest")
-			}
-			// The rest row by row, in the same order, from the same place.
-			op := ">"
-			if q == first {
-				op = ">="
-			}
-			rest := `SELECT ` + s.QCol + ` FROM ` + s.QTable + ` WHERE ` + s.QCol + ` ` + op + ` ?1 AND ` + s.QCol + ` < x'' ORDER BY ` + s.QCol
-			_, err := c.scanRows(ctx, dc, rest, keysFn, driver.NamedValue{Ordinal: 1, Value: last})
-			return true, counts, err
-		case err != nil:
-			return true, counts, err
-		}
-		list, _ := vals[0].(string)
 		got, _ := vals[1].(int64)
-		if keys, err = parseKeyArray(list, keys[:0]); err != nil {
-			return true, counts, fmt.Errorf("read keys: %w", err)
-		}
-		if int64(len(keys)) != got {
-			return true, counts, fmt.Errorf("read keys: %d in the array, %d rows", len(keys), got)
-		}
 		if got == 0 {
 			return true, counts, nil
 		}
-		if TestHookScanKeys != nil {
-			if err := TestHookScanKeys(len(keys)); err != nil {
+		list, _ := vals[0].(string)
+		if keys, err = parseKeyArray(list, keys[:0]); err != nil {
+			return true, counts, fmt.Errorf("read keys: %w", err)
+		}
+		top, _ := vals[2].(string)
+		if top, err = parseString(top); err != nil {
+			return true, counts, fmt.Errorf("read keys: %w", err)
+		}
+		long, _ := vals[3].(int64)
+		if int64(len(keys))+long != got {
+			return true, counts, fmt.Errorf("read keys: %d in the array and %d long, %d rows", len(keys), long, got)
+		}
+		if long > 0 {
+			dest := make([]driver.Value, 1)
+			err := c.each(ctx, longStmt, dest, func() error {
+				s, isText := dest[0].(string)
+				if !isText { // too long to stand for any key
+					counts.Long++
+					return nil
+				}
+				k, err := parseString(s)
+				if err == nil {
+					keys = append(keys, k)
+				}
+				return err
+			}, arg(1, last), arg(2, top), arg(3, short))
+			if err != nil {
 				return true, counts, err
 			}
 		}
-		if err := keysFn(keys); err != nil {
-			return true, counts, err
+		if len(keys) > 0 {
+			if err := keysFn(keys); err != nil {
+				return true, counts, err
+			}
 		}
-		top, _ := vals[2].(string)
-		last, q = top, next
-		if got < int64(limit) {
+		last, first = top, false
+		if got < limit {
 			return true, counts, nil
 		}
-		limit = min(ScanChunk, 2*limit)
 	}
 }
 
-// chunkSQL is a paging statement of a chunked scan: ?2 keys after ?1 (op
-// ">"; ">=" for the first chunk, from the empty key), as one JSON array,
-// their count, and the largest.
-func (s *Source) chunkSQL(op string) string {
-	return `SELECT json_group_array(k), count(*), max(k) FROM (SELECT ` + s.QCol + ` AS k FROM ` + s.QTable +
-		` WHERE ` + s.QCol + ` ` + op + ` ?1 AND ` + s.QCol + ` < x'' ORDER BY ` + s.QCol + ` LIMIT ?2)`
+// scanSQL is the paging statement of a chunked scan: ?2 keys after ?1 (op
+// ">"; ">=" for the first chunk, from the empty key), the ones of at most
+// ?3 bytes as one JSON array, how many there are, the largest (as a JSON
+// string), and how many of them are longer than ?3.
+func (s *Source) scanSQL(op string) string {
+	return `SELECT json_group_array(k) FILTER (WHERE octet_length(k) <= ?3), count(*), json_quote(max(k)),
+		count(*) FILTER (WHERE octet_length(k) > ?3)
+		FROM (SELECT ` + s.QCol + ` AS k FROM ` + s.QTable + ` WHERE ` + s.QCol + ` ` + op + ` ?1 AND ` + s.QCol + ` < x'' ORDER BY ` + s.QCol + ` LIMIT ?2)`
 }
 
-// scanRows reads q row by row in one statement, handing text keys over in
-// chunks and counting NULL and BLOB ids; ctx is checked every chunk.
-func (c *Conn) scanRows(ctx context.Context, dc *sqlite3.SQLiteConn, q string, keysFn func([]string) error, args ...driver.NamedValue) (counts ScanCounts, err error) {
-	st, err := dc.Prepare(q)
-	if err != nil {
-		return counts, err
-	}
-	defer st.Close()
-	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, args)
-	if err != nil {
-		return counts, err
-	}
-	defer rows.Close()
-	dest := make([]driver.Value, 1)
-	keys := make([]string, 0, ScanChunk)
+// longSQL reads, one row each, the keys of more than ?3 bytes after ?1 (op
+// as scanSQL's) up to ?2, each a JSON string, or NULL when it is too long
+// to stand for any key.
+func (s *Source) longSQL(op string) string {
+	return `SELECT CASE WHEN octet_length(` + s.QCol + `) <= ` + strconv.Itoa(tooLong) + ` THEN json_quote(` + s.QCol + `) END FROM ` + s.QTable +
+		` WHERE ` + s.QCol + ` ` + op + ` ?1 AND ` + s.QCol + ` <= ?2 AND ` + s.QCol + ` < x'' AND octet_length(` + s.QCol + `) > ?3`
+}
+
+// scanRows reads the source row by row in one statement (no index to
+// page through), handing text keys over in chunks and counting the ids it
+// cannot hand over; ctx is checked every chunk.
+func (c *Conn) scanRows(ctx context.Context, s *Source, keysFn func([]string) error) (counts ScanCounts, err error) {
+	q := `SELECT typeof(` + s.QCol + `), CASE WHEN typeof(` + s.QCol + `) = 'text' AND octet_length(` + s.QCol + `) <= ` + strconv.Itoa(tooLong) +
+		` THEN json_quote(` + s.QCol + `) END FROM ` + s.QTable
+	dest := make([]driver.Value, 2)
+	keys := make([]string, 0, c.db.knobs.ScanChunk)
 	flush := func() error {
 		if len(keys) == 0 {
 			return nil
-		}
-		if TestHookScanKeys != nil {
-			if err := TestHookScanKeys(len(keys)); err != nil {
-				return err
-			}
 		}
 		err := keysFn(keys)
 		keys = keys[:0]
 		return err
 	}
-	for {
-		if err := rows.Next(dest); err != nil {
-			if err == io.EOF {
-				return counts, flush()
-			}
-			return counts, err
-		}
-		switch v := dest[0].(type) {
-		case string:
-			keys = append(keys, v)
-		case nil:
+	err = c.each(ctx, q, dest, func() error {
+		switch typ, _ := dest[0].(string); typ {
+		case "null":
 			counts.Nulls++
-		case []byte:
+		case "blob":
 			counts.Blobs++
-		default: // a number in a TEXT column cannot be: affinity made it text
-			keys = append(keys, fmt.Sprint(v))
+		case "text":
+			js, ok := dest[1].(string)
+			if !ok {
+				counts.Long++
+				return nil
+			}
+			k, err := parseString(js)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, k)
+		default: // a number in a column of TEXT affinity cannot be: affinity made it text
+			return fmt.Errorf("read keys: a %s id in a column of TEXT affinity", typ)
 		}
-		if len(keys) == ScanChunk {
+		if len(keys) == c.db.knobs.ScanChunk {
 			if err := ctx.Err(); err != nil {
-				return counts, context.Cause(ctx)
+				return context.Cause(ctx)
 			}
-			if err := flush(); err != nil {
-				return counts, err
-			}
+			return flush()
 		}
+		return nil
+	})
+	if err != nil {
+		return counts, err
 	}
+	return counts, flush()
 }
 
 // walksIndex reports whether SQLite's plan for q reads an index in order,
 // with no sorting of its own.
-func walksIndex(ctx context.Context, dc *sqlite3.SQLiteConn, q string) bool {
-	st, err := dc.Prepare(`EXPLAIN QUERY PLAN ` + q)
-	if err != nil {
-		return false
-	}
-	defer st.Close()
-	rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, []driver.NamedValue{{Ordinal: 1, Value: ""}, {Ordinal: 2, Value: int64(1)}})
-	if err != nil {
-		return false
-	}
-	defer rows.Close()
-	vals := make([]driver.Value, len(rows.Columns()))
+func (c *Conn) walksIndex(ctx context.Context, q string) bool {
 	index := false
-	for rows.Next(vals) == nil {
-		detail, _ := vals[len(vals)-1].(string)
-		switch {
-		case strings.Contains(detail, "TEMP B-TREE"):
-			return false
-		case strings.Contains(detail, " USING INDEX ") || strings.Contains(detail, " USING COVERING INDEX "):
-			index = true
+	err := c.raw(func(dc driver.Conn) error {
+		st, err := prepare(ctx, dc, `EXPLAIN QUERY PLAN `+q)
+		if err != nil {
+			return err
 		}
-	}
-	return index
+		defer st.Close()
+		rows, err := c.query(ctx, st, []driver.NamedValue{arg(1, ""), arg(2, int64(1)), arg(3, int64(1))})
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		vals := make([]driver.Value, len(rows.Columns()))
+		for {
+			if err := rows.Next(vals); err != nil {
+				if err == io.EOF {
+					return nil
+				}
+				return err
+			}
+			detail, _ := vals[len(vals)-1].(string)
+			switch {
+			case strings.Contains(detail, "TEMP B-TREE"):
+				index = false
+				return nil
+			case strings.Contains(detail, " USING INDEX ") || strings.Contains(detail, " USING COVERING INDEX "):
+				index = true
+			}
+		}
+	})
+	return err == nil && index
 }
 
 // CountAll counts the source's rows, NULL ids included: the bare count(*)

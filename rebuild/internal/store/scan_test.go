@@ -11,15 +11,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // testDB creates a database at a new path with the given schema, through a
 // plain connection as the app would, and opens it as the library does.
 func testDB(t *testing.T, schema ...string) (*DB, *sql.DB) {
+	return testDBWith(t, Knobs{}, schema...)
+}
+
+// testDBWith is testDB with the library's sizes set to knobs.
+func testDBWith(t *testing.T, knobs Knobs, schema ...string) (*DB, *sql.DB) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "app.db")
-	app, err := sql.Open("sqlite3", URI(path, "_busy_timeout=10000"))
+	app, err := testdriver.Open(path, testdriver.App{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,12 +34,22 @@ func testDB(t *testing.T, schema ...string) (*DB, *sql.DB) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	db, err := Open(context.Background(), path, Options{Readers: 2, BusyTimeout: 10 * time.Second})
+	return openStore(t, path, knobs), app
+}
+
+// openStore opens path as the library does, with the tests' driver.
+func openStore(t *testing.T, path string, knobs Knobs) *DB {
+	t.Helper()
+	d, err := NewDriver(testdriver.Driver())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), path, Options{Driver: d, Readers: 2, BusyTimeout: 10 * time.Second, Knobs: knobs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	return db, app
+	return db
 }
 
 // attach resolves and attaches table.column.
@@ -55,10 +70,13 @@ func distinct(keys []string) []string {
 }
 
 // TestChunkedScanReadsWhatRowsRead: the chunked scan hands over exactly
-// the distinct keys, and counts exactly the NULL and BLOB ids, that reading
-// row by row does: keys of every single byte (invalid UTF-8 included),
-// every byte JSON escapes, the empty key, runs of one key longer than a
-// chunk, random byte strings; at chunk sizes that cut everywhere.
+// the distinct keys, and counts exactly the NULL, BLOB and too long ids,
+// that reading row by row does: keys of every single byte (invalid UTF-8
+// included), every byte JSON escapes, the empty key, runs of one key
+// longer than a chunk, long keys (read one by one), keys too long to
+// stand for any key (counted, never read), random byte strings; at chunk
+// sizes that cut everywhere and short-key bounds that send many keys the
+// long way.
 func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 	ctx := context.Background()
 	st, db := testDB(t, `CREATE TABLE t (id TEXT, body TEXT)`, `CREATE INDEX t_id ON t (id)`)
@@ -70,9 +88,10 @@ func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 	for range 50 {
 		keys = append(keys, "dup") // a run longer than the small chunks
 	}
-	for i := range 3 { // longer than a small chunkBytes, alone
+	for i := range 3 { // longer than the short-key bound, twice each
 		keys = append(keys, strings.Repeat("L", 5000)+fmt.Sprint(i), strings.Repeat("L", 5000)+fmt.Sprint(i))
 	}
+	keys = append(keys, strings.Repeat("é", MaxKeyBytes)) // beyond MaxKeyBytes, within MaxStoredBytes: read
 	r := rand.New(rand.NewPCG(11, 12))
 	for range 2000 {
 		b := make([]byte, r.IntN(40))
@@ -81,11 +100,12 @@ func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 		}
 		keys = append(keys, string(b))
 	}
+	tooLongKeys := []string{strings.Repeat("T", tooLong+1), strings.Repeat("U", tooLong+1)} // counted, never read
 	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range keys {
+	for _, k := range append(slices.Clone(keys), tooLongKeys...) {
 		if _, err := tx.Exec(`INSERT INTO t (id) VALUES (?)`, k); err != nil {
 			t.Fatal(err)
 		}
@@ -104,11 +124,8 @@ func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := attach(t, st, "t", "id", false)
-	read := func(t *testing.T, chunked bool) (got []string, nulls, blobs int64) {
+	read := func(t *testing.T, st *DB) (got []string, counts ScanCounts) {
 		t.Helper()
-		old := NoChunkedScan
-		NoChunkedScan = !chunked
-		defer func() { NoChunkedScan = old }()
 		counts, err := st.Scan(ctx, src, ScanHooks{
 			Begin: func(Head, int64) error { return nil },
 			Keys:  func(k []string) error { got = append(got, k...); return nil },
@@ -116,41 +133,29 @@ func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return distinct(got), counts.Nulls, counts.Blobs
+		return distinct(got), counts
 	}
-	want, wantNulls, wantBlobs := read(t, false)
-	if !slices.Equal(want, distinct(keys)) || wantNulls != 3 || wantBlobs != 4 {
-		t.Fatalf("row by row: %d keys, %d NULL, %d BLOB; inserted %d, 3, 4", len(want), wantNulls, wantBlobs, len(distinct(keys)))
+	want, wantCounts := read(t, openStore(t, st.Path.Given, Knobs{NoChunkedScan: true}))
+	if !slices.Equal(want, distinct(keys)) || wantCounts != (ScanCounts{Nulls: 3, Blobs: 4, Long: 2}) {
+		t.Fatalf("row by row: %d keys, %+v; inserted %d, 3 NULL, 4 BLOB, 2 too long", len(want), wantCounts, len(distinct(keys)))
 	}
-	for _, tc := range []struct {
-		size, bytes int
-		fewer, rest bool // the paths the case must take
-	}{
-		{1, chunkBytes, false, false}, {7, chunkBytes, false, false}, {50, chunkBytes, false, false},
-		{51, chunkBytes, false, false}, {4096, chunkBytes, false, false},
-		{4096, 20_000, true, false}, // chunks asked again with fewer keys
-		{4096, 2_000, true, true},   // a key longer than a chunk: the rest row by row
+	for _, tc := range []Knobs{
+		{ScanChunk: 1}, {ScanChunk: 7}, {ScanChunk: 50}, {ScanChunk: 51}, {ScanChunk: 4096},
+		{ScanChunk: 7, ShortKey: 2}, {ScanChunk: 4096, ShortKey: 1}, {ScanChunk: 100, ShortKey: 4999},
 	} {
-		t.Run(fmt.Sprintf("chunk=%d,bytes=%d", tc.size, tc.bytes), func(t *testing.T) {
-			oldSize, oldBytes := ScanChunk, chunkBytes
-			ScanChunk, chunkBytes = tc.size, tc.bytes
-			events := map[string]int{}
-			TestHookChunk = func(e string) { events[e]++ }
-			defer func() { ScanChunk, chunkBytes, TestHookChunk = oldSize, oldBytes, nil }()
+		t.Run(fmt.Sprintf("chunk=%d,short=%d", tc.ScanChunk, tc.ShortKey), func(t *testing.T) {
+			st := openStore(t, st.Path.Given, tc)
 			if !chunkable(t, st, src) {
 				t.Fatal("the paging statement does not walk the index: the chunked path is not under test")
 			}
-			got, nulls, blobs := read(t, true)
-			if (events["fewer"] > 0) != tc.fewer || (events["rest"] > 0) != tc.rest {
-				t.Fatalf("paths taken %v, want fewer %v, rest %v", events, tc.fewer, tc.rest)
-			}
-			if nulls != wantNulls || blobs != wantBlobs {
-				t.Fatalf("%d NULL, %d BLOB; want %d, %d", nulls, blobs, wantNulls, wantBlobs)
+			got, counts := read(t, st)
+			if counts != wantCounts {
+				t.Fatalf("counts %+v, want %+v", counts, wantCounts)
 			}
 			if !slices.Equal(got, want) {
 				for i := range min(len(got), len(want)) {
 					if got[i] != want[i] {
-						t.Fatalf("%d keys, want %d; first difference at %d: %+q, want %+q", len(got), len(want), i, got[i], want[i])
+						t.Fatalf("%d keys, want %d; first difference at %d: %.40q, want %.40q", len(got), len(want), i, got[i], want[i])
 					}
 				}
 				t.Fatalf("%d keys, want %d", len(got), len(want))
@@ -198,14 +203,7 @@ func chunkable(t *testing.T, db *DB, src *Source) bool {
 		t.Fatal(err)
 	}
 	defer db.Release(c)
-	var ok bool
-	if err := c.raw(func(dc *sqlite3.SQLiteConn) error {
-		ok = walksIndex(ctx, dc, src.chunkSQL(">"))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return ok
+	return c.walksIndex(ctx, src.queries().scanNext)
 }
 
 // FuzzKeyArrayRoundTrip: whatever bytes a key holds, the JSON array SQLite
@@ -216,7 +214,7 @@ func FuzzKeyArrayRoundTrip(f *testing.F) {
 	for _, s := range []string{"", "plain", "a\x00b", `q"b\s/`, "\x01\x1f\x7f", "\u2028", "\xff\xfe", "\xed\xa0\x80", "😀"} {
 		f.Add(s, "second")
 	}
-	db, err := sql.Open("sqlite3", ":memory:")
+	db, err := testdriver.Open(filepath.Join(f.TempDir(), "fuzz.db"), testdriver.App{})
 	if err != nil {
 		f.Fatal(err)
 	}

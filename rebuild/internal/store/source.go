@@ -53,47 +53,52 @@ type Source struct {
 	// rename), even with the library's triggers recreated from their
 	// text, has another row, and rows written into it before its triggers
 	// existed are in no log. The source's row records the table's row at
-	// attach (0: attached by a version that did not record it).
+	// attach.
 	tableRow int64
 
 	Log, Alias, Ins, Upd string // the source's object names (from ID)
-	cols                 sourceCols
 
 	once sync.Once
 	q    sourceSQL // the statements of the hot paths, built once (queries)
 }
 
-// sourceSQL are the source's statements that run on every call.
+// sourceSQL are the source's statements of the hot paths, built once.
 type sourceSQL struct {
-	head    string
-	confirm [4]string // by single<<1 | aliases
-	exists  [2]string
-	log     [2]string  // every key, non-ASCII keys only
-	probe   [16]string // by single<<3 | confirm<<2 | aliases<<1 | nonASCII
+	head                string
+	confirm             map[confirmShape]string
+	log, longLog        [2]string // by nonASCII
+	probe               map[probeShape]string
+	scanFirst, scanNext string
+	longFirst, longNext string
 }
 
 // queries returns the source's hot statements.
 func (s *Source) queries() *sourceSQL {
 	s.once.Do(func() {
-		s.q.head = s.headSQL()
-		for i, aliases := range []bool{false, true} {
-			s.q.confirm[i] = s.confirmSQL(aliases, false)
-			s.q.confirm[2|i] = s.confirmSQL(aliases, true)
-			s.q.exists[i] = s.existsSQL(aliases)
-			s.q.log[i] = s.logSQL(aliases)
-		}
-		for i := range s.q.probe {
-			if single, confirm := i&8 != 0, i&4 != 0; confirm || !single { // one key is a confirmation
-				s.q.probe[i] = s.probeSQL(single, confirm, i&2 != 0, i&1 != 0)
+		q := &s.q
+		q.head = s.headSQL()
+		q.confirm = map[confirmShape]string{}
+		q.probe = map[probeShape]string{}
+		for _, aliases := range []bool{false, true} {
+			for _, single := range []bool{false, true} {
+				q.confirm[confirmShape{single: single, aliases: aliases}] = s.confirmSQL(aliases, single)
 			}
 		}
+		for i, nonASCII := range []bool{false, true} {
+			q.log[i], q.longLog[i] = s.logSQL(nonASCII), s.longLogSQL(nonASCII)
+			q.probe[probeShape{nonASCII: nonASCII}] = s.probeSQL(probeShape{nonASCII: nonASCII})
+			for _, aliases := range []bool{false, true} {
+				for _, single := range []bool{false, true} {
+					p := probeShape{confirm: true, single: single, aliases: aliases, nonASCII: nonASCII}
+					q.probe[p] = s.probeSQL(p)
+				}
+			}
+		}
+		q.scanFirst, q.scanNext = s.scanSQL(">="), s.scanSQL(">")
+		q.longFirst, q.longNext = s.longSQL(">="), s.longSQL(">")
 	})
 	return &s.q
 }
-
-// sourceCols says which columns syncfilter_sources has: databases attached
-// by older versions lack the newer ones until a writable Attach adds them.
-type sourceCols struct{ epoch, aliasGen, snapshot, tableRow bool }
 
 // Resolve finds the source in the schema and checks, reading only, that
 // answers about it can be exact (see checkTable): names resolve
@@ -251,16 +256,9 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 	if !exists {
 		return nil
 	}
-	if err := s.readCols(ctx, q); err != nil {
-		return err
-	}
 	var ds []byte
 	var attachedRow int64
-	tableRow := "0"
-	if s.cols.tableRow {
-		tableRow = "tbl_rowid"
-	}
-	err := q.QueryRowContext(ctx, `SELECT id, dataset_id, scanned, created_at, `+tableRow+` FROM `+SourcesTable+`
+	err := q.QueryRowContext(ctx, `SELECT id, dataset_id, scanned, created_at, tbl_rowid FROM `+SourcesTable+`
 		WHERE tbl = ? COLLATE NOCASE AND col = ? COLLATE NOCASE ORDER BY id LIMIT 1`, s.Table, s.Column).Scan(&s.ID, &ds, &s.Scanned, &s.CreatedAt, &attachedRow)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -297,34 +295,8 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("find source: %w", err)
 	}
-	s.Logged = found == 4 && (attachedRow == 0 || attachedRow == s.tableRow)
+	s.Logged = found == 4 && attachedRow == s.tableRow
 	return nil
-}
-
-// readCols notes which columns syncfilter_sources has.
-func (s *Source) readCols(ctx context.Context, q querier) error {
-	rows, err := q.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, SourcesTable)
-	if err != nil {
-		return fmt.Errorf("find source: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return fmt.Errorf("find source: %w", err)
-		}
-		switch name {
-		case "epoch":
-			s.cols.epoch = true
-		case "alias_gen":
-			s.cols.aliasGen = true
-		case "snapshot":
-			s.cols.snapshot = true
-		case "tbl_rowid":
-			s.cols.tableRow = true
-		}
-	}
-	return rows.Err()
 }
 
 // setNames derives the names of the source's log and alias tables and
@@ -344,39 +316,22 @@ func (s *Source) triggerSQL(name, event string) string {
 		` WHEN NEW.` + s.QCol + ` IS NOT NULL BEGIN INSERT INTO ` + s.Log + ` (key) VALUES (NEW.` + s.QCol + `); END`
 }
 
-// Same reports whether s and t are the same attachment of the same source:
-// the same row, names and dataset, both logged. A source whose
-// attachment changed (triggers lost and recreated, another table under
-// the name) cannot vouch for what a filter of the old one holds.
-func (s *Source) Same(t *Source) bool {
-	return s != nil && t != nil && s.Logged && t.Logged && s.ID == t.ID && s.DatasetID == t.DatasetID &&
-		s.Table == t.Table && s.Column == t.Column
-}
-
 // Listed is an attached source as syncfilter_sources records it.
 type Listed struct {
 	Table, Column string
 	DatasetID     [16]byte
 	CreatedAt     string
-	Snapshot      string // the last snapshot recorded; "" if none (or recorded by an older version)
+	Snapshot      string // the last snapshot recorded; "" if none
 }
 
 // List returns every source the database records, in the order they were
 // first attached (none if the library's tables are not there).
 func List(ctx context.Context, q querier) ([]Listed, error) {
-	s := &Source{}
 	var exists bool
 	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, SourcesTable).Scan(&exists); err != nil || !exists {
 		return nil, err
 	}
-	if err := s.readCols(ctx, q); err != nil {
-		return nil, err
-	}
-	snap := `''`
-	if s.cols.snapshot {
-		snap = `coalesce(snapshot, '')`
-	}
-	rows, err := q.QueryContext(ctx, `SELECT tbl, col, dataset_id, created_at, `+snap+` FROM `+SourcesTable+` ORDER BY id`)
+	rows, err := q.QueryContext(ctx, `SELECT tbl, col, dataset_id, created_at, coalesce(snapshot, '') FROM `+SourcesTable+` ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list sources: %w", err)
 	}

@@ -1,0 +1,14 @@
+//go:build cgo && !syncfilter_nomattn
+
+package store
+
+import (
+	"database/sql/driver"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// defaultDriver is the driver used when the app names none:
+// github.com/mattn/go-sqlite3, in builds with cgo and without the
+// syncfilter_nomattn tag.
+func defaultDriver() driver.Driver { return &sqlite3.SQLiteDriver{} }

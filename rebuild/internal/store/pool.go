@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// pool hands out reading connections, the most recently released first
+// (its page cache is the warmest), at most size at a time.
+type pool struct {
+	db   *DB
+	sem  chan struct{} // a token per connection handed out
+	mu   sync.Mutex    // guards idle and closed
+	idle []*Conn
+	shut bool
+}
+
+func newPool(db *DB, size int) *pool {
+	return &pool{db: db, sem: make(chan struct{}, size)}
+}
+
+// Reader takes a reading connection, waiting for one while every one is
+// in use (ctx bounds the wait). Release it when done.
+func (db *DB) Reader(ctx context.Context) (*Conn, error) {
+	p := db.pool
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	p.mu.Lock()
+	if p.shut {
+		p.mu.Unlock()
+		<-p.sem
+		return nil, errors.New("database closed")
+	}
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	// A new connection opens the file by its name: only while the name is
+	// still this file's (checked before and after), or it would read the
+	// file the app put there instead under this one's schema and log.
+	err := db.SameFile()
+	var sc *sql.Conn
+	if err == nil {
+		sc, err = db.r.Conn(ctx)
+	}
+	if err == nil {
+		c := newConn(db, sc)
+		if err = db.SameFile(); err == nil {
+			return c, nil
+		}
+		c.close()
+	}
+	<-p.sem
+	return nil, fmt.Errorf("open reading connection: %w", err)
+}
+
+// Release gives a connection back to the pool.
+func (db *DB) Release(c *Conn) {
+	p := db.pool
+	p.mu.Lock()
+	if p.shut {
+		p.mu.Unlock()
+		c.close()
+	} else {
+		p.idle = append(p.idle, c)
+		p.mu.Unlock()
+	}
+	<-p.sem
+}
+
+func (p *pool) close() {
+	p.mu.Lock()
+	p.shut = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+}
