@@ -11,13 +11,13 @@ FUZZ_TARGETS = \
 	./snapshot:FuzzDecode \
 	./rebuild/internal/store:FuzzKeyArrayRoundTrip
 
-.PHONY: demo test no-binaries fmt-check vet portable race unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short cross cross-deps
+.PHONY: demo test no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short cross cross-deps
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
 	$(GO) run ./cmd/syncfilter demo
 
-test: no-binaries fmt-check vet portable fixtures-check unicode-newer race fuzz-short
+test: no-binaries fmt-check vet portable fixtures-check unicode-newer race drivers-short fuzz-short
 
 # No build output in git: a tracked file that is an executable binary (ELF,
 # Mach-O, a Windows PE) or has the executable bit without being a script
@@ -42,27 +42,55 @@ vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 
-# Every package that builds without cgo (all but rebuild and
-# cmd/syncfilter, which need the SQLite driver's C) compiles and vets,
-# tests included, for the other platforms clients run on. ios/arm64 links
-# only with cgo (Xcode): there the library packages are compiled, not
-# linked or vetted. `make cross` runs the tests on arm64 and s390x. The
-# scalar hashing path (no assembly) passes the same tests on amd64.
-NOCGO_PKGS = $(shell $(GO) list -f '{{.ImportPath}}{{range .Deps}} {{.}}{{end}}' ./... | grep -v ' github.com/mattn/go-sqlite3' | cut -d' ' -f1)
+# The packages that need no SQLite (normalize, syncfilter, snapshot,
+# fixtures, ...) compile and vet, tests included, for the other platforms
+# clients run on, and the library packages that do (rebuild, on the app's
+# own driver) compile there without cgo, as an app on modernc.org/sqlite
+# or ncruces/go-sqlite3 builds them. ios/arm64 links only with cgo
+# (Xcode): there the library packages are compiled, not linked or vetted.
+# `make cross` runs the tests on arm64 and s390x. The scalar hashing path
+# (no assembly) passes the same tests on amd64.
+NOSQL_PKGS = $(shell $(GO) list -f '{{.ImportPath}}{{range .Deps}} {{.}}{{end}}{{range .TestImports}} {{.}}{{end}}{{range .XTestImports}} {{.}}{{end}}' ./... | grep -v ' github.com/mattn/go-sqlite3\| github.com/syncfilter/syncfilter/internal/testdriver' | cut -d' ' -f1)
+NOCGO_PKGS = $(NOSQL_PKGS)
+LIB_PKGS = $(shell CGO_ENABLED=0 $(GO) list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./... | grep -v '/internal/testdriver$$')
 PORTABLE_PLATFORMS = linux/arm64 linux/s390x windows/amd64 darwin/arm64
 portable:
-	@set -e; pkgs="$(NOCGO_PKGS)"; \
+	@set -e; pkgs="$(NOSQL_PKGS)"; lib="$(LIB_PKGS)"; \
 	for p in $(PORTABLE_PLATFORMS); do \
 		echo "vet and build for $$p"; \
 		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) vet $$pkgs; \
-		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build $$pkgs; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build $$pkgs $$lib; \
 	done; \
 	echo "build for ios/arm64 (library packages)"; \
-	GOOS=ios GOARCH=arm64 CGO_ENABLED=0 $(GO) build $$($(GO) list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' $$pkgs)
+	GOOS=ios GOARCH=arm64 CGO_ENABLED=0 $(GO) build $$lib
 	$(GO) test -tags purego -count=1 ./syncfilter ./snapshot
 
 race:
 	$(GO) test -race -count=1 ./...
+
+# The rebuild package's behaviour tests with each SQLite driver, the app's
+# connections and the library's on the same one (SYNCFILTER_TEST_DRIVER,
+# internal/testdriver): mattn (the race run above), modernc.org/sqlite
+# beside it, and github.com/ncruces/go-sqlite3 in a build without cgo,
+# which also shows that a program on it builds with CGO_ENABLED=0 (mattn
+# and ncruces register the same database/sql name: no build holds both).
+# make test runs mattn and modernc; make drivers all three, without the
+# race detector (a pure-Go SQLite under it runs ten times slower).
+drivers-short:
+	SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
+
+drivers: drivers-short
+	SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
+	CGO_ENABLED=0 SYNCFILTER_TEST_DRIVER=ncruces $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
+
+# The app and the library in one process under load, with each driver, in
+# WAL and DELETE mode, for STRESSTIME per mode and driver (make test runs
+# 2 s of each inside the behaviour tests).
+STRESSTIME ?= 2m
+stress:
+	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
+	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
+	CGO_ENABLED=0 SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=ncruces $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 
 # The canonical form is NFC as of Unicode 15.0.0 (normalize.PinnedUnicode).
 # Go 1.27 builds golang.org/x/text with Unicode 17.0.0 tables: the same

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
@@ -167,7 +166,7 @@ func (ix *Index) scanSpellings(ctx context.Context, c *call, m *memo) error {
 	}
 	var pairs [][2]string
 	err = conn.ScanNonASCII(ctx, c.b.src, func(key string) error {
-		if canon, err := normalize.String(key); err == nil && canon != key {
+		if canon, err := canonicalStored(key); err == nil && canon != key {
 			pairs = append(pairs, [2]string{canon, key})
 		}
 		return nil

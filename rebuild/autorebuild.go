@@ -9,7 +9,7 @@ import (
 // The self-maintaining filter. Every catch-up ends with checkDue: a cheap
 // test on the filter's fill, then — at most once per 1/64 of the bits
 // newly set — the estimate from a scan of its bits. When the estimated
-// false-positive rate exceeds FPR × RebuildFactor, the index asks the
+// false-positive rate exceeds FPR × AutoRebuild.Factor, the index asks the
 // database's worker for a rebuild (bypass while it runs, as for any
 // rebuild).
 //
@@ -17,7 +17,7 @@ import (
 // automatic rebuilds are spaced by that cost: the next may start once
 // nine times the last one's scan has passed since its filter started
 // serving (the collection is in bypass at most a tenth of the time), and
-// not before Source.AutoRebuildEvery since the last began.
+// not before AutoRebuild.Every since the last began.
 //
 // How large: rows × Headroom, or, when the filter filled up within
 // fastGrowth of being built (an initial sync, a bulk import), rows ×
@@ -33,12 +33,12 @@ const (
 // checkDue asks for a rebuild if the call's filter is past due.
 func (ix *Index) checkDue(c *call) {
 	s := c.s
-	if s == nil || ix.cfg.NoAutoRebuild || ix.db.cfg.ReadOnly {
+	if s == nil || !ix.cfg.AutoRebuild.whenDue() || ix.db.cfg.ReadOnly {
 		return
 	}
 	_, _, ones := s.f.Load()
 	p := s.f.Params()
-	limit := ix.cfg.FPR * ix.cfg.RebuildFactor
+	limit := ix.cfg.FPR * ix.cfg.AutoRebuild.Factor
 	// fill^k is the rate of an evenly loaded filter; blocks vary, so the
 	// real rate is higher. Far below the limit, nothing to do.
 	if math.Pow(float64(ones)/float64(p.M), float64(p.K)) < limit/4 {
@@ -52,7 +52,7 @@ func (ix *Index) checkDue(c *call) {
 		return
 	}
 	ix.autoRebuild(s, fmt.Sprintf("estimated false-positive rate %.3g%% above %.3g%% (target %.3g%% × %g)",
-		100*est, 100*limit, 100*ix.cfg.FPR, ix.cfg.RebuildFactor))
+		100*est, 100*limit, 100*ix.cfg.FPR, ix.cfg.AutoRebuild.Factor))
 }
 
 // autoRebuild asks for the rebuild if s still serves and the spacing
@@ -74,7 +74,7 @@ func (ix *Index) autoRebuild(s *serving, reason string) {
 		at = ended.Add(costSpacing * took)
 	}
 	if !ix.lastAuto.IsZero() {
-		at = later(at, ix.lastAuto.Add(ix.cfg.AutoRebuildEvery))
+		at = later(at, ix.lastAuto.Add(ix.cfg.AutoRebuild.Every))
 	}
 	if at.After(now) {
 		// Due, but too soon after the last one: ask at the time the

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -49,7 +51,7 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 	probe := slices.Concat(ids("old", 300), ids("new", 200), ids("later", 20), ids("never", 100))
 
 	for round := range 2 { // the second open finds the same file again
-		ix, err := Open(ctx, cfg)
+		ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
 		if err != nil {
 			t.Fatalf("round %d: Open with a foreign snapshot: %v", round, err)
 		}
@@ -77,7 +79,7 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 		t.Fatal("read-only: no SnapshotError")
 	}
 	exact(t, roIx, tableIDs(t, path, "records"), probe)
-	if _, err := BuildSnapshot(ctx, cfg); !errors.Is(err, ErrUnsafeTarget) {
+	if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); !errors.Is(err, ErrUnsafeTarget) {
 		t.Fatalf("BuildSnapshot over another dataset's snapshot = %v, want ErrUnsafeTarget", err)
 	}
 
@@ -119,7 +121,7 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 			if err := os.WriteFile(c.Snapshot, content, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			ix, err := Open(ctx, c)
+			ix, err := Open(ctx, c.DBConfig, c.Source)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
@@ -143,25 +145,24 @@ func init() {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		path, how := args[0], args[1]
-		cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb", ProgressEvery: 500,
-			Progress: func(done, total int64) {
-				fmt.Printf("progress %d of %d\n", done, total)
-				if done >= total { // the end of the scan: not "during" it
-					return
-				}
-				select {
-				case <-ctx.Done():
-				case <-time.After(60 * time.Second):
-				}
-			}}
+		cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb", ProgressEvery: 500, Progress: func(done, total int64) {
+			fmt.Printf("progress %d of %d\n", done, total)
+			if done >= total { // the end of the scan: not "during" it
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(60 * time.Second):
+			}
+		}}}
 		var err error
 		if how == "open" {
 			var ix *Index
-			if ix, err = Open(ctx, cfg); err == nil {
+			if ix, err = Open(ctx, cfg.DBConfig, cfg.Source); err == nil {
 				_ = ix.Close(context.Background())
 			}
 		} else {
-			_, err = BuildSnapshot(ctx, cfg)
+			_, err = BuildSnapshot(ctx, cfg.DBConfig, cfg.Source)
 		}
 		fmt.Printf("result: %v\n", err)
 		if !errors.Is(err, context.Canceled) && !isInterrupted(err) {
@@ -224,7 +225,7 @@ func TestInterruptedFirstAttach(t *testing.T) {
 				// The killed process's scan lease (and its hold, if its
 				// worker had written it) stay: Detach refuses until they
 				// expire (store.LeaseTerm) unless forced.
-				if err := Detach(ctx, path, "records", "id"); !errors.Is(err, ErrHeld) {
+				if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); !errors.Is(err, ErrHeld) {
 					t.Fatalf("Detach after kill -9 = %v, want ErrHeld", err)
 				}
 				// Meanwhile the app opens as usual: the source is attached and
@@ -234,7 +235,7 @@ func TestInterruptedFirstAttach(t *testing.T) {
 				if err := ix.Close(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if err := DetachWith(ctx, path, "records", "id", DetachOptions{Force: true}); err != nil {
+				if err := DetachWith(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id", DetachOptions{Force: true}); err != nil {
 					t.Fatalf("Detach after kill -9: %v", err)
 				}
 				_ = os.Remove(path + ".sfb")
@@ -281,11 +282,11 @@ func TestFailedFirstAttachIsUndone(t *testing.T) {
 				var err error
 				if how == "open" {
 					var ix *Index
-					if ix, err = Open(ctx, appConfig(path)); err == nil {
+					if ix, err = Open(ctx, appConfig(path).DBConfig, appConfig(path).Source); err == nil {
 						_ = ix.Close(ctx)
 					}
 				} else {
-					_, err = BuildSnapshot(ctx, appConfig(path))
+					_, err = BuildSnapshot(ctx, appConfig(path).DBConfig, appConfig(path).Source)
 				}
 				if !errors.Is(err, injected) {
 					t.Fatalf("%s = %v, want the injected failure", how, err)
@@ -310,7 +311,7 @@ func TestDetachRightAfterClose(t *testing.T) {
 	path := driftDB(t, "WAL", ids("seed", 100))
 	pristine := schema(t, path)
 	for round := range 30 {
-		ix, err := Open(ctx, Config{Path: path, Table: "records", Column: "id"})
+		ix, err := Open(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,7 +323,7 @@ func TestDetachRightAfterClose(t *testing.T) {
 		if err := ix.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := Detach(ctx, path, "records", "id"); err != nil {
+		if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
 			t.Fatalf("round %d: Detach right after Close: %v", round, err)
 		}
 		if !bytes.Equal(schema(t, path), pristine) {
@@ -351,7 +352,7 @@ func TestDetachAfterCloseOfAReattachedIndex(t *testing.T) {
 		if err := ix.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := Detach(ctx, path, "records", "id"); err != nil {
+		if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
 			t.Fatalf("round %d: Detach after Close: %v", round, err)
 		}
 		if !bytes.Equal(schema(t, path), pristine) {
@@ -377,7 +378,7 @@ func TestCronCancelledAfterItsScan(t *testing.T) {
 					cancel()
 				}
 			}
-			if _, err := BuildSnapshot(ctx, cfg); !errors.Is(err, context.Canceled) && !isInterrupted(err) {
+			if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); !errors.Is(err, context.Canceled) && !isInterrupted(err) {
 				t.Fatalf("BuildSnapshot cancelled after its scan = %v, want context.Canceled", err)
 			}
 			if got := schema(t, path); !bytes.Equal(got, pristine) {

@@ -157,7 +157,7 @@ func (ix *Index) bind(ctx context.Context, c *call) (*binding, error) {
 			break
 		}
 	}
-	if b.err == nil && !src.Logged && ix.opened.Load() && !ix.db.cfg.ReadOnly && !ix.cfg.NoBackgroundRebuild {
+	if b.err == nil && !src.Logged && ix.opened.Load() && !ix.db.cfg.ReadOnly && !ix.cfg.AutoRebuild.Off {
 		ix.askRebuild("the source's triggers are not in place (a migration, or a new database file)")
 	}
 	return b, nil

@@ -57,7 +57,7 @@ func (ix *Index) take(ctx context.Context, s *serving, m *memo, keys []string) e
 	var canon []string
 	var pairs [][2]string
 	for _, k := range keys {
-		ck, err := canonical(k)
+		ck, err := canonicalStored(k)
 		if err != nil {
 			ix.m.skipped.Add(1) // no query can name it
 			continue

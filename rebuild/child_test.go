@@ -3,7 +3,6 @@ package rebuild
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"os"
 	"os/exec"
 	"sort"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 
 	"github.com/syncfilter/syncfilter/internal/testexec"
 )
@@ -114,7 +115,7 @@ func drain(lines *bufio.Scanner) string {
 // connection of its own: the reference the index's answers must match.
 func tableIDs(t testing.TB, path, table string) map[string]bool {
 	t.Helper()
-	db, err := sql.Open("sqlite3", dsn(path, "mode=ro&_busy_timeout=10000"))
+	db, err := testdriver.Open(path, testdriver.App{ReadOnly: true, BusyTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func tableIDs(t testing.TB, path, table string) map[string]bool {
 // "type name on tbl_name", sorted.
 func libraryObjects(t testing.TB, path string) []string {
 	t.Helper()
-	db, err := sql.Open("sqlite3", dsn(path, "mode=ro&_busy_timeout=10000"))
+	db, err := testdriver.Open(path, testdriver.App{ReadOnly: true, BusyTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func dirEntries(t testing.TB, dir string) []string {
 // integrity runs PRAGMA integrity_check on its own connection.
 func integrity(t testing.TB, path string) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func insertIn(t *testing.T, path, mode, table, prefix string, n int) []string {
 func exact(t testing.TB, ix *Index, fetched map[string]bool, probe []string) {
 	t.Helper()
 	ctx := context.Background()
-	missing, err := ix.Missing(ctx, probe)
+	missing, err := missingList(ctx, ix, probe)
 	if err != nil {
 		t.Fatalf("Missing: %v", err)
 	}

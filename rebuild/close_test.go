@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -20,7 +22,7 @@ func closedEverywhere(t testing.TB, mon *monitor, ix *Index) {
 	ctx := context.Background()
 	mon.do("calls after Close", func() {
 		_, ferr := ix.Fetched(ctx, "a")
-		_, merr := ix.Missing(ctx, []string{"a"})
+		_, merr := missingList(ctx, ix, []string{"a"})
 		for name, err := range map[string]error{"Fetched": ferr, "Missing": merr, "Rebuild": ix.Rebuild(ctx), "Reload": ix.Reload(ctx), "Save": ix.Save(ctx)} {
 			if !errors.Is(err, ErrClosed) {
 				t.Errorf("%s after Close = %v, want ErrClosed", name, err)
@@ -109,7 +111,7 @@ func TestCloseFromProgress(t *testing.T) {
 			snap := path + ".sfb"
 			// The first attach and scan, outside the count: the app
 			// cannot reach that scan's callback (it has no handle yet).
-			warm := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: snap})
+			warm := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: snap}})
 			if err := warm.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +131,7 @@ func TestCloseFromProgress(t *testing.T) {
 			var db *DB
 			var err error
 			if tc.db {
-				if db, err = OpenDB(ctx, DBConfig{Path: path}); err != nil {
+				if db, err = OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}); err != nil {
 					t.Fatal(err)
 				}
 				if ix, err = db.Index(ctx, src); err != nil {
@@ -141,8 +143,8 @@ func TestCloseFromProgress(t *testing.T) {
 					}
 				}
 			} else {
-				cfg := Config{Path: path, Table: src.Table, Column: src.Column, Snapshot: snap, ProgressEvery: src.ProgressEvery, Progress: src.Progress}
-				if ix, err = Open(ctx, cfg); err != nil {
+				cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: src.Table, Column: src.Column, Snapshot: snap, ProgressEvery: src.ProgressEvery, Progress: src.Progress}}
+				if ix, err = Open(ctx, cfg.DBConfig, cfg.Source); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -233,7 +235,7 @@ func TestCloseFromProgress(t *testing.T) {
 				t.Errorf("Progress called %d times after Close returned: the rebuild went on", n)
 			}
 			unlocked(t, path, "records")
-			if err := Detach(ctx, path, "records", "id"); err != nil {
+			if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
 				t.Fatalf("Detach after Close: %v", err)
 			}
 		})
@@ -256,8 +258,8 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 			baseline := baselineGoroutines()
 			mon := newMonitor(t, callBound)
 			// SQLite would wait ten minutes for the lock.
-			cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb", BusyTimeout: 10 * time.Minute}
-			ix, err := Open(ctx, cfg)
+			cfg := config{DBConfig: DBConfig{Path: path, BusyTimeout: 10 * time.Minute, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
+			ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -293,7 +295,7 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 			if claim.Generation < gen {
 				t.Errorf("snapshot at generation %d, the filter covered %d when Close was called", claim.Generation, gen)
 			}
-			if err := Detach(ctx, path, "records", "id"); err != nil {
+			if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
 				t.Fatalf("Detach after Close: %v", err)
 			}
 		})
@@ -322,7 +324,7 @@ func TestQueriesFromProgress(t *testing.T) {
 			return
 		}
 		asked.Add(1)
-		missing, err := ix.Missing(ctx, probe)
+		missing, err := missingList(ctx, ix, probe)
 		if err != nil || fmt.Sprint(missing) != fmt.Sprint(probe[20:]) {
 			t.Errorf("Missing inside Progress = %v, %v", missing, err)
 		}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
@@ -89,7 +91,7 @@ func TestCollectionsShareTheDatabase(t *testing.T) {
 	path := collectionsDB(t, 10, 200)
 	measure := func(n int) (conns, files, gs int) {
 		base := goroutines()
-		db, err := OpenDB(ctx, DBConfig{Path: path})
+		db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +110,7 @@ func TestCollectionsShareTheDatabase(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for range 20 {
-						if _, err := ix.Missing(ctx, ids("c", 50)); err != nil {
+						if _, err := missingList(ctx, ix, ids("c", 50)); err != nil {
 							t.Error(err)
 						}
 					}
@@ -146,14 +148,11 @@ func TestCollectionsShareTheDatabase(t *testing.T) {
 func TestCollectionsRebuildInTurn(t *testing.T) {
 	ctx := context.Background()
 	path := collectionsDB(t, 3, 3000)
-	db, err := OpenDB(ctx, DBConfig{Path: path})
+	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: store.Knobs{ScanChunk: 500}}) // a progress call per 500 keys
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close(ctx)
-	old := store.ScanChunk
-	store.ScanChunk = 500 // a progress call per 500 keys
-	defer func() { store.ScanChunk = old }()
 	var mu sync.Mutex
 	scanning := map[int]bool{}
 	peak := 0
@@ -223,7 +222,7 @@ func TestIndexLoadsItsSnapshotAfterOpen(t *testing.T) {
 	src := func(i int) Source {
 		return Source{Table: fmt.Sprintf("coll%d", i), Column: "id", Snapshot: fmt.Sprintf("%s.%d.sfb", path, i)}
 	}
-	db, err := OpenDB(ctx, DBConfig{Path: path})
+	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +237,7 @@ func TestIndexLoadsItsSnapshotAfterOpen(t *testing.T) {
 	if err := os.WriteFile(src(3).Snapshot, []byte("damaged"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, err = OpenDB(ctx, DBConfig{Path: path})
+	db, err = OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // TestCatchUpNeverSkipsEntriesCompactedMeanwhile: another index compacts
@@ -72,7 +74,7 @@ func TestCatchUpWaitersNeverTrustAnIncompleteRead(t *testing.T) {
 		p.before = append(p.before, 2)
 	}
 	var once sync.Once
-	waiter := make(chan []string, 1)
+	waiter := make(chan []bool, 1)
 	testHookCatchUpChunk = func() {
 		once.Do(func() {
 			go func() { // a call that probes now, then waits for this catch-up
@@ -115,8 +117,8 @@ func behindByChunks(t *testing.T, name string) (ref *reference, ix, other *Index
 	}
 	path := modeDB(t, "wal", []string{"records"}, seed...)
 	ref.committed(0, len(seed))
-	ix = open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb"})
-	other = open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1, NoBackgroundRebuild: true})
+	ix = open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}})
+	other = open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1, AutoRebuild: AutoRebuild{Off: true}}})
 	later := make([]string, 0, 5000)
 	for i := len(seed); i < len(seed)+5000; i++ {
 		later = append(later, ref.id(i).stored)

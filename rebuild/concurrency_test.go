@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -151,7 +153,7 @@ func modeDB(t testing.TB, mode string, tables []string, ids ...string) string {
 // modeConn opens the app's own connection in its journal mode.
 func modeConn(t testing.TB, path, mode string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite3", dsn(path, "_journal_mode="+mode+"&_busy_timeout=10000"))
+	db, err := testdriver.Open(path, testdriver.App{JournalMode: mode, BusyTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +188,7 @@ func tryInsert(db *sql.DB, table string, ids ...string) error {
 // (SQLite waits 5 s for a lock a statement holds).
 func unlocked(t testing.TB, path, table string) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=5000"))
+	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,21 +361,20 @@ func newProbe(ref *reference, pick func(n int) int, n int) *probe {
 	return p
 }
 
-// judgeMissing checks the keys Missing returned.
-func (p *probe) judgeMissing(missing []string) []error {
-	miss := map[string]bool{}
-	for _, k := range missing {
-		miss[k] = true
+// judgeMissing checks Missing's answers, one per position of p.keys.
+func (p *probe) judgeMissing(missing []bool) []error {
+	if len(missing) != len(p.keys) {
+		return []error{fmt.Errorf("Missing answered %d positions of %d", len(missing), len(p.keys))}
 	}
 	var errs []error
 	for j, k := range p.keys {
 		if p.idx[j] < 0 {
-			if !miss[k] {
-				errs = append(errs, fmt.Errorf("never-inserted %+q not listed by Missing", k))
+			if !missing[j] {
+				errs = append(errs, fmt.Errorf("never-inserted %+q answered fetched by Missing", k))
 			}
 			continue
 		}
-		if err := p.ref.verdict(p.idx[j], p.before[j], !miss[k]); err != nil {
+		if err := p.ref.verdict(p.idx[j], p.before[j], !missing[j]); err != nil {
 			errs = append(errs, fmt.Errorf("Missing(%+q): %w", k, err))
 		}
 	}

@@ -1,6 +1,7 @@
 package rebuild
 
 import (
+	"database/sql/driver"
 	"fmt"
 	"math"
 	"os"
@@ -20,6 +21,21 @@ type DBConfig struct {
 	// Source.Snapshot is taken relative to the working directory at open.
 	Path string
 
+	// Driver is the SQLite driver the app opens this database with: the
+	// library opens its own connections through it, so that the process
+	// holds one copy of SQLite. Two copies in one process do not see each
+	// other's file locks, and closing a file in one drops the other's:
+	// committed rows vanish and the database is corrupted
+	// (sqlite.org/howtocorrupt.html, 2.2.1). Pass &sqlite.Driver{}
+	// (modernc.org/sqlite), &driver.SQLite{}
+	// (github.com/ncruces/go-sqlite3/driver), &sqlite3.SQLiteDriver{}
+	// (github.com/mattn/go-sqlite3), or appDB.Driver() of any *sql.DB the
+	// app opened. nil: github.com/mattn/go-sqlite3, the default in builds
+	// with cgo (and without the syncfilter_nomattn tag), unless the
+	// program links another SQLite (ErrSecondSQLite); no default without
+	// cgo (ErrNoDriver). Another driver: ErrUnsupportedDriver.
+	Driver driver.Driver
+
 	// ReadOnly opens the database read-only and changes nothing in it or
 	// on disk: no tables or triggers, no snapshot saved, no rebuild. A
 	// source the library attached before is served from its snapshot
@@ -38,6 +54,8 @@ type DBConfig struct {
 
 	// BusyTimeout is how long SQLite waits for a lock. Default 5s.
 	BusyTimeout time.Duration
+
+	knobs store.Knobs // sizes the tests shrink
 }
 
 // Source says which table of the database is the source of truth of one
@@ -67,10 +85,6 @@ type Source struct {
 	// keys added until the next rebuild. Default 2; at least 1.
 	Headroom float64
 
-	// RebuildFactor: Stats.RebuildDue is set when the estimated
-	// false-positive rate exceeds FPR × RebuildFactor. Default 2.
-	RebuildFactor float64
-
 	// LogRetain is how many log entries a rebuild keeps behind the
 	// generation it saved, for other processes whose filters are older.
 	// Default 100,000.
@@ -99,25 +113,8 @@ type Source struct {
 	// saves the filter when it covers more than the file).
 	NoSaveOnClose bool
 
-	// NoAutoRebuild: never rebuild because the filter filled up; the app
-	// watches Stats.RebuildDue and calls Rebuild itself (or runs the cron
-	// job). By default, when the estimated false-positive rate exceeds
-	// FPR × RebuildFactor, the index rebuilds in the background by itself
-	// (every query about this collection goes to SQLite meanwhile), sized
-	// for the rows then and for the growth since the last rebuild.
-	NoAutoRebuild bool
-
-	// AutoRebuildEvery is the least time between two automatic rebuilds,
-	// on top of the limit tied to their cost (a rebuild starts only after
-	// nine times the last one's duration has passed since it ended, so
-	// rebuilds take at most a tenth of the time). Default 0: the cost
-	// limit alone.
-	AutoRebuildEvery time.Duration
-
-	// NoBackgroundRebuild: when the snapshot is missing or refused, or the
-	// source's triggers were lost, serve every query from SQLite until the
-	// caller runs Rebuild, instead of rebuilding in the background.
-	NoBackgroundRebuild bool
+	// AutoRebuild says when the index rebuilds its filter by itself.
+	AutoRebuild AutoRebuild
 
 	// Progress, if set, is called during scans with the keys read so far
 	// and the rows (estimated, then counted), from the scanning
@@ -130,44 +127,38 @@ type Source struct {
 	ProgressEvery int64
 }
 
-// Config opens one collection: the fields of DBConfig and of Source in one
-// value, for rebuild.Open. An app with several collections in one
-// database opens it once (OpenDB) and takes each collection's index from
-// it (DB.Index), sharing connections and background work.
-type Config struct {
-	Path                string
-	Table, Column       string
-	Snapshot            string
-	FPR                 float64
-	Capacity            uint64
-	Headroom            float64
-	RebuildFactor       float64
-	LogRetain           uint64
-	AllowUnindexed      bool
-	ReadOnly            bool
-	SnapshotMode        os.FileMode
-	ReplaceForeignFile  bool
-	NoSaveOnClose       bool
-	NoAutoRebuild       bool
-	AutoRebuildEvery    time.Duration
-	NoBackgroundRebuild bool
-	Progress            func(done, total int64)
-	ProgressEvery       int64
-	BusyTimeout         time.Duration
-	Readers             int
+// AutoRebuild says when an index rebuilds its filter by itself, on the
+// database's worker, every query about the collection going to SQLite
+// meanwhile (as for any rebuild). By default it rebuilds when no filter
+// can serve (the snapshot is missing or refused, a filter was dropped
+// because the source changed under it, the source's triggers were put
+// back after a migration) and when the filter is due: its estimated
+// false-positive rate exceeds FPR × Factor (Stats.RebuildDue), sized for
+// the rows then and for the growth since the last rebuild.
+type AutoRebuild struct {
+	// Off: never rebuild by itself. While no filter serves, every query
+	// goes to SQLite until the app calls Rebuild (or the cron job runs
+	// and the app calls Reload); a full filter stays until then.
+	Off bool
+
+	// NotWhenDue: rebuild when no filter serves, but not because the
+	// filter filled up; the app watches Stats.RebuildDue.
+	NotWhenDue bool
+
+	// Factor: the filter is due when its estimated false-positive rate
+	// exceeds FPR × Factor. Default 2.
+	Factor float64
+
+	// Every is the least time between two rebuilds of a due filter, on
+	// top of the limit tied to their cost (one starts only after nine
+	// times the last one's scan has passed since it ended, so that
+	// rebuilds take at most a tenth of the time). Default 0: the cost
+	// limit alone.
+	Every time.Duration
 }
 
-// split returns the database's and the collection's halves of c.
-func (c Config) split() (DBConfig, Source) {
-	return DBConfig{Path: c.Path, ReadOnly: c.ReadOnly, Readers: c.Readers, BusyTimeout: c.BusyTimeout},
-		Source{
-			Table: c.Table, Column: c.Column, Snapshot: c.Snapshot, FPR: c.FPR, Capacity: c.Capacity,
-			Headroom: c.Headroom, RebuildFactor: c.RebuildFactor, LogRetain: c.LogRetain,
-			AllowUnindexed: c.AllowUnindexed, SnapshotMode: c.SnapshotMode, ReplaceForeignFile: c.ReplaceForeignFile,
-			NoSaveOnClose: c.NoSaveOnClose, NoAutoRebuild: c.NoAutoRebuild, AutoRebuildEvery: c.AutoRebuildEvery,
-			NoBackgroundRebuild: c.NoBackgroundRebuild, Progress: c.Progress, ProgressEvery: c.ProgressEvery,
-		}
-}
+// whenDue reports whether the index rebuilds a due filter by itself.
+func (a AutoRebuild) whenDue() bool { return !a.Off && !a.NotWhenDue }
 
 func bad(format string, args ...any) error {
 	return fmt.Errorf("check config: "+format+": %w", append(args, ErrBadConfig)...)
@@ -208,10 +199,10 @@ func (c Source) withDefaults(readOnly bool) (Source, error) {
 		}
 	}
 	if readOnly {
-		c.NoSaveOnClose, c.NoBackgroundRebuild, c.NoAutoRebuild = true, true, true
+		c.NoSaveOnClose, c.AutoRebuild.Off = true, true
 	}
-	if c.AutoRebuildEvery < 0 {
-		return c, bad("auto-rebuild interval %v", c.AutoRebuildEvery)
+	if c.AutoRebuild.Every < 0 {
+		return c, bad("auto-rebuild interval %v", c.AutoRebuild.Every)
 	}
 	if c.SnapshotMode == 0 {
 		c.SnapshotMode = snapshot.FileMode
@@ -231,11 +222,11 @@ func (c Source) withDefaults(readOnly bool) (Source, error) {
 	if !(c.Headroom >= 1) || math.IsInf(c.Headroom, 0) {
 		return c, bad("headroom %v below 1", c.Headroom)
 	}
-	if c.RebuildFactor == 0 {
-		c.RebuildFactor = 2
+	if c.AutoRebuild.Factor == 0 {
+		c.AutoRebuild.Factor = 2
 	}
-	if !(c.RebuildFactor >= 1) || math.IsInf(c.RebuildFactor, 0) {
-		return c, bad("rebuild factor %v below 1", c.RebuildFactor)
+	if !(c.AutoRebuild.Factor >= 1) || math.IsInf(c.AutoRebuild.Factor, 0) {
+		return c, bad("rebuild factor %v below 1", c.AutoRebuild.Factor)
 	}
 	if c.LogRetain == 0 {
 		c.LogRetain = 100_000

@@ -26,23 +26,22 @@ type Report struct {
 // no app has yet. It does not read the old snapshot, and leaves nothing
 // running. A kill at any moment leaves the previous file in place.
 // A running app picks the new file up with Reload, or at its next Open.
-func BuildSnapshot(ctx context.Context, cfg Config) (Report, error) {
+func BuildSnapshot(ctx context.Context, dcfg DBConfig, src Source) (Report, error) {
 	start := time.Now()
-	if cfg.Snapshot == "" {
+	if src.Snapshot == "" {
 		return Report{}, fmt.Errorf("build snapshot: no snapshot file: %w", ErrBadConfig)
 	}
-	if cfg.ReadOnly {
+	if dcfg.ReadOnly {
 		return Report{}, fmt.Errorf("build snapshot: %w", ErrReadOnly)
 	}
-	cfg.NoBackgroundRebuild, cfg.NoSaveOnClose, cfg.NoAutoRebuild = true, true, true
-	dcfg, src := cfg.split()
+	src.AutoRebuild.Off, src.NoSaveOnClose = true, true
 	if _, err := dcfg.withDefaults(); err != nil {
 		return Report{}, err
 	}
 	if _, err := src.withDefaults(false); err != nil {
 		return Report{}, err
 	}
-	if err := checkTargetDir(cfg.Snapshot); err != nil {
+	if err := checkTargetDir(src.Snapshot); err != nil {
 		return Report{}, err
 	}
 	db, err := openDB(ctx, dcfg, false)
@@ -72,7 +71,7 @@ func BuildSnapshot(ctx context.Context, cfg Config) (Report, error) {
 	p := s.f.Params()
 	health := s.f.Stats()
 	return Report{
-		Snapshot: cfg.Snapshot, Rows: counts.Rows, Counts: counts, Generation: ix.savedGen.Load(),
+		Snapshot: src.Snapshot, Rows: counts.Rows, Counts: counts, Generation: ix.savedGen.Load(),
 		M: p.M, K: p.K, Capacity: s.capacity, EstimatedFPR: health.EstimatedFPR, Bytes: info.Size(), Took: time.Since(start),
 	}, nil
 }

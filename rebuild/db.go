@@ -42,6 +42,7 @@ import (
 //	              rebuild's duration (its scan, its Progress calls)
 type DB struct {
 	cfg    DBConfig
+	drv    *store.Driver   // the app's SQLite driver
 	ctx    context.Context // of background work; cancelled by Close
 	cancel context.CancelFunc
 	writer *syncfilter.Writer   // applies the bit changes of every filter
@@ -120,11 +121,15 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, cfg.Path, store.Options{ReadOnly: cfg.ReadOnly, Create: create, Readers: cfg.Readers, BusyTimeout: cfg.BusyTimeout})
+	drv, err := store.NewDriver(cfg.Driver)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", cfg.Path, err)
+	}
+	st, err := store.Open(ctx, cfg.Path, store.Options{Driver: drv, ReadOnly: cfg.ReadOnly, Create: create, Readers: cfg.Readers, BusyTimeout: cfg.BusyTimeout, Knobs: cfg.knobs})
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{cfg: cfg, path: st.Path, writer: syncfilter.NewWriter(), turn: make(chan struct{}, 1), rebuilds: make(chan struct{}, 1), indexes: map[*Index]struct{}{}}
+	db := &DB{cfg: cfg, drv: drv, path: st.Path, writer: syncfilter.NewWriter(), turn: make(chan struct{}, 1), rebuilds: make(chan struct{}, 1), indexes: map[*Index]struct{}{}}
 	db.ctx, db.cancel = context.WithCancel(context.Background())
 	f := &file{st: st, n: 1}
 	f.refs.Store(1)

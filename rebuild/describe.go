@@ -36,16 +36,16 @@ type SnapshotStatus struct {
 	Capacity     uint64
 	FillRatio    float64
 	EstimatedFPR float64
-	RebuildDue   bool // EstimatedFPR above FPR × RebuildFactor
+	RebuildDue   bool // EstimatedFPR above FPR × AutoRebuild.Factor
 	Bytes        int64
 }
 
-// Describe reports the state of a source and of its snapshot (cfg.Snapshot,
-// optional) read-only: the database is opened read-only and nothing is
-// created or written (cfg.ReadOnly is implied).
-func Describe(ctx context.Context, cfg Config) (Status, error) {
-	cfg.ReadOnly = true
-	ix, err := Open(ctx, cfg)
+// Describe reports the state of a source and of its snapshot (its
+// Snapshot, optional) read-only: the database is opened read-only and
+// nothing is created or written (DBConfig.ReadOnly is implied).
+func Describe(ctx context.Context, dcfg DBConfig, cfg Source) (Status, error) {
+	dcfg.ReadOnly = true
+	ix, err := Open(ctx, dcfg, cfg)
 	if err != nil {
 		return Status{}, err
 	}
@@ -92,7 +92,7 @@ func Describe(ctx context.Context, cfg Config) (Status, error) {
 	}
 	snap.Generation, snap.Items, snap.Capacity = h.Generation, h.Items, h.Capacity
 	snap.FillRatio, snap.EstimatedFPR = health.FillRatio, health.EstimatedFPR
-	snap.RebuildDue = health.EstimatedFPR > ix.cfg.FPR*ix.cfg.RebuildFactor
+	snap.RebuildDue = health.EstimatedFPR > ix.cfg.FPR*ix.cfg.AutoRebuild.Factor
 	if out.Generation > h.Generation {
 		snap.Lag = out.Generation - h.Generation
 	}

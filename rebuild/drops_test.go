@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -32,7 +34,7 @@ func TestChildProcessCompactsOnce(t *testing.T) {
 		keys = append(keys, idSpelling("drop", i).stored)
 	}
 	insertInto(t, db, "records", keys...)
-	if _, err := BuildSnapshot(context.Background(), Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".cron.sfb", LogRetain: 1}); err != nil {
+	if _, err := BuildSnapshot(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: path + ".cron.sfb", LogRetain: 1}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -56,14 +58,14 @@ func TestDropsByAnotherProcessLeakNothing(t *testing.T) {
 	}
 	path := modeDB(t, "wal", []string{"records"}, keys...)
 	ref.committed(0, seed)
-	cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb"}
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
 	warm := open(t, cfg) // the first attach and scan, outside the count
 	if err := warm.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	baseline := baselineGoroutines()
 	mon := newMonitor(t, callBound)
-	ix, err := Open(ctx, cfg)
+	ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,7 @@ func TestReadOnlySeesSpellingsCommittedAfterOpen(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			path := modeDB(t, "wal", []string{"records"}, ids("seed", 300)...)
-			cfg := Config{Path: path, Table: "records", Column: "id"}
+			cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}}
 			if tc.snapshot {
 				cfg.Snapshot = path + ".sfb"
 			}
@@ -202,7 +204,7 @@ func TestSymlinkedPathWithAStaleShmStaysFresh(t *testing.T) {
 	if err := os.WriteFile(link+"-shm", stale, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ix := open(t, Config{Path: link, Table: "records", Column: "id", Snapshot: filepath.Join(dir, "link.sfb")})
+	ix := open(t, config{DBConfig: DBConfig{Path: link, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: filepath.Join(dir, "link.sfb")}})
 	app := modeConn(t, real, "wal")
 	fetched := set(ids("seed", 200))
 	for round := range 4 {
@@ -241,7 +243,7 @@ func TestWaitRightAfterADrop(t *testing.T) {
 // the same database inserts rows, rebuilds and compacts the log past it.
 func compactPast(t *testing.T, path string) {
 	t.Helper()
-	other := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1})
+	other := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1}})
 	insertIDs(t, rawDB(t, path), ids("compact", 50)...)
 	if err := other.Rebuild(context.Background()); err != nil {
 		t.Fatal(err)

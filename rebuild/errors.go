@@ -8,7 +8,7 @@ import (
 
 // Errors returned by this package. Each is wrapped with context ("verb
 // noun: %w"); test with errors.Is. SQLite errors are wrapped as they come
-// from github.com/mattn/go-sqlite3 (errors.As a sqlite3.Error).
+// from the app's driver (DBConfig.Driver).
 var (
 	// ErrBadConfig: a Config field is out of range (false-positive rate
 	// outside (0, 1), headroom below 1, no database path, ...).
@@ -105,6 +105,25 @@ var (
 	// ErrKeyTooLong: a key is longer than MaxKeyBytes (before or after
 	// normalization). Refused before any SQL is built.
 	ErrKeyTooLong = errors.New("key too long")
+
+	// ErrNoDriver: DBConfig.Driver is nil and the build has no default
+	// driver (github.com/mattn/go-sqlite3 needs cgo, and the
+	// syncfilter_nomattn tag leaves it out): pass the app's driver.
+	ErrNoDriver = store.ErrNoDriver
+
+	// ErrSecondSQLite: DBConfig.Driver is nil and the program links
+	// another copy of SQLite besides the default's (modernc.org/sqlite,
+	// ncruces/go-sqlite3, a SQLCipher build, ...). Two copies in one
+	// process do not see each other's file locks and corrupt the
+	// database: pass the driver the app uses.
+	ErrSecondSQLite = store.ErrSecondSQLite
+
+	// ErrUnsupportedDriver: DBConfig.Driver is not one of the drivers the
+	// library supports (github.com/mattn/go-sqlite3, modernc.org/sqlite,
+	// github.com/ncruces/go-sqlite3/driver), or its SQLite is older than
+	// the library needs (3.43.0); the message names the driver and what
+	// is missing.
+	ErrUnsupportedDriver = store.ErrUnsupportedDriver
 
 	// ErrClosed: the index was closed.
 	ErrClosed = errors.New("index closed")

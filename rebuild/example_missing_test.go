@@ -7,15 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/syncfilter/syncfilter/rebuild"
 )
 
 // Missing answers a page with an invalid id (here not valid UTF-8) in
-// part: every valid id is answered, the invalid ones are listed as
-// missing (never as fetched), and the error, an *InvalidKeysError, says
-// which. A plain `if err != nil { return err }` would drop the whole
+// part: every valid id is answered, the invalid ones are answered missing
+// (never fetched), and the error, an *InvalidKeysError, says which. A plain `if err != nil { return err }` would drop the whole
 // page, and the same page, retried, fails again: skip the invalid ids
 // and go on.
 func ExampleIndex_Missing_invalidKeys() {
@@ -35,9 +33,9 @@ func ExampleIndex_Missing_invalidKeys() {
 		panic(err)
 	}
 
-	ix, err := rebuild.Open(ctx, rebuild.Config{
-		Path: path, Table: "records", Column: "id", Snapshot: filepath.Join(dir, "records.sfb"),
-	})
+	ix, err := rebuild.Open(ctx,
+		rebuild.DBConfig{Path: path, Driver: db.Driver()}, // the app's own SQLite
+		rebuild.Source{Table: "records", Column: "id", Snapshot: filepath.Join(dir, "records.sfb")})
 	if err != nil {
 		panic(err)
 	}
@@ -50,17 +48,20 @@ func ExampleIndex_Missing_invalidKeys() {
 	case errors.As(err, &invalid):
 		// A partial result: log the invalid ids and leave them out;
 		// they could never be stored anyway.
-		skip := map[string]bool{}
 		for _, k := range invalid.Keys {
 			fmt.Printf("skipping id %d of the page: %v\n", k.Index, k.Err)
-			skip[page[k.Index]] = true
+			missing[k.Index] = false
 		}
-		missing = slices.DeleteFunc(missing, func(id string) bool { return skip[id] })
 	case err != nil:
 		panic(err) // nothing was answered: retry the page later
 	}
-	fmt.Printf("fetch %q\n", missing)
+	for i, id := range page {
+		if missing[i] {
+			fmt.Printf("fetch %q\n", id)
+		}
+	}
 	// Output:
 	// skipping id 2 of the page: normalize key: invalid UTF-8 at byte offset 4
-	// fetch ["rec-3" "rec-4"]
+	// fetch "rec-3"
+	// fetch "rec-4"
 }

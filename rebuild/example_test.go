@@ -2,6 +2,7 @@ package rebuild_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,12 +15,17 @@ func Example() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	// The library owns the table here (Table and Column empty); see
-	// Config for an app's own table.
-	ix, err := rebuild.Open(ctx, rebuild.Config{
-		Path:     filepath.Join(dir, "app.db"),
-		Snapshot: filepath.Join(dir, "fetched.sfb"),
-	})
+	// The library opens the database through the app's SQLite driver
+	// (DBConfig.Driver): here the one registered as "sqlite3". It owns
+	// the table here (Table and Column empty); see Source for an app's
+	// own table.
+	app, err := sql.Open("sqlite3", "")
+	if err != nil {
+		panic(err)
+	}
+	ix, err := rebuild.Open(ctx,
+		rebuild.DBConfig{Path: filepath.Join(dir, "app.db"), Driver: app.Driver()},
+		rebuild.Source{Snapshot: filepath.Join(dir, "fetched.sfb")})
 	if err != nil {
 		panic(err)
 	}
@@ -36,7 +42,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%+q\n", missing)
+	for i, id := range page {
+		if missing[i] {
+			fmt.Printf("fetch %+q\n", id)
+		}
+	}
 
 	ok, _ := ix.Fetched(ctx, "rec-3")
 	fmt.Println("rec-3 fetched:", ok)
@@ -44,7 +54,8 @@ func Example() {
 	st := ix.Stats()
 	fmt.Println("asked", st.Queries, "confirmed", st.ConfirmedPositives)
 	// Output:
-	// ["rec-3" "rec-4"]
+	// fetch "rec-3"
+	// fetch "rec-4"
 	// rec-3 fetched: false
 	// asked 5 confirmed 2
 }

@@ -55,7 +55,7 @@ func (db *DB) reopen(ctx context.Context, old *file) error {
 	if db.cur.Load() != old { // another call reopened it
 		return nil
 	}
-	st, err := store.Open(ctx, db.path.Abs, store.Options{ReadOnly: db.cfg.ReadOnly, Readers: db.cfg.Readers, BusyTimeout: db.cfg.BusyTimeout})
+	st, err := store.Open(ctx, db.path.Abs, store.Options{Driver: db.drv, ReadOnly: db.cfg.ReadOnly, Readers: db.cfg.Readers, BusyTimeout: db.cfg.BusyTimeout, Knobs: db.cfg.knobs})
 	if err != nil {
 		return fmt.Errorf("check database: %w; open the file now at the path: %w", store.ErrReplaced, err)
 	}

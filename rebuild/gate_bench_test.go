@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // The benchmarks compare the gate with what a user writes without the
@@ -57,7 +59,7 @@ func benchDB(b *testing.B) string {
 			return
 		}
 		benchPath = filepath.Join(dir, "bench.db")
-		db, err := sql.Open("sqlite3", dsn(benchPath, "_journal_mode=WAL&_busy_timeout=10000"))
+		db, err := testdriver.Open(benchPath, testdriver.App{JournalMode: "WAL", BusyTimeout: 10 * time.Second})
 		if err != nil {
 			benchErr = err
 			return
@@ -112,7 +114,7 @@ func benchPage(p int, newPct int) []string {
 // benchIndex opens the gate on the benchmark table, serving from its
 // snapshot (built by the first open).
 func benchIndex(b *testing.B, path string) *Index {
-	ix, err := Open(context.Background(), Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb"})
+	ix, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: path + ".sfb"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func benchIndex(b *testing.B, path string) *Index {
 
 // preparedLookup is what a user writes without the library.
 func preparedLookup(b *testing.B, path string) *sql.Stmt {
-	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -219,7 +221,7 @@ func BenchmarkFetched(b *testing.B) {
 func BenchmarkRebuild(b *testing.B) {
 	path := benchDB(b)
 	open := func(b *testing.B) *Index {
-		ix, err := Open(context.Background(), Config{Path: path, Table: "records", Column: "id", NoBackgroundRebuild: true})
+		ix, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", AutoRebuild: AutoRebuild{Off: true}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -263,7 +265,7 @@ func BenchmarkRebuild(b *testing.B) {
 		b.ReportMetric(float64(ix.filter().f.Params().Bytes())/(1<<20), "filter-MiB")
 	})
 	b.Run("bare-scan", func(b *testing.B) {
-		db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+		db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}

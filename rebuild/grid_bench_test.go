@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 
 	"github.com/syncfilter/syncfilter/normalize"
 )
@@ -40,7 +43,7 @@ type inListLookup struct {
 }
 
 func newInList(b *testing.B, path string) *inListLookup {
-	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package rebuild
 
 import (
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 
 	"bytes"
@@ -25,7 +26,7 @@ import (
 // order, as bytes: two equal results mean an identical schema.
 func schema(t testing.TB, path string) []byte {
 	t.Helper()
-	db, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	db, err := testdriver.Open(path, testdriver.App{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func schema(t testing.TB, path string) []byte {
 // plainDB opens path as an app that never chose a journal mode would.
 func plainDB(t testing.TB, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func plainDB(t testing.TB, path string) *sql.DB {
 
 func journalMode(t testing.TB, path string) string {
 	t.Helper()
-	db, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	db, err := testdriver.Open(path, testdriver.App{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func fileSum(t testing.TB, path string) [32]byte {
 func guestDB(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "app.db")
-	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=10000"))
+	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestRefusalsLeaveNoTrace(t *testing.T) {
 	for _, attachedFirst := range []bool{false, true} {
 		path := guestDB(t)
 		if attachedFirst {
-			ix := open(t, Config{Path: path, Table: "records", Column: "id"})
+			ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}})
 			if err := ix.Close(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -154,15 +155,15 @@ func TestRefusalsLeaveNoTrace(t *testing.T) {
 			t.Run(fmt.Sprintf("attached=%v/%s.%s", attachedFirst, tc.table, tc.column), func(t *testing.T) {
 				before, mode := schema(t, path), journalMode(t, path)
 				for _, how := range []string{"Open", "BuildSnapshot"} {
-					cfg := Config{Path: path, Table: tc.table, Column: tc.column, Snapshot: filepath.Join(t.TempDir(), "s.sfb")}
+					cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: tc.table, Column: tc.column, Snapshot: filepath.Join(t.TempDir(), "s.sfb")}}
 					var err error
 					if how == "Open" {
 						var ix *Index
-						if ix, err = Open(context.Background(), cfg); err == nil {
+						if ix, err = Open(context.Background(), cfg.DBConfig, cfg.Source); err == nil {
 							_ = ix.Close(context.Background())
 						}
 					} else {
-						_, err = BuildSnapshot(context.Background(), cfg)
+						_, err = BuildSnapshot(context.Background(), cfg.DBConfig, cfg.Source)
 					}
 					if !errors.Is(err, tc.want) {
 						t.Fatalf("%s = %v, want %v", how, err, tc.want)
@@ -197,7 +198,7 @@ func TestFailedAttachRollsBack(t *testing.T) {
 	mustExec(t, app, `CREATE TABLE notes (n TEXT)`)
 	mustExec(t, app, `CREATE INDEX syncfilter_log_1 ON notes (n)`)
 	before := schema(t, path)
-	_, err := Open(context.Background(), Config{Path: path, Table: "records", Column: "id"})
+	_, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id"})
 	if err == nil || !strings.Contains(err.Error(), "syncfilter_log_1") {
 		t.Fatalf("Open = %v, want the name clash", err)
 	}
@@ -215,12 +216,12 @@ func TestNamesResolveCaseInsensitively(t *testing.T) {
 	mustExec(t, app, `CREATE TABLE messages (server_id TEXT PRIMARY KEY)`)
 	mustExec(t, app, `INSERT INTO messages VALUES ('m1'), ('m2')`)
 	snap := path + ".sfb"
-	upper := open(t, Config{Path: path, Table: "MESSAGES", Column: "SERVER_ID", Snapshot: snap})
+	upper := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "MESSAGES", Column: "SERVER_ID", Snapshot: snap}})
 	dsUpper, _ := upper.DatasetID()
 	if err := upper.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	lower := open(t, Config{Path: path, Table: "messages", Column: "server_id", Snapshot: snap})
+	lower := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "messages", Column: "server_id", Snapshot: snap}})
 	dsLower, _ := lower.DatasetID()
 	if dsUpper != dsLower {
 		t.Fatalf("two dataset ids for one table: %x, %x", dsUpper, dsLower)
@@ -266,7 +267,7 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 	if _, err := tx.Exec(`INSERT INTO records (id) VALUES ('uncommitted')`); err != nil {
 		t.Fatal(err)
 	}
-	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb", ReadOnly: true})
+	ix := open(t, config{DBConfig: DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}})
 	st := ix.Stats()
 	if st.Attached || st.Serving {
 		t.Fatalf("attached %v, serving %v on a database never attached", st.Attached, st.Serving)
@@ -400,9 +401,9 @@ func TestSnapshotTargetRefusals(t *testing.T) {
 				sums = append(sums, fileSum(t, f))
 			}
 			for _, force := range []bool{false, true} {
-				cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: tc.target, ReplaceForeignFile: force}
+				cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: tc.target, ReplaceForeignFile: force}}
 				before := schema(t, path)
-				_, jobErr := BuildSnapshot(context.Background(), cfg)
+				_, jobErr := BuildSnapshot(context.Background(), cfg.DBConfig, cfg.Source)
 				if force && tc.forcible {
 					if jobErr != nil {
 						t.Fatalf("forced: BuildSnapshot = %v", jobErr)
@@ -420,7 +421,7 @@ func TestSnapshotTargetRefusals(t *testing.T) {
 				}
 				// The app's Open is available all the same: it serves and
 				// reports why it saves no snapshot there.
-				ix, err := Open(context.Background(), cfg)
+				ix, err := Open(context.Background(), cfg.DBConfig, cfg.Source)
 				if err != nil {
 					t.Fatalf("force=%v: Open = %v", force, err)
 				}
@@ -464,10 +465,10 @@ func TestHardLinkedDatabaseIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{path, hard} {
-		if _, err := Open(ctx, appConfig(p)); !errors.Is(err, ErrHardLinked) {
+		if _, err := Open(ctx, appConfig(p).DBConfig, appConfig(p).Source); !errors.Is(err, ErrHardLinked) {
 			t.Fatalf("Open(%s) = %v, want ErrHardLinked", p, err)
 		}
-		if _, err := BuildSnapshot(ctx, appConfig(p)); !errors.Is(err, ErrHardLinked) {
+		if _, err := BuildSnapshot(ctx, appConfig(p).DBConfig, appConfig(p).Source); !errors.Is(err, ErrHardLinked) {
 			t.Fatalf("BuildSnapshot(%s) = %v, want ErrHardLinked", p, err)
 		}
 	}
@@ -484,7 +485,7 @@ func TestHardLinkedDatabaseIsRefused(t *testing.T) {
 	if _, err := ix.Fetched(ctx, "seed"); !errors.Is(err, ErrHardLinked) {
 		t.Fatalf("Fetched with a second name = %v, want ErrHardLinked", err)
 	}
-	if _, err := ix.Missing(ctx, []string{"seed", "new"}); !errors.Is(err, ErrHardLinked) {
+	if _, err := missingList(ctx, ix, []string{"seed", "new"}); !errors.Is(err, ErrHardLinked) {
 		t.Fatalf("Missing with a second name = %v, want ErrHardLinked", err)
 	}
 	if err := os.Remove(hard); err != nil {
@@ -502,7 +503,7 @@ func TestFailedOwnTableOpenLeavesNoDatabase(t *testing.T) {
 	injected := errors.New("injected scan failure")
 	testHookScanRow = func(int64) error { return injected }
 	defer func() { testHookScanRow = nil }()
-	_, err := Open(context.Background(), Config{Path: path, Snapshot: filepath.Join(dir, "new.sfb")})
+	_, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Snapshot: filepath.Join(dir, "new.sfb")})
 	if !errors.Is(err, injected) {
 		t.Fatalf("Open = %v, want the injected failure", err)
 	}
@@ -539,9 +540,9 @@ func TestDetachRestoresTheSchema(t *testing.T) {
 	pristine := schema(t, path)
 
 	// Two sources, rows, a rebuild, aliases and a compacted log.
-	for _, c := range []Config{
-		{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb", LogRetain: 1},
-		{Path: path, Table: "Messages", Column: "Server_ID"},
+	for _, c := range []config{
+		{DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: path + ".sfb", LogRetain: 1}},
+		{DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "Messages", Column: "Server_ID"}},
 	} {
 		ix := open(t, c)
 		insertIDs(t, app, norm.NFD.String("Ünïcode-"+c.Table), "plain-"+c.Table)
@@ -555,10 +556,10 @@ func TestDetachRestoresTheSchema(t *testing.T) {
 	if bytes.Equal(schema(t, path), pristine) {
 		t.Fatal("attach changed nothing?")
 	}
-	if err := Detach(ctx, path, "RECORDS", "ID"); err != nil {
+	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "RECORDS", "ID"); err != nil {
 		t.Fatal(err)
 	}
-	if err := Detach(ctx, path, "records", "id"); !errors.Is(err, ErrNotAttached) {
+	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); !errors.Is(err, ErrNotAttached) {
 		t.Fatalf("second Detach = %v, want ErrNotAttached", err)
 	}
 	var names []string
@@ -577,7 +578,7 @@ func TestDetachRestoresTheSchema(t *testing.T) {
 	if want := "[syncfilter_alias_2 syncfilter_holders syncfilter_ins_2 syncfilter_log_2 syncfilter_scans syncfilter_snapshots syncfilter_sources syncfilter_upd_2]"; fmt.Sprint(names) != want {
 		t.Fatalf("after detaching one of two sources: %v, want %s", names, want)
 	}
-	if err := Detach(ctx, path, "messages", "server_id"); err != nil {
+	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "messages", "server_id"); err != nil {
 		t.Fatal(err)
 	}
 	if after := schema(t, path); !bytes.Equal(pristine, after) {
@@ -585,7 +586,7 @@ func TestDetachRestoresTheSchema(t *testing.T) {
 	}
 	mustExec(t, app, `INSERT INTO records (id) VALUES ('after-detach')`)
 	mustExec(t, app, `INSERT INTO messages (server_id) VALUES ('after-detach')`)
-	if err := Detach(ctx, path, "records", "bad name"); !errors.Is(err, ErrBadName) {
+	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "bad name"); !errors.Is(err, ErrBadName) {
 		t.Fatalf("Detach with a bad name = %v", err)
 	}
 }
@@ -597,14 +598,14 @@ func TestDetachOwnTable(t *testing.T) {
 	app := rawDB(t, path)
 	mustExec(t, app, `CREATE TABLE app_data (x)`)
 	pristine := schema(t, path)
-	ix := open(t, Config{Path: path})
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{}})
 	if err := ix.MarkFetched(ctx, "a", "b"); err != nil {
 		t.Fatal(err)
 	}
 	if err := ix.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := Detach(ctx, path, "", ""); err != nil {
+	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	if after := schema(t, path); !bytes.Equal(pristine, after) {
@@ -638,7 +639,7 @@ func TestFetchedAndMissingAgree(t *testing.T) {
 		if got := ix.Stats().Serving; got != wantServing {
 			t.Fatalf("serving %v, want %v", got, wantServing)
 		}
-		missing, err := ix.Missing(ctx, probe)
+		missing, err := missingList(ctx, ix, probe)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -657,7 +658,7 @@ func TestFetchedAndMissingAgree(t *testing.T) {
 		}
 	}
 	t.Run("read-only bypass", func(t *testing.T) {
-		agree(t, open(t, Config{Path: path, Table: "records", Column: "id", ReadOnly: true}), false)
+		agree(t, open(t, config{DBConfig: DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}}), false)
 	})
 	cfg := appConfig(path)
 	t.Run("serving", func(t *testing.T) {
@@ -672,7 +673,7 @@ func TestFetchedAndMissingAgree(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := cfg
-		c.NoBackgroundRebuild = true
+		c.AutoRebuild.Off = true
 		agree(t, open(t, c), false)
 	})
 }
@@ -687,7 +688,7 @@ func TestDetachRefusesAHeldSource(t *testing.T) {
 	ix := open(t, appConfig(path))
 	waitHeld(t, path, 1)
 	before := schema(t, path)
-	err := Detach(ctx, path, "records", "id")
+	err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id")
 	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "process") {
 		t.Fatalf("Detach while an index is open = %v, want ErrHeld naming the holder", err)
 	}
@@ -698,13 +699,13 @@ func TestDetachRefusesAHeldSource(t *testing.T) {
 	if err := ix.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := Detach(ctx, path, "records", "id"); err != nil {
+	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
 		t.Fatalf("Detach after Close = %v", err)
 	}
 	// Force, while another index holds it.
 	ix2 := open(t, appConfig(path))
 	waitHeld(t, path, 1)
-	if err := DetachWith(ctx, path, "records", "id", DetachOptions{Force: true}); err != nil {
+	if err := DetachWith(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id", DetachOptions{Force: true}); err != nil {
 		t.Fatalf("forced Detach = %v", err)
 	}
 	// The index notices at its next call: its triggers are gone. It

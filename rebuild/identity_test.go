@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
@@ -129,7 +131,7 @@ func TestRecreatedWhileOpen(t *testing.T) {
 								got = []string{k}
 							}
 						} else {
-							got, err = ix.Missing(ctx, probe)
+							got, err = missingList(ctx, ix, probe)
 						}
 						newAnswer, oldAnswer := wantNew, wantOld
 						if fetched {
@@ -268,7 +270,7 @@ func TestHardLinkWhileAnotherProcessWrites(t *testing.T) {
 			}
 			_, err := ix.Fetched(ctx, "child-0000000")
 			refused("Fetched", err)
-			_, err = ix.Missing(ctx, probe)
+			_, err = missingList(ctx, ix, probe)
 			refused("Missing", err)
 			refused("Rebuild", ix.Rebuild(ctx))
 			refused("Save", ix.Save(ctx))
@@ -337,7 +339,7 @@ func init() {
 		if err := os.Chdir(dirA); err != nil {
 			t.Fatal(err)
 		}
-		ix, err := Open(ctx, Config{Path: "app.db", Table: "records", Column: "id", Snapshot: "app.db.sfb", Readers: 8, NoAutoRebuild: true})
+		ix, err := Open(ctx, DBConfig{Path: "app.db", Readers: 8, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: "app.db.sfb", AutoRebuild: AutoRebuild{NotWhenDue: true}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -370,7 +372,7 @@ func init() {
 				defer wg.Done()
 				for i := range 20 {
 					if (g+i)%2 == 0 {
-						got, err := ix.Missing(ctx, probe)
+						got, err := missingList(ctx, ix, probe)
 						if err != nil || !slices.Equal(got, want) {
 							t.Errorf("after chdir: Missing = %d keys %.60q, %v; want %d", len(got), got, err, len(want))
 							return
@@ -450,7 +452,7 @@ func TestRelativePathAndChdir(t *testing.T) {
 	}
 	// Close saved the filter (the rebuild's rows and the one written
 	// after it) beside the database first resolved.
-	ix := open(t, Config{Path: pathA, Table: "records", Column: "id", Snapshot: filepath.Join(dirA, "app.db.sfb")})
+	ix := open(t, config{DBConfig: DBConfig{Path: pathA, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: filepath.Join(dirA, "app.db.sfb")}})
 	if st := ix.Stats(); !st.Serving || st.SnapshotError != nil || st.Generation != gen {
 		t.Fatalf("the snapshot saved by Close: serving %v, generation %d (child's filter at %d), error %v", st.Serving, st.Generation, gen, st.SnapshotError)
 	}
@@ -490,7 +492,7 @@ func TestSymlinkWithStaleFilesBesideIt(t *testing.T) {
 	}
 	staleWal, staleShm := fileSum(t, link+"-wal"), fileSum(t, link+"-shm")
 
-	cfg := Config{Path: link, Table: "records", Column: "id", Snapshot: filepath.Join(linkDir, "app.sfb")}
+	cfg := config{DBConfig: DBConfig{Path: link, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: filepath.Join(linkDir, "app.sfb")}}
 	ix := open(t, cfg)
 	probe := slices.Concat(seed, ids("ghost", 200), ids("later", 100), ids("never", 100))
 	exact(t, ix, tableIDs(t, real, "records"), probe)
@@ -517,10 +519,10 @@ func TestSymlinkWithStaleFilesBesideIt(t *testing.T) {
 	if err := again.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := BuildSnapshot(ctx, cfg); err != nil {
+	if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
 		t.Fatal(err)
 	}
-	if err := Detach(ctx, link, "records", "id"); err != nil {
+	if err := Detach(ctx, DBConfig{Path: link, Driver: testdriver.Driver()}, "records", "id"); err != nil {
 		t.Fatal(err)
 	}
 	if objs := libraryObjects(t, real); len(objs) != 0 {
@@ -548,7 +550,7 @@ func TestSymlinkRepointedWhileOpen(t *testing.T) {
 	if err := os.Symlink(first, link); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Path: link, Table: "records", Column: "id", Snapshot: filepath.Join(dir, "app.sfb")}
+	cfg := config{DBConfig: DBConfig{Path: link, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: filepath.Join(dir, "app.sfb")}}
 	ix := open(t, cfg)
 	probe := slices.Concat(ids("first", 200), ids("second", 150), ids("later", 20), ids("never", 50))
 	exact(t, ix, tableIDs(t, first, "records"), probe)

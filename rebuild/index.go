@@ -93,9 +93,8 @@ type Index struct {
 // Open opens the database and the index of one collection; Close closes
 // both. For several collections of one database, use OpenDB and
 // DB.Index. See DB.Index for what opening does.
-func Open(ctx context.Context, cfg Config) (*Index, error) {
-	dcfg, src := cfg.split()
-	db, err := openDB(ctx, dcfg, cfg.Table == "")
+func Open(ctx context.Context, dcfg DBConfig, src Source) (*Index, error) {
+	db, err := openDB(ctx, dcfg, src.Table == "")
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +125,7 @@ func Open(ctx context.Context, cfg Config) (*Index, error) {
 // Detach). Later, a snapshot
 // that is missing, damaged, foreign or stale is not an error: the index
 // serves every query from SQLite and rebuilds in the background (see
-// Source.NoBackgroundRebuild, Wait, Stats.SnapshotError); a snapshot path
+// Source.AutoRebuild, Wait, Stats.SnapshotError); a snapshot path
 // the library may not write to is reported there too, and nothing is
 // saved to it.
 //
@@ -235,7 +234,7 @@ func (ix *Index) open(ctx context.Context) (err error) {
 func (ix *Index) loaded(err error) {
 	if err != nil {
 		ix.m.setSnapshotError(err)
-		if !ix.cfg.NoBackgroundRebuild && !ix.db.cfg.ReadOnly {
+		if !ix.cfg.AutoRebuild.Off && !ix.db.cfg.ReadOnly {
 			ix.askRebuild("the snapshot could not be used")
 			return // ready once the rebuild ran
 		}

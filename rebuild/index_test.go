@@ -2,7 +2,6 @@ package rebuild
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 
 	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/snapshot"
@@ -18,7 +20,7 @@ import (
 
 func TestOwnTableMarkFetchedAndQueries(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "own.db")
-	ix := open(t, Config{Path: path})
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{}})
 	ctx := context.Background()
 	first, later, never := ids("a", 500), ids("b", 500), ids("c", 500)
 	if err := ix.MarkFetched(ctx, first...); err != nil {
@@ -46,7 +48,7 @@ func TestOwnTableMarkFetchedAndQueries(t *testing.T) {
 	if _, err := ix.Fetched(ctx, "a-0000001"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Fetched after Close: %v", err)
 	}
-	again := open(t, Config{Path: path})
+	again := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{}})
 	waitServing(t, again)
 	expect(t, again, set(first, later), probe)
 }
@@ -135,11 +137,12 @@ func TestCanonicalSpellingsFoundBothWays(t *testing.T) {
 	probe := append(slices.Clone(nfd), nfc...)
 	probe = append(probe, "cafe\u0301-9", "caf\u00e9-9")
 	expect(t, ix, fetched, probe)
-	// Two spellings of one new id in a page are one record: listed once,
-	// under the first spelling.
-	if missing, err := ix.Missing(context.Background(), []string{"caf\u00e9-9", nfd[0], "cafe\u0301-9", "new", "new"}); err != nil ||
-		fmt.Sprint(missing) != fmt.Sprint([]string{"caf\u00e9-9", "new"}) {
-		t.Fatalf("Missing with repeated spellings = %q, %v", missing, err)
+	// Two spellings of one new id in a page, and one id twice: every
+	// position answered on its own.
+	page := []string{"caf\u00e9-9", nfd[0], "cafe\u0301-9", "new", "new", nfc[0]}
+	if missing, err := ix.Missing(context.Background(), page); err != nil ||
+		fmt.Sprint(missing) != fmt.Sprint([]bool{true, false, true, true, true, false}) {
+		t.Fatalf("Missing(%+q) = %v, %v", page, missing, err)
 	}
 	// The same after a rebuild, and in bypass while none serves.
 	if err := ix.Rebuild(context.Background()); err != nil {
@@ -159,24 +162,24 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 	seed := ids("seed", 2000)
 	for _, tc := range []struct {
 		name  string
-		harm  func(t *testing.T, cfg Config)
+		harm  func(t *testing.T, cfg config)
 		want  error
 		force bool // the file is not one the library may replace unasked
 	}{
-		{"corrupt", func(t *testing.T, cfg Config) {
+		{"corrupt", func(t *testing.T, cfg config) {
 			raw, _ := os.ReadFile(cfg.Snapshot)
 			raw[len(raw)/2] ^= 0x40
 			_ = os.WriteFile(cfg.Snapshot, raw, 0o600)
 		}, snapshot.ErrChecksum, false},
-		{"truncated", func(t *testing.T, cfg Config) {
+		{"truncated", func(t *testing.T, cfg config) {
 			raw, _ := os.ReadFile(cfg.Snapshot)
 			_ = os.WriteFile(cfg.Snapshot, raw[:len(raw)-10], 0o600)
 		}, snapshot.ErrTruncated, false},
-		{"not a snapshot", func(t *testing.T, cfg Config) {
+		{"not a snapshot", func(t *testing.T, cfg config) {
 			_ = os.WriteFile(cfg.Snapshot, []byte("hello"), 0o600)
 		}, snapshot.ErrNotSnapshot, true},
-		{"missing", func(t *testing.T, cfg Config) { _ = os.Remove(cfg.Snapshot) }, os.ErrNotExist, false},
-		{"foreign", func(t *testing.T, cfg Config) {
+		{"missing", func(t *testing.T, cfg config) { _ = os.Remove(cfg.Snapshot) }, os.ErrNotExist, false},
+		{"foreign", func(t *testing.T, cfg config) {
 			other := appConfig(appDB(t, ids("foreign", 10)...))
 			ix := open(t, other)
 			if err := ix.Save(context.Background()); err != nil {
@@ -185,7 +188,7 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 			raw, _ := os.ReadFile(other.Snapshot)
 			_ = os.WriteFile(cfg.Snapshot, raw, 0o600)
 		}, snapshot.ErrIncompatible, true},
-		{"database older than snapshot", func(t *testing.T, cfg Config) {
+		{"database older than snapshot", func(t *testing.T, cfg config) {
 			// Restore the database from a backup taken before the last
 			// write: the snapshot claims a generation the log lost.
 			backup, _ := os.ReadFile(cfg.Path)
@@ -233,7 +236,7 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 // checkpoint folds the WAL into the database file, so that copying the file
 // copies the database.
 func checkpoint(path string) error {
-	db, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=5000"))
+	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 5 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -249,25 +252,25 @@ func TestBadConfigAndSources(t *testing.T) {
 	mustExec(t, db, `CREATE TABLE loose (id TEXT, body TEXT)`)
 	for _, tc := range []struct {
 		name string
-		cfg  Config
+		cfg  config
 		want error
 	}{
-		{"no path", Config{}, ErrBadConfig},
-		{"table without column", Config{Path: path, Table: "records"}, ErrBadConfig},
-		{"injection", Config{Path: path, Table: `records"; DROP TABLE records; --`, Column: "id"}, ErrBadName},
-		{"reserved", Config{Path: path, Table: "sqlite_master", Column: "name"}, ErrBadName},
-		{"digit first", Config{Path: path, Table: "1records", Column: "id"}, ErrBadName},
-		{"space", Config{Path: path, Table: "records", Column: "my id"}, ErrBadName},
-		{"too long", Config{Path: path, Table: string(make([]byte, 200)), Column: "id"}, ErrBadName},
-		{"invalid utf-8", Config{Path: path, Table: "rec\xffords", Column: "id"}, ErrBadName},
-		{"fpr", Config{Path: path, FPR: 1.5}, ErrBadConfig},
-		{"headroom", Config{Path: path, Headroom: 0.5}, ErrBadConfig},
-		{"no such table", Config{Path: path, Table: "nope", Column: "id"}, ErrNoSource},
-		{"no such column", Config{Path: path, Table: "records", Column: "nope"}, ErrNoSource},
-		{"unindexed", Config{Path: path, Table: "loose", Column: "id"}, ErrNotIndexed},
+		{"no path", config{DBConfig: DBConfig{Driver: testdriver.Driver()}, Source: Source{}}, ErrBadConfig},
+		{"table without column", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records"}}, ErrBadConfig},
+		{"injection", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: `records"; DROP TABLE records; --`, Column: "id"}}, ErrBadName},
+		{"reserved", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "sqlite_master", Column: "name"}}, ErrBadName},
+		{"digit first", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "1records", Column: "id"}}, ErrBadName},
+		{"space", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "my id"}}, ErrBadName},
+		{"too long", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: string(make([]byte, 200)), Column: "id"}}, ErrBadName},
+		{"invalid utf-8", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "rec\xffords", Column: "id"}}, ErrBadName},
+		{"fpr", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{FPR: 1.5}}, ErrBadConfig},
+		{"headroom", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Headroom: 0.5}}, ErrBadConfig},
+		{"no such table", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "nope", Column: "id"}}, ErrNoSource},
+		{"no such column", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "nope"}}, ErrNoSource},
+		{"unindexed", config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "loose", Column: "id"}}, ErrNotIndexed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ix, err := Open(ctx, tc.cfg)
+			ix, err := Open(ctx, tc.cfg.DBConfig, tc.cfg.Source)
 			if !errors.Is(err, tc.want) {
 				if ix != nil {
 					_ = ix.Close(ctx)
@@ -280,7 +283,7 @@ func TestBadConfigAndSources(t *testing.T) {
 	if err := db.QueryRow(`SELECT count(*) FROM records`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("records after bad configs: %d rows, %v", n, err)
 	}
-	ix := open(t, Config{Path: path, Table: "loose", Column: "id", AllowUnindexed: true})
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "loose", Column: "id", AllowUnindexed: true}})
 	if ok, err := ix.Fetched(ctx, "a"); err != nil || ok {
 		t.Fatalf("Fetched on an empty unindexed table: %v, %v", ok, err)
 	}
@@ -298,7 +301,7 @@ func TestInvalidKeys(t *testing.T) {
 	if _, err := ix.Fetched(ctx, "bad\xff"); !errors.Is(err, normalize.ErrInvalidUTF8) {
 		t.Fatalf("Fetched(invalid): %v", err)
 	}
-	_, err := ix.Missing(ctx, []string{"good", "x\xc3", "y"})
+	_, err := missingList(ctx, ix, []string{"good", "x\xc3", "y"})
 	var ke *syncfilter.KeyError
 	if !errors.As(err, &ke) || ke.Index != 1 || !errors.Is(err, normalize.ErrInvalidUTF8) {
 		t.Fatalf("Missing(invalid): %v", err)
@@ -308,7 +311,7 @@ func TestInvalidKeys(t *testing.T) {
 
 func TestStatsRebuildDue(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "own.db")
-	ix := open(t, Config{Path: path, Capacity: 1024, FPR: 0.01, NoAutoRebuild: true}) // the app watches RebuildDue
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Capacity: 1024, FPR: 0.01, AutoRebuild: AutoRebuild{NotWhenDue: true}}}) // the app watches RebuildDue
 	ctx := context.Background()
 	if st := ix.Stats(); st.RebuildDue || st.Capacity != 2048 && st.Capacity != 1024 {
 		t.Fatalf("fresh index: %+v", st)
@@ -341,12 +344,12 @@ func TestMaybeIsNeverFetched(t *testing.T) {
 	uncommitted := ids("ghost", 300)
 	db := rawDB(t, path)
 	insertIDs(t, db, uncommitted...)
-	if _, err := ix.Missing(ctx, uncommitted[:1]); err != nil { // the filter catches up on them
+	if _, err := missingList(ctx, ix, uncommitted[:1]); err != nil { // the filter catches up on them
 		t.Fatal(err)
 	}
 	mustExec(t, db, `DELETE FROM records WHERE id LIKE 'ghost-%'`)
 	mustExec(t, db, `DELETE FROM records WHERE id < 'kept-0000010'`) // ten records deleted
-	if _, err := ix.Missing(ctx, []string{"x"}); err != nil {
+	if _, err := missingList(ctx, ix, []string{"x"}); err != nil {
 		t.Fatal(err)
 	}
 	s := ix.filter()
@@ -367,7 +370,7 @@ func TestMaybeIsNeverFetched(t *testing.T) {
 // an error, and leaves no empty database behind.
 func TestMissingDatabaseIsNotCreated(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "typo.db")
-	_, err := Open(context.Background(), Config{Path: path, Table: "records", Column: "id"})
+	_, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id"})
 	if !errors.Is(err, ErrNoSource) || !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Open = %v", err)
 	}
@@ -386,7 +389,7 @@ func TestMissingOfALargePage(t *testing.T) {
 	page := append(slices.Clone(stored), ids("new", 100)...)
 	ix := open(t, appConfig(path))
 	waitServing(t, ix)
-	missing, err := ix.Missing(ctx, page)
+	missing, err := missingList(ctx, ix, page)
 	if err != nil {
 		t.Fatal(err)
 	}

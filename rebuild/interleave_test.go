@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // Settings of TestRandomInterleavings (make soak sets them longer).
@@ -49,7 +51,7 @@ func TestChildProcessCompactsInALoop(t *testing.T) {
 			if os.Getppid() != parent { // the test died without stopping us
 				return
 			}
-			if _, err := BuildSnapshot(ctx, Config{Path: path, Table: tb, Column: "id", Snapshot: path + "." + tb + ".cron.sfb", LogRetain: 1, BusyTimeout: busy}); err != nil {
+			if _, err := BuildSnapshot(ctx, DBConfig{Path: path, BusyTimeout: busy, Driver: testdriver.Driver()}, Source{Table: tb, Column: "id", Snapshot: path + "." + tb + ".cron.sfb", LogRetain: 1}); err != nil {
 				t.Fatalf("round %d, %s: %v", round, tb, err)
 			}
 		}
@@ -116,7 +118,7 @@ func TestRandomInterleavings(t *testing.T) {
 	}
 	// The first attach and scan of every table, outside the count.
 	for _, tb := range tables {
-		if _, err := BuildSnapshot(ctx, Config{Path: path, Table: tb, Column: "id", Snapshot: path + "." + tb + ".sfb"}); err != nil {
+		if _, err := BuildSnapshot(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: tb, Column: "id", Snapshot: path + "." + tb + ".sfb"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,7 +161,7 @@ func TestRandomInterleavings(t *testing.T) {
 	var db *DB
 	var err error
 	mon.do("OpenDB and DB.Index", func() {
-		if db, err = OpenDB(ctx, DBConfig{Path: path, Readers: 1 + r.IntN(2), BusyTimeout: busy}); err != nil {
+		if db, err = OpenDB(ctx, DBConfig{Path: path, Readers: 1 + r.IntN(2), BusyTimeout: busy, Driver: testdriver.Driver()}); err != nil {
 			t.Fatal(err)
 		}
 		for _, tb := range tables {
@@ -172,7 +174,7 @@ func TestRandomInterleavings(t *testing.T) {
 	})
 	mon.do("Open", func() {
 		tb := tables[r.IntN(len(tables))]
-		ix, err := Open(ctx, Config{Path: path, Table: tb, Column: "id", Snapshot: path + "." + tb + ".open.sfb", Readers: 1 + r.IntN(2), BusyTimeout: busy, ProgressEvery: 500, Progress: progress})
+		ix, err := Open(ctx, DBConfig{Path: path, Readers: 1 + r.IntN(2), BusyTimeout: busy, Driver: testdriver.Driver()}, Source{Table: tb, Column: "id", Snapshot: path + "." + tb + ".open.sfb", ProgressEvery: 500, Progress: progress})
 		if err != nil {
 			t.Fatal(err)
 		}

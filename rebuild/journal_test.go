@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // The journal mode is the app's: the library never sets it, and every
@@ -132,14 +134,14 @@ func TestEveryJournalMode(t *testing.T) {
 			}
 			step("after the reopen")
 			exact(t, again, tableIDs(t, path, "records"), probe)
-			if _, err := BuildSnapshot(ctx, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".cron.sfb"}); err != nil {
+			if _, err := BuildSnapshot(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: path + ".cron.sfb"}); err != nil {
 				t.Fatal(err)
 			}
 			step("after BuildSnapshot")
 			if err := again.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if err := Detach(ctx, path, "records", "id"); err != nil {
+			if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
 				t.Fatal(err)
 			}
 			step("after Detach")
@@ -187,7 +189,7 @@ func TestBackupByCopyingTheFile(t *testing.T) {
 		t.Fatalf("a -wal file beside the database: %v", err)
 	}
 	// The backup restored is a database the index opens and answers from.
-	restored := open(t, Config{Path: backup, Table: "records", Column: "id", Snapshot: backup + ".sfb"})
+	restored := open(t, config{DBConfig: DBConfig{Path: backup, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: backup + ".sfb"}})
 	exact(t, restored, committed, probe)
 }
 

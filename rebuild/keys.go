@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/syncfilter/syncfilter/normalize"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
@@ -14,13 +15,32 @@ import (
 // keys are refused with ErrKeyTooLong before any SQL is built; stored keys
 // longer than this are skipped by scans (Stats.SkippedKeys), since no
 // query can name them.
-const MaxKeyBytes = 64 << 10
+const MaxKeyBytes = store.MaxKeyBytes
 
-// canonical returns the canonical form of one key, or an error wrapping
-// normalize.ErrInvalidUTF8 or ErrKeyTooLong.
+// canonical returns the canonical form of one key asked about, or an
+// error wrapping normalize.ErrInvalidUTF8 or ErrKeyTooLong.
 func canonical(key string) (string, error) {
 	if len(key) > MaxKeyBytes {
 		return "", fmt.Errorf("%d bytes, at most %d: %w", len(key), MaxKeyBytes, ErrKeyTooLong)
+	}
+	c, err := normalize.String(key)
+	if err != nil {
+		return "", err
+	}
+	if len(c) > MaxKeyBytes {
+		return "", fmt.Errorf("%d bytes in NFC, at most %d: %w", len(c), MaxKeyBytes, ErrKeyTooLong)
+	}
+	return c, nil
+}
+
+// canonicalStored returns the canonical form of a stored key (from a
+// scan or the log). A stored spelling may be longer than MaxKeyBytes
+// while its canonical form is not (NFC composes up to three bytes into
+// one character: store.MaxStoredBytes), so it is normalized first and
+// the canonical form is bounded. An error means no query can name it.
+func canonicalStored(key string) (string, error) {
+	if len(key) > store.MaxStoredBytes {
+		return "", fmt.Errorf("%d bytes stored, at most %d: %w", len(key), store.MaxStoredBytes, ErrKeyTooLong)
 	}
 	c, err := normalize.String(key)
 	if err != nil {
@@ -48,7 +68,7 @@ func canonicalAll(keys []string) ([]string, error) {
 
 // InvalidKeysError lists the keys of a page that could not be compared:
 // not valid UTF-8, or longer than MaxKeyBytes. Missing still answers every
-// other key; it lists the invalid ones as missing, never as fetched.
+// other key; it answers the invalid ones missing, never fetched.
 // errors.Is(err, normalize.ErrInvalidUTF8) and errors.Is(err,
 // ErrKeyTooLong) look through it.
 type InvalidKeysError struct {
@@ -127,29 +147,21 @@ func (p *page) askedKeys() []string {
 	return out
 }
 
-// missing returns the keys not found (found answers askedKeys), in input
-// order, each canonical key once (its first spelling), invalid keys
-// included.
-func (p *page) missing(found []bool) []string {
-	missing := make([]string, 0, len(p.keys))
-	var seen map[string]struct{}
-	next := 0
-	for i, k := range p.keys {
-		if next < len(p.valid) && p.valid[next] == i {
-			f := found[next]
-			next++
-			if f {
-				continue
-			}
-			if seen == nil {
-				seen = make(map[string]struct{}, len(p.keys))
-			}
-			n := len(seen)
-			if seen[p.canon[i]] = struct{}{}; len(seen) == n {
-				continue // a spelling of a key listed already (one map operation, not two)
-			}
+// missing answers each position of the page: true where the key was not
+// found (found answers askedKeys) or is invalid.
+func (p *page) missing(found []bool) []bool {
+	out := make([]bool, len(p.keys))
+	if p.bad == nil {
+		for i, f := range found {
+			out[i] = !f
 		}
-		missing = append(missing, k)
+		return out
 	}
-	return missing
+	for i := range out {
+		out[i] = true
+	}
+	for j, i := range p.valid {
+		out[i] = !found[j]
+	}
+	return out
 }

@@ -24,7 +24,7 @@ func TestNoGoroutineOutlivesClose(t *testing.T) {
 	baseline := runtime.NumGoroutine()
 	probe := append(ids("seed", 100), ids("never", 100)...)
 	for cycle := range 30 {
-		ix, err := Open(ctx, cfg)
+		ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +36,7 @@ func TestNoGoroutineOutlivesClose(t *testing.T) {
 				for {
 					var err error
 					if q%2 == 0 {
-						_, err = ix.Missing(ctx, probe)
+						_, err = missingList(ctx, ix, probe)
 					} else {
 						_, err = ix.Fetched(ctx, probe[q])
 					}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // TestQueriesAndRebuildsNeverWaitForTheAppsWriters is issue 19's lock
@@ -63,7 +65,7 @@ func lockCycle(t *testing.T, mode string) {
 			}
 		}
 	}
-	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".sfb", ProgressEvery: 500, BusyTimeout: 30 * time.Second, Readers: 2, Progress: progress})
+	ix := open(t, config{DBConfig: DBConfig{Path: path, BusyTimeout: 30 * time.Second, Readers: 2, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb", ProgressEvery: 500, Progress: progress}})
 
 	stop := make(chan struct{})
 	errs := make(chan error, 64)
@@ -115,7 +117,7 @@ func lockCycle(t *testing.T, mode string) {
 			committed := list[0] % seed
 			page := []string{ref.id(committed).forms[0], ref.id(list[0]).stored, "never-app-" + ref.id(list[0]).stored}
 			mon.do("Missing inside the app's write transaction", func() {
-				missing, err := ix.Missing(ctx, page)
+				missing, err := missingList(ctx, ix, page)
 				switch {
 				case err != nil:
 					errs <- fmt.Errorf("Missing inside the app's transaction: %w", err)

@@ -3,7 +3,6 @@ package rebuild
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // Schema drift: the app's migrations run in a second process (a real app
@@ -110,7 +111,7 @@ var migrations = []migration{
 // triggersOn returns the text of the triggers on table.
 func triggersOn(t *testing.T, path, table string) []string {
 	t.Helper()
-	db, err := sql.Open("sqlite3", dsn(path, "mode=ro"))
+	db, err := testdriver.Open(path, testdriver.App{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestMigrationsAreFollowed(t *testing.T) {
 					if got := journalMode(t, path); !strings.EqualFold(got, mode) {
 						t.Fatalf("journal mode %s, want %s", got, mode)
 					}
-					if err := Detach(ctx, path, "records", "id"); err != nil {
+					if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
 						t.Fatal(err)
 					}
 					if objs := libraryObjects(t, path); len(objs) != 0 {
@@ -277,15 +278,15 @@ func TestGeneratedKeysAreRefused(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			path := generatedDB(t, kind)
 			before, sum := schema(t, path), fileSum(t, path)
-			cfg := Config{Path: path, Table: "gen", Column: "id", Snapshot: path + ".sfb"}
-			if _, err := Open(ctx, cfg); !errors.Is(err, ErrInexactColumn) {
+			cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "gen", Column: "id", Snapshot: path + ".sfb"}}
+			if _, err := Open(ctx, cfg.DBConfig, cfg.Source); !errors.Is(err, ErrInexactColumn) {
 				t.Fatalf("Open = %v, want ErrInexactColumn", err)
 			}
-			if _, err := BuildSnapshot(ctx, cfg); !errors.Is(err, ErrInexactColumn) {
+			if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); !errors.Is(err, ErrInexactColumn) {
 				t.Fatalf("BuildSnapshot = %v, want ErrInexactColumn", err)
 			}
 			cfg.ReadOnly = true
-			if _, err := Open(ctx, cfg); !errors.Is(err, ErrInexactColumn) {
+			if _, err := Open(ctx, cfg.DBConfig, cfg.Source); !errors.Is(err, ErrInexactColumn) {
 				t.Fatalf("read-only Open = %v, want ErrInexactColumn", err)
 			}
 			if !bytes.Equal(schema(t, path), before) || fileSum(t, path) != sum {
@@ -327,7 +328,7 @@ func TestMigrationToAGeneratedKey(t *testing.T) {
 				if _, err := ix.Fetched(ctx, "g-x"); !errors.Is(err, ErrInexactColumn) {
 					t.Fatalf("Fetched = %v, want ErrInexactColumn", err)
 				}
-				if got, err := ix.Missing(ctx, probe); !errors.Is(err, ErrInexactColumn) || got != nil {
+				if got, err := missingList(ctx, ix, probe); !errors.Is(err, ErrInexactColumn) || got != nil {
 					t.Fatalf("Missing = %d keys, %v, want ErrInexactColumn", len(got), err)
 				}
 			}
@@ -337,7 +338,7 @@ func TestMigrationToAGeneratedKey(t *testing.T) {
 			}
 			execIn(t, path, "WAL", `INSERT INTO records (src) VALUES ('y')`)
 			refused(ix)
-			if _, err := Open(ctx, cfg); !errors.Is(err, ErrInexactColumn) {
+			if _, err := Open(ctx, cfg.DBConfig, cfg.Source); !errors.Is(err, ErrInexactColumn) {
 				t.Fatalf("a second Open = %v, want ErrInexactColumn", err)
 			}
 			// Back to a stored key: the index open all along answers
@@ -415,7 +416,7 @@ func TestDriftToASourceThatCannotBeExact(t *testing.T) {
 				if _, err := ix.Fetched(ctx, "seed-0000001"); !errors.Is(err, tc.want) {
 					t.Fatalf("Fetched = %v, want %v", err, tc.want)
 				}
-				if got, err := ix.Missing(ctx, probe); !errors.Is(err, tc.want) || got != nil {
+				if got, err := missingList(ctx, ix, probe); !errors.Is(err, tc.want) || got != nil {
 					t.Fatalf("Missing = %d keys, %v, want %v", len(got), err, tc.want)
 				}
 				if i == 0 && tc.name == "column renamed" {
@@ -483,7 +484,7 @@ func TestMigrationWhileAsking(t *testing.T) {
 						default:
 						}
 						done := migrated.Load()
-						got, err := ix.Missing(ctx, probe)
+						got, err := missingList(ctx, ix, probe)
 						switch {
 						case err != nil:
 							t.Errorf("Missing: %v", err)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // TestPathsSQLiteAccepts: database and snapshot paths holding bytes that
@@ -52,7 +54,7 @@ func pathsSQLiteAccepts(t *testing.T) {
 					path = "/" + real // "//tmp/...": the same file to the system
 				}
 				snap := filepath.Join(dir, "snap "+name+".sfb")
-				cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: snap}
+				cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: snap}}
 				probe := slices.Concat(seed, ids("later", 50), ids("never", 100))
 
 				ix := open(t, cfg)
@@ -81,7 +83,7 @@ func pathsSQLiteAccepts(t *testing.T) {
 				if slashes {
 					cron.Snapshot = "/" + cron.Snapshot
 				}
-				rep, err := BuildSnapshot(ctx, cron)
+				rep, err := BuildSnapshot(ctx, cron.DBConfig, cron.Source)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -99,7 +101,7 @@ func pathsSQLiteAccepts(t *testing.T) {
 					t.Fatal(err)
 				}
 				_ = app.Close()
-				if err := Detach(ctx, path, "records", "id"); err != nil {
+				if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
 					t.Fatal(err)
 				}
 				if objs := libraryObjects(t, real); len(objs) != 0 {

@@ -31,20 +31,30 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 	return found[0], nil
 }
 
-// Missing returns the keys of a page of server ids that were not fetched,
-// in input order, each canonical id once: of several spellings of one id
-// in the page (NFC and NFD, or the same bytes twice), the first is
-// listed, so the app fetches and stores the record once. The filter
+// Missing answers, for each id of a page of server ids, whether its
+// record is missing: missing[i] is true when the source holds page[i]
+// under no canonically equivalent spelling (fetch it), false when it
+// holds it. One answer per position, so the loop over the page is
+// simply
+//
+//	for i, id := range page {
+//		if missing[i] {
+//			fetch(id)
+//		}
+//	}
+//
+// and stays right when a page names an id twice or in two spellings
+// (NFC and NFD): every position is answered on its own. The filter
 // answers most keys; the maybes are confirmed in SQLite, in the same
 // statement that checks the filter is up to date.
 //
 // A key that cannot be compared (not valid UTF-8, or longer than
 // MaxKeyBytes) does not fail the page: every other key is answered, the
-// invalid ones are listed as missing (never as fetched), and the error is
-// an *InvalidKeysError naming their positions: use the keys returned, and
-// report or skip the invalid ones. Any other error fails the call and
-// returns no keys.
-func (ix *Index) Missing(ctx context.Context, keys []string) ([]string, error) {
+// invalid ones are answered missing (never fetched), and the error is an
+// *InvalidKeysError naming their positions: use the answers, and report
+// or skip the invalid keys. Any other error fails the call and returns no
+// answers.
+func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
 	if err := ix.enter(); err != nil {
 		return nil, err
 	}

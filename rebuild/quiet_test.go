@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // quietCounter counts the calls answered without a probe (stillQuiet).
@@ -117,7 +119,7 @@ func TestQuietAnswersSeeEveryCommit(t *testing.T) {
 				if quiet.Load() != before {
 					t.Fatalf("%s: the call after it skipped its probe", st.name)
 				}
-				missing, err := ix.Missing(ctx, []string{probe, "never-" + probe})
+				missing, err := missingList(ctx, ix, []string{probe, "never-" + probe})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -137,7 +139,7 @@ func TestQuietAnswersSeeEveryCommit(t *testing.T) {
 func TestQuietAnswersPerCollection(t *testing.T) {
 	ctx := context.Background()
 	path := collectionsDB(t, 2, 100)
-	db, err := OpenDB(ctx, DBConfig{Path: path, Readers: 1})
+	db, err := OpenDB(ctx, DBConfig{Path: path, Readers: 1, Driver: testdriver.Driver()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +248,7 @@ func TestQuietAnswersUnderWriters(t *testing.T) {
 						page = append(page, fmt.Sprintf("never-%d-%d", g, n))
 						calls.Add(1)
 						if n%2 == 0 {
-							missing, err := ix.Missing(ctx, page)
+							missing, err := missingList(ctx, ix, page)
 							if err != nil {
 								t.Error(err)
 								return

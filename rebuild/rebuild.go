@@ -321,7 +321,7 @@ func (ix *Index) scan(ctx context.Context, f *file, src *store.Source, l *store.
 			}
 			batch := make([]string, 0, len(keys))
 			for _, k := range keys {
-				c, err := canonical(k)
+				c, err := canonicalStored(k)
 				if err != nil {
 					invalid++
 					ix.m.skipped.Add(1) // no query can name it
@@ -365,7 +365,7 @@ func (ix *Index) scan(ctx context.Context, f *file, src *store.Source, l *store.
 	}
 	if scanErr == nil {
 		select {
-		case batches <- buildMsg{end: true, rows: done + counts.Nulls + counts.Blobs}:
+		case batches <- buildMsg{end: true, rows: done + counts.Nulls + counts.Blobs + counts.Long}:
 		case <-ctx.Done():
 			scanErr = context.Cause(ctx)
 		}
@@ -378,11 +378,12 @@ func (ix *Index) scan(ctx context.Context, f *file, src *store.Source, l *store.
 		return nil, nil, scanErr
 	}
 	ix.progress(ctx, done, done)
-	rows := done + counts.Nulls + counts.Blobs
+	rows := done + counts.Nulls + counts.Blobs + counts.Long
 	if fb.count != nil && fb.count.err == nil {
 		rows = fb.count.n
 	}
-	ix.m.scanned(ScanCounts{Rows: rows, Keys: done - invalid, SkippedText: invalid, SkippedNull: counts.Nulls, SkippedBlob: counts.Blobs})
+	ix.m.skipped.Add(uint64(counts.Long))
+	ix.m.scanned(ScanCounts{Rows: rows, Keys: done - invalid, SkippedText: invalid + counts.Long, SkippedNull: counts.Nulls, SkippedBlob: counts.Blobs})
 	filter, err := syncfilter.ThawOn(ix.db.writer, fb.b.Image())
 	if err != nil {
 		return nil, nil, err

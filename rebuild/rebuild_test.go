@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+
 	"github.com/syncfilter/syncfilter/internal/testexec"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
@@ -25,7 +27,7 @@ import (
 // before → must be fetched; still unmarked after → must be missing.
 func TestConcurrentMarkQueryRebuild(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "own.db")
-	cfg := Config{Path: path, Snapshot: path + ".sfb", Capacity: 2000, ProgressEvery: 100}
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Snapshot: path + ".sfb", Capacity: 2000, ProgressEvery: 100}}
 	ix := open(t, cfg)
 	ctx := context.Background()
 	const n = 6000
@@ -92,7 +94,7 @@ func TestConcurrentMarkQueryRebuild(t *testing.T) {
 					before[j] = state[page[j]].Load()
 					probe[j] = keys[page[j]]
 				}
-				missing, err := ix.Missing(ctx, probe)
+				missing, err := missingList(ctx, ix, probe)
 				if err != nil {
 					t.Error(err)
 					return
@@ -314,8 +316,8 @@ func TestSaveFailureKeepsServing(t *testing.T) {
 // filter, answers from SQLite and rebuilds.
 func TestCompactedLogForcesRebuild(t *testing.T) {
 	path := appDB(t, ids("seed", 100)...)
-	a := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".a.sfb", LogRetain: 1})
-	b := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".b.sfb"})
+	a := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".a.sfb", LogRetain: 1}})
+	b := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".b.sfb"}})
 	db := rawDB(t, path)
 	batch1, batch2 := ids("one", 300), ids("two", 300)
 	insertIDs(t, db, batch1...)
@@ -378,7 +380,7 @@ func TestBuildSnapshotForCron(t *testing.T) {
 	var calls atomic.Int64
 	cfg.Progress = func(done, total int64) { calls.Add(1) }
 	cfg.ProgressEvery = 1000 // keys are read in chunks of thousands: a call per chunk
-	rep, err := BuildSnapshot(context.Background(), cfg)
+	rep, err := BuildSnapshot(context.Background(), cfg.DBConfig, cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,12 +388,12 @@ func TestBuildSnapshotForCron(t *testing.T) {
 		t.Fatalf("report %+v, %d progress calls", rep, calls.Load())
 	}
 	insertIDs(t, rawDB(t, path), "after-job")
-	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: cfg.Snapshot, NoBackgroundRebuild: true})
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: cfg.Snapshot, AutoRebuild: AutoRebuild{Off: true}}})
 	if st := ix.Stats(); !st.Serving || st.SnapshotError != nil {
 		t.Fatalf("app did not use the job's snapshot: %+v", st)
 	}
 	expect(t, ix, set(seed, []string{"after-job"}), append(slices.Clone(seed[:100]), "after-job", "never"))
-	if _, err := BuildSnapshot(context.Background(), Config{Path: path, Table: "records", Column: "id"}); !errors.Is(err, ErrBadConfig) {
+	if _, err := BuildSnapshot(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id"}); !errors.Is(err, ErrBadConfig) {
 		t.Fatalf("no snapshot path: %v", err)
 	}
 }

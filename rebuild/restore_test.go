@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mattn/go-sqlite3"
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // restoreInto copies src over dst with SQLite's backup API, as `sqlite3
@@ -20,24 +20,7 @@ func restoreInto(t *testing.T, dst, src, mode string) {
 		t.Fatal(err)
 	}
 	defer dc.Close()
-	sc, err := modeConn(t, src, mode).Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
-	err = dc.Raw(func(d any) error {
-		return sc.Raw(func(s any) error {
-			b, err := d.(*sqlite3.SQLiteConn).Backup("main", s.(*sqlite3.SQLiteConn), "main")
-			if err != nil {
-				return err
-			}
-			if done, err := b.Step(-1); err != nil || !done {
-				return fmt.Errorf("backup step: done %v, %v", done, err)
-			}
-			return b.Finish()
-		})
-	})
-	if err != nil {
+	if err := testdriver.Restore(ctx, dc, src); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -97,7 +80,7 @@ func TestRestoreThenCompaction(t *testing.T) {
 
 			restoreInto(t, path, backup, "WAL")
 			insertInto(t, app, "records", ids("after", after)...)
-			if _, err := BuildSnapshot(ctx, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".cron.sfb", LogRetain: 1}); err != nil {
+			if _, err := BuildSnapshot(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: path + ".cron.sfb", LogRetain: 1}); err != nil {
 				t.Fatal(err)
 			}
 			probe := append(append(ids("after", after), ids("later", 50)...), "old-0000001", "x")
@@ -128,14 +111,14 @@ func TestRestoreFromAnotherDatabase(t *testing.T) {
 			expect(t, ix, set(ids("base-app.db", 100), ids("mine", 50)), []string{"mine-0000049", "x"})
 			// The other database: attached, then 60 rows logged (its head
 			// past this filter's generation), compacted to one entry or not.
-			cfg := Config{Path: other, Table: "records", Column: "id", Snapshot: other + ".sfb"}
-			if _, err := BuildSnapshot(ctx, cfg); err != nil {
+			cfg := config{DBConfig: DBConfig{Path: other, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: other + ".sfb"}}
+			if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
 				t.Fatal(err)
 			}
 			insertInto(t, modeConn(t, other, "WAL"), "records", ids("theirs", 60)...)
 			if compacted {
 				cfg.LogRetain = 1
-				if _, err := BuildSnapshot(ctx, cfg); err != nil {
+				if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
 					t.Fatal(err)
 				}
 			}

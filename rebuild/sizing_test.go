@@ -50,7 +50,7 @@ func TestRebuildSizesFromTheRowsRead(t *testing.T) {
 				t.Fatalf("capacity %d, want 3 × 1,012 rows (or 1,013 if the count saw the late row)", c)
 			}
 			probe := append(append([]string{"late"}, stored...), ids("never", 200)...)
-			missing, err := ix.Missing(ctx, probe)
+			missing, err := missingList(ctx, ix, probe)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +87,7 @@ func TestRebuildWaitsForTheCount(t *testing.T) {
 	if c := ix.Stats().Capacity; c != uint64(3*len(stored)) {
 		t.Fatalf("capacity %d, want %d", c, 3*len(stored))
 	}
-	if missing, err := ix.Missing(ctx, stored); err != nil || len(missing) != 0 {
+	if missing, err := missingList(ctx, ix, stored); err != nil || len(missing) != 0 {
 		t.Fatalf("%d missing, %v", len(missing), err)
 	}
 }
@@ -138,7 +138,7 @@ func TestFailedRebuildLeavesTheAppAlone(t *testing.T) {
 				t.Fatal("the previous filter no longer answers")
 			}
 			mustExec(t, plainDB(t, path), `INSERT INTO records (id, body) VALUES (?, 'x')`, "after-"+tc.name)
-			missing, err := ix.Missing(ctx, append([]string{"after-" + tc.name, "never"}, stored...))
+			missing, err := missingList(ctx, ix, append([]string{"after-" + tc.name, "never"}, stored...))
 			if err != nil || len(missing) != 1 || missing[0] != "never" {
 				t.Fatalf("missing %q, %v; want only the never-stored id", missing, err)
 			}

@@ -77,7 +77,7 @@ func TestFreshnessUnderAHammeringWriter(t *testing.T) {
 			page = append(page, fmt.Sprintf("hammer-%07d", i))
 		}
 		page = append(page, fmt.Sprintf("hammer-%07d", top+n)) // never written
-		missing, err := ix.Missing(ctx, page)
+		missing, err := missingList(ctx, ix, page)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestGrowingCollectionStaysUseful(t *testing.T) {
 	for total := 1000; total < 51_000; {
 		page := ids(fmt.Sprintf("grow%05d", next), 500)
 		next++
-		missing, err := ix.Missing(ctx, page)
+		missing, err := missingList(ctx, ix, page)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -188,7 +188,7 @@ func (ix *Index) dropFilter(s *serving, why error) {
 	// it (asked first, a rebuild that ended at once had its success
 	// overwritten by the reason, and Wait returned it).
 	ix.m.setError(why)
-	if !ix.cfg.NoBackgroundRebuild && !ix.db.cfg.ReadOnly {
+	if !ix.cfg.AutoRebuild.Off && !ix.db.cfg.ReadOnly {
 		ix.askRebuild(why.Error())
 	}
 }

@@ -163,14 +163,14 @@ type Stats struct {
 	EstimatedFPR   float64 // from the bits as they stand
 	MeasuredFPR    float64 // maybes SQLite refuted ÷ keys asked, over about the last 65,536 keys a filter answered
 	TargetFPR      float64
-	RebuildDue     bool // EstimatedFPR > TargetFPR × RebuildFactor
+	RebuildDue     bool // EstimatedFPR > TargetFPR × AutoRebuild.Factor
 
 	Rebuilds      uint64
 	LastRebuild   time.Time
 	LastRebuildIn time.Duration // from the start of the last rebuild to its filter serving
 	LastBypass    time.Duration // how long the last rebuild kept the collection in bypass (its scan)
 	LastReason    string        // why the last rebuild ran
-	AutoRebuilds  uint64        // rebuilds the index asked for because the filter was due (see Source.NoAutoRebuild)
+	AutoRebuilds  uint64        // rebuilds the index asked for because the filter was due (see Source.AutoRebuild)
 	AutoReason    string        // why the last one was asked for
 	AutoTime      time.Duration // time spent in automatic rebuilds
 	LastError     error         // of the last rebuild (or forced rebuild), nil if it succeeded
@@ -204,7 +204,7 @@ func (ix *Index) Stats() Stats {
 		st.Generation = s.gen.Load()
 		st.Items, st.EstimatedItems, st.Capacity = fs.Distinct, fs.EstimatedItems, s.capacity
 		st.FillRatio, st.EstimatedFPR = fs.FillRatio, fs.EstimatedFPR
-		st.RebuildDue = fs.EstimatedFPR > ix.cfg.FPR*ix.cfg.RebuildFactor
+		st.RebuildDue = fs.EstimatedFPR > ix.cfg.FPR*ix.cfg.AutoRebuild.Factor
 		st.Attached = true
 	}
 	m.mu.Lock()

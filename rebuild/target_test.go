@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -27,7 +29,7 @@ import (
 func tgtDB(t *testing.T, dir string, n int) (string, *sql.DB) {
 	t.Helper()
 	path := filepath.Join(dir, "app.db")
-	db, err := sql.Open("sqlite3", dsn(path, "_journal_mode=WAL&_busy_timeout=10000"))
+	db, err := testdriver.Open(path, testdriver.App{JournalMode: "WAL", BusyTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,13 +81,13 @@ func TestForceNeverReplacesTheWALThroughALink(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, target := range []string{real + "-wal", walLink, filepath.Join(realDir, ".", "app.db-wal"), real + "-shm"} {
-		cfg := Config{Path: link, Table: "records", Column: "id", Snapshot: target, ReplaceForeignFile: true}
-		if _, err := BuildSnapshot(context.Background(), cfg); !errors.Is(err, ErrUnsafeTarget) || !strings.Contains(err.Error(), "database's own file") {
+		cfg := config{DBConfig: DBConfig{Path: link, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: target, ReplaceForeignFile: true}}
+		if _, err := BuildSnapshot(context.Background(), cfg.DBConfig, cfg.Source); !errors.Is(err, ErrUnsafeTarget) || !strings.Contains(err.Error(), "database's own file") {
 			t.Fatalf("BuildSnapshot --out %s --force = %v, want ErrUnsafeTarget", target, err)
 		}
 		// The app's Open serves all the same, reports the refusal, and
 		// saves nothing there (Close included).
-		ix, err := Open(context.Background(), cfg)
+		ix, err := Open(context.Background(), cfg.DBConfig, cfg.Source)
 		if err != nil {
 			t.Fatalf("Open with Snapshot %s = %v", target, err)
 		}
@@ -138,9 +140,9 @@ func TestTempLikeAppFileSurvives(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: snap}
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: snap}}
 	ctx := context.Background()
-	ix, err := Open(ctx, cfg)
+	ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func TestTempLikeAppFileSurvives(t *testing.T) {
 	if err := ix.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := BuildSnapshot(ctx, cfg); err != nil {
+	if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
 		t.Fatal(err)
 	}
 	for name, b := range notes {
@@ -169,21 +171,21 @@ func TestTempLikeAppFileSurvives(t *testing.T) {
 func TestFIFOAtTheSnapshotPath(t *testing.T) {
 	dir := t.TempDir()
 	path, _ := tgtDB(t, dir, 100)
-	if _, err := BuildSnapshot(context.Background(), Config{Path: path, Table: "records", Column: "id", Snapshot: filepath.Join(dir, "first.sfb")}); err != nil {
+	if _, err := BuildSnapshot(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: filepath.Join(dir, "first.sfb")}); err != nil {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "records.sfb")
 	if err := mkfifo(fifo); err != nil {
 		t.Skip(err)
 	}
-	cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: fifo}
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: fifo}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		ctx := context.Background()
 		ro := cfg
 		ro.ReadOnly = true
-		ix, err := Open(ctx, ro)
+		ix, err := Open(ctx, ro.DBConfig, ro.Source)
 		if err != nil {
 			t.Errorf("read-only Open = %v", err)
 			return
@@ -192,11 +194,11 @@ func TestFIFOAtTheSnapshotPath(t *testing.T) {
 		if !errors.Is(st.SnapshotError, snapshot.ErrNotRegular) || !strings.Contains(st.SnapshotError.Error(), "FIFO") {
 			t.Errorf("read-only Open: snapshot error %v, want ErrNotRegular naming a FIFO", st.SnapshotError)
 		}
-		if m, err := ix.Missing(ctx, []string{"id-1", "nope"}); err != nil || len(m) != 1 || m[0] != "nope" {
+		if m, err := missingList(ctx, ix, []string{"id-1", "nope"}); err != nil || len(m) != 1 || m[0] != "nope" {
 			t.Errorf("read-only Missing = %v, %v", m, err)
 		}
 		_ = ix.Close(ctx)
-		if ix, err := Open(ctx, cfg); err != nil {
+		if ix, err := Open(ctx, cfg.DBConfig, cfg.Source); err != nil {
 			t.Errorf("Open = %v", err)
 		} else {
 			if st := ix.Stats(); !errors.Is(st.SnapshotError, ErrUnsafeTarget) || !strings.Contains(st.SnapshotError.Error(), "FIFO") {
@@ -204,10 +206,10 @@ func TestFIFOAtTheSnapshotPath(t *testing.T) {
 			}
 			_ = ix.Close(ctx)
 		}
-		if _, err := BuildSnapshot(ctx, cfg); !errors.Is(err, ErrUnsafeTarget) {
+		if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); !errors.Is(err, ErrUnsafeTarget) {
 			t.Errorf("BuildSnapshot = %v, want ErrUnsafeTarget", err)
 		}
-		st2, err := Describe(ctx, cfg)
+		st2, err := Describe(ctx, cfg.DBConfig, cfg.Source)
 		if err != nil || st2.Snapshot == nil || !errors.Is(st2.Snapshot.Reason, snapshot.ErrNotRegular) {
 			t.Errorf("Describe = %+v, %v", st2.Snapshot, err)
 		}
@@ -234,10 +236,10 @@ func TestSnapshotThroughALink(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Skip(err)
 	}
-	cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: link, NoBackgroundRebuild: true}
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: link, AutoRebuild: AutoRebuild{Off: true}}}
 	ctx := context.Background()
 	for round := range 2 {
-		if _, err := BuildSnapshot(ctx, cfg); err != nil {
+		if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
 			t.Fatal(err)
 		}
 		if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
@@ -250,7 +252,7 @@ func TestSnapshotThroughALink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ix, err := Open(ctx, cfg)
+	ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +260,7 @@ func TestSnapshotThroughALink(t *testing.T) {
 	if st := ix.Stats(); !st.Serving || st.SnapshotError != nil {
 		t.Fatalf("Open through the link: serving %v, %v", st.Serving, st.SnapshotError)
 	}
-	if m, err := ix.Missing(ctx, []string{"later-1", "id-7", "nope"}); err != nil || len(m) != 1 || m[0] != "nope" {
+	if m, err := missingList(ctx, ix, []string{"later-1", "id-7", "nope"}); err != nil || len(m) != 1 || m[0] != "nope" {
 		t.Fatalf("Missing = %v, %v", m, err)
 	}
 	for _, d := range []string{dir, data} {
@@ -278,8 +280,8 @@ func TestRecreatedDatabaseIsNamed(t *testing.T) {
 	dir := t.TempDir()
 	path, app := tgtDB(t, dir, 50)
 	snap := filepath.Join(dir, "records.sfb")
-	cfg := Config{Path: path, Table: "records", Column: "id", Snapshot: snap}
-	if _, err := BuildSnapshot(context.Background(), cfg); err != nil {
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: snap}}
+	if _, err := BuildSnapshot(context.Background(), cfg.DBConfig, cfg.Source); err != nil {
 		t.Fatal(err)
 	}
 	h, err := snapshot.ReadHeader(snap)
@@ -291,7 +293,7 @@ func TestRecreatedDatabaseIsNamed(t *testing.T) {
 		_ = os.Remove(path + s)
 	}
 	tgtDB(t, dir, 10)
-	_, err = BuildSnapshot(context.Background(), cfg)
+	_, err = BuildSnapshot(context.Background(), cfg.DBConfig, cfg.Source)
 	if !errors.Is(err, ErrUnsafeTarget) {
 		t.Fatalf("BuildSnapshot after the database was recreated = %v", err)
 	}
@@ -302,10 +304,10 @@ func TestRecreatedDatabaseIsNamed(t *testing.T) {
 	}
 	// Once the new database is attached (here by another snapshot path),
 	// the refusal names both datasets.
-	if _, err := BuildSnapshot(context.Background(), Config{Path: path, Table: "records", Column: "id", Snapshot: filepath.Join(dir, "new.sfb")}); err != nil {
+	if _, err := BuildSnapshot(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: filepath.Join(dir, "new.sfb")}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = BuildSnapshot(context.Background(), cfg)
+	_, err = BuildSnapshot(context.Background(), cfg.DBConfig, cfg.Source)
 	if !errors.Is(err, ErrUnsafeTarget) || !strings.Contains(err.Error(), hex.EncodeToString(h.DatasetID[:])) || !strings.Contains(err.Error(), "this database's source is dataset") {
 		t.Fatalf("BuildSnapshot over another dataset's file = %v", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+
 	"github.com/zeebo/blake3"
 
 	"github.com/syncfilter/syncfilter/normalize"
@@ -51,12 +53,12 @@ func TestRestoredDatabaseRefusesTheNewerSnapshot(t *testing.T) {
 	seed := ids("seed", 300)
 	path := appDB(t, seed...)
 	cfg := appConfig(path)
-	if _, err := BuildSnapshot(ctx, cfg); err != nil { // generation 0
+	if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil { // generation 0
 		t.Fatal(err)
 	}
 	backup := copyDB(t, path)
 	insertClosing(t, path, ids("lost", 100)...)
-	rep, err := BuildSnapshot(ctx, cfg) // generation 100
+	rep, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source) // generation 100
 	if err != nil || rep.Generation != 100 {
 		t.Fatalf("second build: %+v, %v", rep, err)
 	}
@@ -69,7 +71,7 @@ func TestRestoredDatabaseRefusesTheNewerSnapshot(t *testing.T) {
 	for _, readOnly := range []bool{true, false} {
 		c := cfg
 		c.ReadOnly = readOnly
-		c.NoBackgroundRebuild = true
+		c.AutoRebuild.Off = true
 		ix := open(t, c)
 		if err := ix.Stats().SnapshotError; !errors.Is(err, ErrNotVouched) {
 			t.Fatalf("read-only %v: SnapshotError = %v, want ErrNotVouched", readOnly, err)
@@ -150,7 +152,7 @@ func TestForgedSnapshotsAreRefused(t *testing.T) {
 				t.Fatalf("the forgery does not even decode: %v", err)
 			}
 			c := cfg
-			c.NoBackgroundRebuild = true
+			c.AutoRebuild.Off = true
 			ix := open(t, c)
 			if err := ix.Stats().SnapshotError; !errors.Is(err, ErrNotVouched) {
 				t.Fatalf("SnapshotError = %v, want ErrNotVouched", err)
@@ -221,9 +223,9 @@ func TestSparseSnapshotIsRefusedBeforeAllocation(t *testing.T) {
 		var ix *Index
 		grew := allocDuring(func() {
 			c := cfg
-			c.NoBackgroundRebuild = true
+			c.AutoRebuild.Off = true
 			c.ReadOnly = mode == "read-only Open"
-			ix, err = Open(ctx, c)
+			ix, err = Open(ctx, c.DBConfig, c.Source)
 			if err == nil && mode == "Reload" {
 				err = ix.Reload(ctx)
 			} else if err == nil {
@@ -255,7 +257,7 @@ func TestOversizedRecordedSnapshotIsImplausible(t *testing.T) {
 	if err := first.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cfg.NoBackgroundRebuild = true
+	cfg.AutoRebuild.Off = true
 	ix := open(t, cfg)
 	if err := ix.Stats().SnapshotError; !errors.Is(err, ErrImplausible) {
 		t.Fatalf("SnapshotError = %v, want ErrImplausible", err)
@@ -273,7 +275,7 @@ func TestSnapshotsOfOtherProcessesAreVouched(t *testing.T) {
 	cfg := appConfig(path)
 	a := open(t, cfg)
 	insertIDs(t, rawDB(t, path), ids("cron", 100)...)
-	if _, err := BuildSnapshot(ctx, cfg); err != nil {
+	if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Reload(ctx); err != nil {
@@ -304,7 +306,7 @@ func TestMissingAnswersAroundInvalidIDs(t *testing.T) {
 	ix := open(t, appConfig(appDB(t, stored...)))
 	long := strings.Repeat("x", MaxKeyBytes+1)
 	page := []string{stored[0], "new-1", "bad\xff", stored[1], long, "new-2", "\xc3", stored[2]}
-	missing, err := ix.Missing(ctx, page)
+	missing, err := missingList(ctx, ix, page)
 	var ike *InvalidKeysError
 	if !errors.As(err, &ike) || fmt.Sprint(ike.Positions()) != "[2 4 6]" {
 		t.Fatalf("Missing error = %v, want invalid keys at [2 4 6]", err)
@@ -323,7 +325,7 @@ func TestMissingAnswersAroundInvalidIDs(t *testing.T) {
 	if ok, err := ix.Fetched(ctx, exact); err != nil || ok {
 		t.Fatalf("Fetched(exactly MaxKeyBytes) = %v, %v", ok, err)
 	}
-	if m, err := ix.Missing(ctx, []string{exact}); err != nil || len(m) != 1 {
+	if m, err := missingList(ctx, ix, []string{exact}); err != nil || len(m) != 1 {
 		t.Fatalf("Missing(exactly MaxKeyBytes) = %d keys, %v", len(m), err)
 	}
 }
@@ -340,7 +342,7 @@ func TestChildProcessCompacts(t *testing.T) {
 	}
 	rounds, _ := strconv.Atoi(os.Getenv(compactorEnv + "_ROUNDS"))
 	ctx := context.Background()
-	ix := open(t, Config{Path: path, Table: "records", Column: "id", Snapshot: path + ".child.sfb", LogRetain: 1, NoBackgroundRebuild: true})
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".child.sfb", LogRetain: 1, AutoRebuild: AutoRebuild{Off: true}}})
 	db := rawDB(t, path)
 	for r := range rounds {
 		insertIDs(t, db, ids(fmt.Sprintf("child%d", r), 200)...)
@@ -361,7 +363,7 @@ func TestCompactionNeverBreaksAConcurrentRebuild(t *testing.T) {
 	path := appDB(t, ids("seed", 20000)...)
 	cfg := appConfig(path)
 	cfg.LogRetain = 1
-	if _, err := BuildSnapshot(ctx, cfg); err != nil {
+	if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
 		t.Fatal(err)
 	}
 	const rounds = 25
@@ -370,7 +372,7 @@ func TestCompactionNeverBreaksAConcurrentRebuild(t *testing.T) {
 	var failed []error
 	for r := range rounds {
 		insertIDs(t, db, ids(fmt.Sprintf("parent%d", r), 100)...)
-		if _, err := BuildSnapshot(ctx, cfg); err != nil {
+		if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
 			failed = append(failed, err)
 		}
 	}

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
 	"golang.org/x/term"
 
+	"github.com/syncfilter/syncfilter/internal/sqlitecode"
 	"github.com/syncfilter/syncfilter/rebuild"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
@@ -212,8 +212,8 @@ func (a *app) exit(cmd string, err error) int {
 // waited (the message's words before SQLite's, or the command's name),
 // for how long, and what to do. msg is the message printed.
 func (a *app) lockHint(cmd string, err error, msg string) string {
-	var se sqlite3.Error
-	if !errors.As(err, &se) || (se.Code != sqlite3.ErrBusy && se.Code != sqlite3.ErrLocked) {
+	se, code, ok := sqlitecode.Find(err)
+	if !ok || (code&0xff != sqlitecode.Busy && code&0xff != sqlitecode.Locked) {
 		return ""
 	}
 	a.mu.Lock()

@@ -30,9 +30,8 @@ func (a *app) check(ctx context.Context, args []string) error {
 	}
 	a.opens(*db, busy)
 	// Read-only: check changes nothing in the database or on disk.
-	ix, err := rebuild.Open(ctx, rebuild.Config{
-		Path: *db, Table: *table, Column: *column, Snapshot: *snap, ReadOnly: true, BusyTimeout: busy,
-	})
+	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: *db, ReadOnly: true, BusyTimeout: busy},
+		rebuild.Source{Table: *table, Column: *column, Snapshot: *snap})
 	if err != nil {
 		return explainReadOnly(*db, err)
 	}
@@ -65,19 +64,18 @@ func (a *app) check(ctx context.Context, args []string) error {
 		} else if err != nil {
 			return err
 		}
-		next := 0
+		// One answer per position: every input line is answered on its
+		// own, a repeated or differently spelled key included.
 		for i, k := range batch {
-			if next < len(missing) && missing[next] == texts[i] {
-				next++
-				if why, isBad := bad[i]; isBad {
-					out.reject(k, why)
-					continue
-				}
+			switch why, isBad := bad[i]; {
+			case isBad:
+				out.reject(k, why)
+			case missing[i]:
 				missingAny = true
 				out.answer(k.text, "missing")
-				continue
+			default:
+				out.answer(k.text, "fetched")
 			}
-			out.answer(k.text, "fetched")
 		}
 		return out.w.Flush()
 	})

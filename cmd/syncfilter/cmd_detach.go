@@ -43,7 +43,7 @@ func (a *app) detach(ctx context.Context, args []string) error {
 	}
 	a.opens(*db, busy)
 	if *all {
-		return a.detachAll(ctx, *db, rebuild.DetachOptions{BusyTimeout: busy, Force: *force})
+		return a.detachAll(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, rebuild.DetachOptions{Force: *force})
 	}
 	// Read the snapshot's dataset before the source's record is gone.
 	var remove *fsafe.Target
@@ -52,7 +52,7 @@ func (a *app) detach(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if err := rebuild.DetachWith(ctx, *db, *table, *column, rebuild.DetachOptions{BusyTimeout: busy, Force: *force}); err != nil {
+	if err := rebuild.DetachWith(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, *table, *column, rebuild.DetachOptions{Force: *force}); err != nil {
 		if errors.Is(err, rebuild.ErrHeld) {
 			return fmt.Errorf("%w (close the app's index first, or run again with --force)", err)
 		}
@@ -81,13 +81,13 @@ func (a *app) detach(ctx context.Context, args []string) error {
 // status says whether any failed. Snapshot files are left in place: the
 // paths the database recorded are printed, for the operator to delete
 // (detach --table --column --snapshot removes one, checked).
-func (a *app) detachAll(ctx context.Context, db string, opts rebuild.DetachOptions) error {
-	list, err := rebuild.Sources(ctx, rebuild.DBConfig{Path: db, BusyTimeout: opts.BusyTimeout})
+func (a *app) detachAll(ctx context.Context, db rebuild.DBConfig, opts rebuild.DetachOptions) error {
+	list, err := rebuild.Sources(ctx, db)
 	if err != nil {
-		return explainReadOnly(db, err)
+		return explainReadOnly(db.Path, err)
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(a.stdout, "syncfilter detach: no source is attached in %s: nothing to detach\n", db)
+		fmt.Fprintf(a.stdout, "syncfilter detach: no source is attached in %s: nothing to detach\n", db.Path)
 		return nil
 	}
 	var bad []string
@@ -102,7 +102,7 @@ func (a *app) detachAll(ctx context.Context, db string, opts rebuild.DetachOptio
 			fmt.Fprintf(a.stdout, "syncfilter detach: %s was detached already\n", name)
 			continue
 		case errors.Is(err, rebuild.ErrHeld):
-			a.log.printf("syncfilter detach: %s: %s (close the app's index first, or run again with --force)", name, oneLine(err.Error()))
+			a.log.printf("syncfilter detach: %s: %s (let the rebuild finish first, or run again with --force)", name, oneLine(err.Error()))
 			bad = append(bad, name)
 			continue
 		case err != nil:
@@ -111,7 +111,7 @@ func (a *app) detachAll(ctx context.Context, db string, opts rebuild.DetachOptio
 			bad = append(bad, name)
 			continue
 		}
-		line := fmt.Sprintf("syncfilter detach: removed the filter's tables and triggers for %s from %s", name, db)
+		line := fmt.Sprintf("syncfilter detach: removed the filter's tables and triggers for %s from %s", name, db.Path)
 		if src.Snapshot != "" {
 			line += fmt.Sprintf("; its snapshot %s is left in place (delete it if the app no longer opens the source)", src.Snapshot)
 		}
@@ -127,7 +127,7 @@ func (a *app) detachAll(ctx context.Context, db string, opts rebuild.DetachOptio
 // none there), or refuses: a file that is not a regular file, one of the
 // database's files, or not the snapshot of the source being detached.
 func (a *app) detachTarget(ctx context.Context, db, table, column, snap string, busy time.Duration) (*fsafe.Target, error) {
-	ro, err := rebuild.Open(ctx, rebuild.Config{Path: db, Table: table, Column: column, ReadOnly: true, BusyTimeout: busy})
+	ro, err := rebuild.Open(ctx, rebuild.DBConfig{Path: db, ReadOnly: true, BusyTimeout: busy}, rebuild.Source{Table: table, Column: column})
 	if err != nil {
 		return nil, explainReadOnly(db, err)
 	}

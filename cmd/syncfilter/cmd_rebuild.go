@@ -184,9 +184,9 @@ func (a *app) buildOne(ctx context.Context, o rebuildOpts, table, column, out, l
 	if a.terminal || o.every > 0 {
 		progressFn = p.update
 	}
-	rep, err := rebuild.BuildSnapshot(ctx, rebuild.Config{
-		Path: o.db, Table: table, Column: column, Snapshot: out,
-		FPR: o.fpr, Capacity: o.capacity, Headroom: o.headroom, BusyTimeout: o.busy, LogRetain: o.retain,
+	rep, err := rebuild.BuildSnapshot(ctx, rebuild.DBConfig{Path: o.db, BusyTimeout: o.busy}, rebuild.Source{
+		Table: table, Column: column, Snapshot: out,
+		FPR: o.fpr, Capacity: o.capacity, Headroom: o.headroom, LogRetain: o.retain,
 		SnapshotMode: os.FileMode(o.mode), ReplaceForeignFile: o.force, AllowUnindexed: o.unindexed,
 		Progress: progressFn, ProgressEvery: 10_000,
 	})

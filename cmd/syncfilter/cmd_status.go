@@ -76,7 +76,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 	if *all {
 		return a.statusAll(ctx, *db, fpr, busy, *asJSON)
 	}
-	out, err := describe(ctx, rebuild.Config{Path: *db, Table: *table, Column: *column, Snapshot: *snap, FPR: fpr, BusyTimeout: busy})
+	out, err := describe(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, rebuild.Source{Table: *table, Column: *column, Snapshot: *snap, FPR: fpr})
 	if err != nil {
 		return explainReadOnly(*db, err)
 	}
@@ -102,7 +102,7 @@ func (a *app) statusAll(ctx context.Context, db string, fpr float64, busy time.D
 	failed := 0
 	for i, src := range list {
 		k := keyOf(src.Table, src.Column)
-		out, err := describe(ctx, rebuild.Config{Path: db, Table: src.Table, Column: src.Column, Snapshot: src.Snapshot, FPR: fpr, BusyTimeout: busy})
+		out, err := describe(ctx, rebuild.DBConfig{Path: db, BusyTimeout: busy}, rebuild.Source{Table: src.Table, Column: src.Column, Snapshot: src.Snapshot, FPR: fpr})
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return err
@@ -141,8 +141,8 @@ func (a *app) statusAll(ctx context.Context, db string, fpr float64, busy time.D
 }
 
 // describe is the status of one source (rebuild.Describe, read-only).
-func describe(ctx context.Context, cfg rebuild.Config) (statusJSON, error) {
-	st, err := rebuild.Describe(ctx, cfg)
+func describe(ctx context.Context, db rebuild.DBConfig, src rebuild.Source) (statusJSON, error) {
+	st, err := rebuild.Describe(ctx, db, src)
 	if err != nil {
 		return statusJSON{}, err
 	}

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
 	"path/filepath"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
-
 	"github.com/syncfilter/syncfilter/internal/fsafe"
+	"github.com/syncfilter/syncfilter/internal/sqlitecode"
 )
 
 // checkDB refuses a --db path that exists but is not a regular file:
@@ -44,8 +42,7 @@ func walMode(path string) bool {
 // a user who may read the database but not write its directory into what
 // happened and what to do. Other errors are returned as they are.
 func explainReadOnly(db string, err error) error {
-	var se sqlite3.Error
-	if !errors.As(err, &se) || (se.Code != sqlite3.ErrReadonly && se.Code != sqlite3.ErrCantOpen) {
+	if p := sqlitecode.Primary(err); p != sqlitecode.ReadOnly && p != sqlitecode.CantOpen {
 		return err
 	}
 	file, rerr := fsafe.Resolve(db)
@@ -57,7 +54,7 @@ func explainReadOnly(db string, err error) error {
 	if u, uerr := user.Current(); uerr == nil {
 		who = "user " + u.Username
 	}
-	if se.ExtendedCode == sqlite3.ErrReadonlyRollback {
+	if sqlitecode.Is(err, sqlitecode.ReadOnlyRollback) {
 		return fmt.Errorf("cannot read %s as %s: a hot journal (%s-journal) is left from a write that never finished, and only a user who may write the database can roll it back: "+
 			"open the database once as the app's user (the app does this by itself), then run this command again: %w", db, who, file, err)
 	}

@@ -13,9 +13,8 @@ import (
 	"strings"
 	"time"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
-
 	"github.com/syncfilter/syncfilter/internal/fsafe"
+	"github.com/syncfilter/syncfilter/internal/sqlitecode"
 	"github.com/syncfilter/syncfilter/rebuild"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
@@ -67,19 +66,19 @@ const (
 
 // failureReason classifies a failed run's error.
 func failureReason(err error) string {
-	var se sqlite3.Error
-	isSQLite := errors.As(err, &se)
+	code, isSQLite := sqlitecode.Of(err)
+	code &= 0xff
 	switch {
 	case errors.Is(err, context.Canceled):
 		return reasonInterrupted
-	case isSQLite && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked):
+	case isSQLite && (code == sqlitecode.Busy || code == sqlitecode.Locked):
 		return reasonLocked
 	case errors.Is(err, rebuild.ErrUnsafeTarget), errors.Is(err, fsafe.ErrProtected), errors.Is(err, fsafe.ErrNotRegular):
 		return reasonPath
 	case errors.Is(err, rebuild.ErrNoSource) && !errors.Is(err, os.ErrNotExist), errors.Is(err, rebuild.ErrInexactColumn),
 		errors.Is(err, rebuild.ErrNotIndexed), errors.Is(err, rebuild.ErrBadName):
 		return reasonSource
-	case errors.Is(err, os.ErrPermission), isSQLite && (se.Code == sqlite3.ErrReadonly || se.Code == sqlite3.ErrPerm || se.Code == sqlite3.ErrCantOpen):
+	case errors.Is(err, os.ErrPermission), isSQLite && (code == sqlitecode.ReadOnly || code == sqlitecode.Perm || code == sqlitecode.CantOpen):
 		return reasonPermission
 	case errors.Is(err, os.ErrNotExist):
 		return reasonMissing

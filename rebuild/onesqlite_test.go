@@ -1,0 +1,280 @@
+package rebuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+)
+
+// stressTime is how long each journal mode of TestOneSQLiteUnderStress
+// runs: SYNCFILTER_STRESS_TIME (make stress: minutes), 2s by default.
+func stressTime(t *testing.T) time.Duration {
+	if s := os.Getenv("SYNCFILTER_STRESS_TIME"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("SYNCFILTER_STRESS_TIME=%s: %v", s, err)
+		}
+		return d
+	}
+	return 2 * time.Second
+}
+
+// TestOneSQLiteUnderStress: the app and the library in one process,
+// through the one SQLite copy the app links (the tests' driver), as an
+// app on modernc or ncruces runs them: app writers committing pages of
+// new ids in transactions (some rolled back) on the app's own pool, whose
+// connections churn (closing a connection closes its file descriptor,
+// which drops the locks a second SQLite copy holds); askers judging
+// Missing and Fetched against what was committed before each call; a
+// filter small enough to rebuild itself again and again; Save, Close and
+// OpenDB again meanwhile. Afterwards the database passes integrity_check,
+// every committed row is there and no row of a rolled-back transaction
+// is. In WAL and DELETE mode.
+func TestOneSQLiteUnderStress(t *testing.T) {
+	for _, mode := range []string{"WAL", "DELETE"} {
+		t.Run(mode, func(t *testing.T) { stressOneSQLite(t, mode, stressTime(t)) })
+	}
+}
+
+func stressOneSQLite(t *testing.T, mode string, run time.Duration) {
+	ctx := context.Background()
+	ref := newReference("stress", 2_000_000)
+	seed := make([]string, 2000)
+	for i := range seed {
+		seed[i] = ref.id(i).stored
+	}
+	ref.committed(0, len(seed))
+	path := modeDB(t, mode, []string{"records"}, seed...)
+	app := modeConn(t, path, mode)
+	app.SetMaxOpenConns(6)
+	app.SetMaxIdleConns(1)
+	app.SetConnMaxLifetime(20 * time.Millisecond)
+	dcfg := DBConfig{Path: path, Driver: testdriver.Driver()}
+	src := Source{Table: "records", Column: "id", Snapshot: path + ".sfb", Capacity: 1024, Headroom: 1, FPR: 0.05,
+		AutoRebuild: AutoRebuild{Factor: 1.5}}
+	open := func() (*DB, *Index) {
+		db, err := OpenDB(ctx, dcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix, err := db.Index(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db, ix
+	}
+	type handle struct {
+		db *DB
+		ix *Index
+	}
+	var cur atomic.Pointer[handle]
+	db, ix := open()
+	cur.Store(&handle{db, ix})
+
+	stop := make(chan struct{})
+	errs := make(chan error, 64)
+	fail := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	var wg sync.WaitGroup
+	var commits, rolledBack, judged, reopens, saves, autos atomic.Int64
+	var mu sync.Mutex
+	var undone []string // ids of rolled-back transactions
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(rng.IntN(3)) * time.Millisecond):
+				}
+				list := ref.take(10 + rng.IntN(90))
+				if list == nil {
+					return
+				}
+				tx, err := app.Begin()
+				if err != nil {
+					fail(fmt.Errorf("writer: %w", err))
+					return
+				}
+				ids := make([]string, len(list))
+				for j, i := range list {
+					ids[j] = ref.id(i).stored
+					if _, err := tx.Exec(`INSERT INTO records (id, body) VALUES (?, 'x')`, ids[j]); err != nil {
+						_ = tx.Rollback()
+						fail(fmt.Errorf("writer: insert: %w", err))
+						return
+					}
+				}
+				if rng.IntN(10) == 0 {
+					if err := tx.Rollback(); err != nil {
+						fail(fmt.Errorf("writer: rollback: %w", err))
+						return
+					}
+					for _, i := range list {
+						ref.state[i].Store(0)
+					}
+					mu.Lock()
+					undone = append(undone, ids...)
+					mu.Unlock()
+					rolledBack.Add(1)
+					continue
+				}
+				if err := tx.Commit(); err != nil {
+					fail(fmt.Errorf("writer: commit: %w", err))
+					return
+				}
+				for _, i := range list {
+					ref.state[i].Store(2)
+				}
+				commits.Add(1)
+			}
+		}()
+	}
+	ask := func(fn func(ix *Index) error) {
+		for {
+			err := fn(cur.Load().ix)
+			if !errors.Is(err, ErrClosed) {
+				if err != nil {
+					fail(err)
+				}
+				return
+			}
+		}
+	}
+	for a := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(a), 9))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := newProbe(ref, rng.IntN, 20+rng.IntN(200))
+				if rng.IntN(4) == 0 {
+					j := rng.IntN(len(p.keys))
+					ask(func(ix *Index) error {
+						got, err := ix.Fetched(ctx, p.keys[j])
+						if err != nil {
+							return err
+						}
+						judged.Add(1)
+						return p.judgeFetched(j, got)
+					})
+					continue
+				}
+				ask(func(ix *Index) error {
+					missing, err := ix.Missing(ctx, p.keys)
+					if err != nil {
+						return err
+					}
+					judged.Add(int64(len(p.keys)))
+					return errors.Join(p.judgeMissing(missing)...)
+				})
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // the app's life: Save now and then, Close and OpenDB again
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(3, 3))
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(50+rng.IntN(150)) * time.Millisecond):
+			}
+			h := cur.Load()
+			if rng.IntN(3) > 0 {
+				if err := h.ix.Save(ctx); err != nil && !errors.Is(err, ErrNotServing) && !errors.Is(err, ErrClosed) {
+					fail(fmt.Errorf("save: %w", err))
+					return
+				}
+				saves.Add(1)
+				continue
+			}
+			db, ix := open()
+			cur.Store(&handle{db, ix})
+			autos.Add(int64(h.ix.Stats().AutoRebuilds))
+			if err := h.db.Close(ctx); err != nil {
+				fail(fmt.Errorf("close: %w", err))
+				return
+			}
+			reopens.Add(1)
+		}
+	}()
+	select {
+	case err := <-errs:
+		t.Error(err)
+	case <-time.After(run):
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	autos.Add(int64(cur.Load().ix.Stats().AutoRebuilds))
+	if err := cur.Load().db.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var check string
+	if err := app.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+		t.Fatalf("integrity_check: %q, %v", check, err)
+	}
+	stored := map[string]bool{}
+	rows, err := app.Query(`SELECT id FROM records`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		stored[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	committed := 0
+	for i := range int(min(ref.next.Load(), int64(len(ref.state)))) {
+		if ref.state[i].Load() == 2 {
+			committed++
+			if id := ref.id(i).stored; !stored[id] {
+				t.Fatalf("committed row %+q is gone", id)
+			}
+		}
+	}
+	for _, id := range undone {
+		if stored[id] {
+			t.Fatalf("row %+q of a rolled-back transaction is there", id)
+		}
+	}
+	if len(stored) != committed {
+		t.Fatalf("%d rows, %d committed", len(stored), committed)
+	}
+	t.Logf("%s, %s, %v: %d rows committed in %d transactions (%d rolled back), %d answers judged, %d saves, %d reopens, %d automatic rebuilds",
+		testdriver.Name(), mode, run, committed, commits.Load(), rolledBack.Load(), judged.Load(), saves.Load(), reopens.Load(), autos.Load())
+	if judged.Load() == 0 || commits.Load() == 0 || reopens.Load() == 0 {
+		t.Fatalf("the stress did not run: %d judged, %d commits, %d reopens", judged.Load(), commits.Load(), reopens.Load())
+	}
+}
