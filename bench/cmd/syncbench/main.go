@@ -41,7 +41,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("want a command: initial-sync, cold-start, table: %w", flag.ErrHelp)
+		return fmt.Errorf("want a command: initial-sync, cold-start, table, real, real-initial: %w", flag.ErrHelp)
 	}
 	switch args[0] {
 	case "initial-sync":
@@ -56,6 +56,12 @@ func run(ctx context.Context, args []string) error {
 		return syncbench.WriteTables(os.Stdout, lines)
 	case "cold-child":
 		return syncbench.ColdChild(ctx, args[1:], os.Stdout)
+	case "real":
+		return realLoop(ctx, args[1:])
+	case "real-initial":
+		return realInitial(ctx, args[1:])
+	case "real-child":
+		return syncbench.RealChild(ctx, args[1:])
 	default:
 		return fmt.Errorf("unknown command %q: %w", args[0], flag.ErrHelp)
 	}
