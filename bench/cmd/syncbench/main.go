@@ -3,7 +3,7 @@
 // start of fresh processes.
 //
 //	go run ./cmd/syncbench initial-sync [-pages 200] [-page 1000] [-sleep 0] [-capacity 0] [-csv pages.csv] [-no-inlist] [-no-library]
-//	go run ./cmd/syncbench cold-start [-rows 1000000] [-reps 7] [-modes lib,sql] [-conds warm,cold] [-v]
+//	go run ./cmd/syncbench cold-start [-rows 1000000] [-reps 7] [-modes lib,sql] [-conds warm,cold] [-driver mattn] [-md] [-v]
 //	go test -run '^$' -bench 'SyncLoop|SyncFetched' . | go run ./cmd/syncbench table
 //
 // table turns the sync-loop benchmarks' output into the Markdown tables
@@ -109,8 +109,10 @@ func coldStart(ctx context.Context, args []string) error {
 	fs.Int64Var(&o.Rows, "rows", 1_000_000, "rows of the table")
 	fs.IntVar(&o.Reps, "reps", 7, "children per condition and mode")
 	fs.IntVar(&o.PageSize, "page", 1000, "ids per page (half stored)")
-	modes := fs.String("modes", "lib,sql", "children to run: lib, lib-nosnap, sql")
+	modes := fs.String("modes", "lib,sql", "children to run: lib, lib-nosnap, sql (own connection), lib-pool, sql-pool (the app's pool)")
 	conds := fs.String("conds", "warm,cold", "page-cache conditions: warm, cold")
+	fs.StringVar(&o.Driver, "driver", "", "the app's driver for the pool modes: mattn (default) or modernc")
+	md := fs.Bool("md", false, "also print a Markdown table (each mode against its baseline)")
 	verbose := fs.Bool("v", false, "print every child")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -130,5 +132,9 @@ func coldStart(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return res.Report(os.Stdout)
+	if err := res.Report(os.Stdout); err != nil || !*md {
+		return err
+	}
+	fmt.Println()
+	return syncbench.WriteColdTable(os.Stdout, []*syncbench.ColdResult{res})
 }
