@@ -41,7 +41,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("want a command: initial-sync, cold-start, table, real, real-initial: %w", flag.ErrHelp)
+		return fmt.Errorf("want a command: initial-sync, cold-start, table, real, real-initial, real-single, real-collections: %w", flag.ErrHelp)
 	}
 	switch args[0] {
 	case "initial-sync":
@@ -60,6 +60,10 @@ func run(ctx context.Context, args []string) error {
 		return realLoop(ctx, args[1:])
 	case "real-initial":
 		return realInitial(ctx, args[1:])
+	case "real-single":
+		return realSingle(ctx, args[1:])
+	case "real-collections":
+		return realCollections(ctx, args[1:])
 	case "real-child":
 		return syncbench.RealChild(ctx, args[1:])
 	default:

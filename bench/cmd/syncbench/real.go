@@ -177,3 +177,49 @@ func realInitial(ctx context.Context, args []string) error {
 	}
 	return writeCSV(rf.csv, cells)
 }
+
+func realSingle(ctx context.Context, args []string) error {
+	var rf realFlags
+	o := syncbench.SingleOptions{}
+	fs := flag.NewFlagSet("real-single", flag.ContinueOnError)
+	rf.register(fs)
+	fs.Int64Var(&o.Rows, "rows", 1_000_000, "rows of the base table (random UUIDs)")
+	fs.IntVar(&o.Ops, "ops", 2000, "single-id calls per side")
+	waits := fs.String("waits", "5ms", "waits between ops, one run each")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ws, err := syncbench.ParseWaits(*waits)
+	if err != nil {
+		return err
+	}
+	o.Driver, o.Seed = rf.driver, rf.seed
+	var results []*syncbench.SingleResult
+	for _, w := range ws {
+		o.Wait = w
+		res, err := syncbench.RealSingle(ctx, o)
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
+	}
+	return syncbench.WriteSingleTable(os.Stdout, results)
+}
+
+func realCollections(ctx context.Context, args []string) error {
+	var o syncbench.CollectionsOptions
+	fs := flag.NewFlagSet("real-collections", flag.ContinueOnError)
+	fs.StringVar(&o.Driver, "driver", "mattn", "the app's SQLite driver")
+	fs.Int64Var(&o.Rows, "rows", 100_000, "rows of each collection")
+	fs.IntVar(&o.N, "n", 10, "collections in the database")
+	fs.IntVar(&o.Reps, "reps", 5, "opens of one and of all, in turn")
+	fs.IntVar(&o.Page, "page", 1000, "ids of each first Missing (half stored)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	res, err := syncbench.RealCollections(ctx, o)
+	if err != nil {
+		return err
+	}
+	return syncbench.WriteCollectionsTable(os.Stdout, []*syncbench.CollectionsResult{res})
+}
