@@ -37,6 +37,9 @@ type RealRunner struct {
 	Child func(args ...string) *exec.Cmd
 	Log   io.Writer // a line per child, if set
 	Keep  bool      // keep each run's files (in CacheDir, real-*)
+	// AfterPrepare, if set, runs between the preparation and the first
+	// child (tests change the table behind the reference's back).
+	AfterPrepare func(RealConfig) error
 }
 
 // Run prepares a copy of the app's database for cfg (its DB and
@@ -67,6 +70,11 @@ func (rr RealRunner) Run(ctx context.Context, variant string, cfg RealConfig) (_
 		return nil, err
 	}
 	cell.Prepare = time.Since(start)
+	if rr.AfterPrepare != nil {
+		if err := rr.AfterPrepare(cfg); err != nil {
+			return nil, err
+		}
+	}
 	cfgPath := filepath.Join(dir, "config.json")
 	if err := writeJSON(cfgPath, cfg); err != nil {
 		return nil, err
