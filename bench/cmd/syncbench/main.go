@@ -5,6 +5,19 @@
 //	go run ./cmd/syncbench initial-sync [-pages 200] [-page 1000] [-sleep 0] [-capacity 0] [-csv pages.csv] [-no-inlist] [-no-library]
 //	go run ./cmd/syncbench cold-start [-rows 1000000] [-reps 7] [-modes lib,sql] [-conds warm,cold] [-driver mattn] [-md] [-v]
 //	go test -run '^$' -bench 'SyncLoop|SyncFetched' . | go run ./cmd/syncbench table
+//	go run ./cmd/syncbench real [-rows 1000000] [-pages 1500] [-min 100] [-max 1000] [-waits 0,5ms,20ms-50ms]
+//		[-variants mixed,all-new] [-events add-column,rebuild,restart] [-crash-pages 3] [-names -1]
+//		[-driver mattn] [-seed 1] [-csv pages.csv] [-keep] [-v]
+//	go run ./cmd/syncbench real-initial [-rows 200000] [-page 1000] [-waits 0,100ms]
+//	go run ./cmd/syncbench real-single [-rows 1000000] [-ops 2000] [-waits 5ms]
+//	go run ./cmd/syncbench real-collections [-rows 100000] [-n 10] [-reps 5] [-page 1000]
+//
+// The real commands are the real sync loop and its extra rows (package
+// syncbench, real*.go): each prints Markdown tables for
+// docs/BENCHMARKS.md; real and real-initial run the loop in child
+// processes (real-child) and print the machine. -driver modernc needs a
+// binary built with -tags modernc, and a library that accepts the app's
+// driver.
 //
 // table turns the sync-loop benchmarks' output into the Markdown tables
 // of docs/BENCHMARKS.md.
