@@ -52,10 +52,13 @@ type RealChildReport struct {
 	PoolOpen time.Duration `json:"pool_open_ns"`
 	LibOpen  time.Duration `json:"lib_open_ns"`
 	SQLite   string        `json:"sqlite"`
-	Events   []RealEvent   `json:"events"`
-	Pages    []RealPage    `json:"pages"`
-	Start    LibStats      `json:"start"` // just after the library opened
-	End      LibStats      `json:"end"`
+	// PoolConns is how many connections the app's pool had open at the
+	// end: 1 means every IN-list ran on the connection it was prepared on.
+	PoolConns int         `json:"pool_conns"`
+	Events    []RealEvent `json:"events"`
+	Pages     []RealPage  `json:"pages"`
+	Start     LibStats    `json:"start"` // just after the library opened
+	End       LibStats    `json:"end"`
 }
 
 // RealChild runs one child: args are -config (a JSON RealConfig file),
@@ -96,6 +99,7 @@ func RealChild(ctx context.Context, args []string) error {
 	}
 	runErr := r.pages(ctx, &rep)
 	rep.End = r.lib.Stats()
+	rep.PoolConns = r.pool.DB().Stats().OpenConnections
 	if runErr == nil && rep.Segment.Abandon {
 		if err := writeJSON(*out, rep); err != nil {
 			return err

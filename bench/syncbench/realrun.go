@@ -86,9 +86,9 @@ func (rr RealRunner) Run(ctx context.Context, variant string, cfg RealConfig) (_
 		}
 		cell.Children = append(cell.Children, rep)
 		if rr.Log != nil {
-			fmt.Fprintf(rr.Log, "%s wait %v: child %d pages %d..%d%s: open %.1f ms, replay %.0f ms, events %d\n",
+			fmt.Fprintf(rr.Log, "%s wait %v: child %d pages %d..%d%s: open %.1f ms, replay %.0f ms, events %d, pool connections %d\n",
 				variant, cfg.Wait, i, seg.From, seg.To-1, map[bool]string{true: " (exit without Close)"}[seg.Abandon],
-				ms(rep.LibOpen), ms(rep.Replay), len(rep.Events))
+				ms(rep.LibOpen), ms(rep.Replay), len(rep.Events), rep.PoolConns)
 		}
 	}
 	return cell, nil
