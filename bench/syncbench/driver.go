@@ -1,6 +1,8 @@
 package syncbench
 
 import (
+	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -60,4 +62,15 @@ func (d Driver) Version() string {
 		return ""
 	}
 	return bi.Deps[i].Version
+}
+
+// SQLDriver returns the driver registered under d.SQLName: the value to
+// hand a library that takes the app's driver.
+func (d Driver) SQLDriver() (driver.Driver, error) {
+	db, err := sql.Open(d.SQLName, "") // connects to nothing
+	if err != nil {
+		return nil, fmt.Errorf("driver %s: %w", d.Name, err)
+	}
+	defer db.Close()
+	return db.Driver(), nil
 }

@@ -234,3 +234,10 @@ func TestSingleAndCollectionsTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSQLDriver(t *testing.T) {
+	drv, err := Mattn.SQLDriver()
+	if err != nil || drv == nil {
+		t.Fatalf("mattn's registered driver: %v, %v", drv, err)
+	}
+}
