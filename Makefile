@@ -11,7 +11,7 @@ FUZZ_TARGETS = \
 	./snapshot:FuzzDecode \
 	./rebuild/internal/store:FuzzKeyArrayRoundTrip
 
-.PHONY: demo test no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short cross cross-deps
+.PHONY: demo test no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real cross cross-deps
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
@@ -169,9 +169,38 @@ syncbench-cold:
 # Every harness at a small scale, in about a minute: a check that they run.
 syncbench-short:
 	cd bench && $(GO) test -count=1 ./syncbench
+	cd bench && $(GO) vet -tags modernc ./syncbench ./cmd/syncbench
 	cd bench && SYNCBENCH_ROWS=20000 $(GO) test -run '^$$' -bench 'Sync' -benchtime 5x .
 	cd bench && $(GO) run ./cmd/syncbench initial-sync -pages 20
-	cd bench && $(GO) run ./cmd/syncbench cold-start -rows 20000 -reps 2 -modes lib,sql,lib-nosnap
+	cd bench && $(GO) run ./cmd/syncbench cold-start -rows 20000 -reps 2 -modes lib,sql,lib-nosnap,lib-pool,sql-pool
+	cd bench && $(GO) run ./cmd/syncbench real -rows 20000 -pages 24 -min 20 -max 200 -waits 0,1ms
+	cd bench && $(GO) run ./cmd/syncbench real-initial -rows 5000 -waits 0
+	cd bench && $(GO) run ./cmd/syncbench real-single -rows 20000 -ops 100 -waits 0
+	cd bench && $(GO) run ./cmd/syncbench real-collections -rows 20000 -reps 2
+
+# The real sync loop, what a sync engine's user feels (bench/syncbench,
+# real*.go; every call into the library is in lib.go): the loop runs in
+# child processes the harness re-execs, on the app's own pool, with an
+# ADD COLUMN, a 12-step table rebuild and an exit without Close in the
+# middle of each run; a wrong answer from either side fails the run.
+# Then the initial sync, the cold start of the app's pool shape, ten
+# collections and single ids. About 15 minutes and 3 GB of disk at the
+# defaults (base tables kept in $$SYNCBENCH_DIR, as above). Needs the
+# library to accept the app's driver for SYNCBENCH_DRIVER=modernc.
+SYNCBENCH_DRIVER ?= mattn
+SYNCBENCH_REAL_ROWS ?= 1000000
+SYNCBENCH_REAL_PAGES ?= 1500
+SYNCBENCH_REAL_WAITS ?= 0,5ms,20ms-50ms
+SYNCBENCH_COLLECTION_ROWS ?= 1000000
+SYNCBENCH_REAL = cd bench && $(GO) run $(if $(filter modernc,$(SYNCBENCH_DRIVER)),-tags modernc) ./cmd/syncbench
+syncbench-real:
+	$(SYNCBENCH_REAL) real -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_REAL_ROWS) -pages $(SYNCBENCH_REAL_PAGES) -waits $(SYNCBENCH_REAL_WAITS) -v
+	$(SYNCBENCH_REAL) real-initial -driver $(SYNCBENCH_DRIVER) -rows 200000 -waits 0,100ms
+	@set -e; for rows in $(SYNCBENCH_COLD_ROWS); do \
+		($(SYNCBENCH_REAL) cold-start -driver $(SYNCBENCH_DRIVER) -rows $$rows -reps $(SYNCBENCH_REPS) -modes lib-pool,sql-pool -md); \
+	done
+	$(SYNCBENCH_REAL) real-collections -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_COLLECTION_ROWS)
+	$(SYNCBENCH_REAL) real-single -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_REAL_ROWS) -waits 0,5ms
 
 lint: fmt-check
 	$(GO) vet ./...

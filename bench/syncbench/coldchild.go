@@ -27,7 +27,19 @@ const (
 	ModeLib       = "lib"        // rebuild.Open with the snapshot, then Missing
 	ModeLibNoSnap = "lib-nosnap" // rebuild.Open without a snapshot (bypass), then Missing
 	ModeSQL       = "sql"        // database/sql: open, prepare the IN-list, run it once
+	// The app's pool shape (pool_child.go): the app opens its pool, then
+	// the library answers, or the IN-list on that pool does.
+	ModeLibPool = "lib-pool" // the app's pool opened, then OpenLib and Missing (lib.go)
+	ModeSQLPool = "sql-pool" // the app's pool opened, then the IN-list prepared and run on it
 )
+
+// ColdBaseline returns the mode a cold-start mode is compared with.
+func ColdBaseline(mode string) string {
+	if mode == ModeLibPool || mode == ModeSQLPool {
+		return ModeSQLPool
+	}
+	return ModeSQL
+}
 
 // ChildReport is what a cold-start child prints, one JSON line.
 type ChildReport struct {
@@ -77,6 +89,7 @@ func ColdChild(ctx context.Context, args []string, out io.Writer) error {
 	rows := fs.Int64("rows", 0, "rows of the table")
 	seed := fs.Uint64("seed", 0, "which page")
 	size := fs.Int("page", 1000, "ids per page")
+	driver := fs.String("driver", Mattn.Name, "the app's driver (pool modes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -123,8 +136,13 @@ func ColdChild(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("cold child: %w", err)
 		}
 		r.First, r.Total = time.Since(start), time.Since(t0)
+	case ModeLibPool, ModeSQLPool:
+		if err := poolChild(ctx, &r, t0, *driver, *db, *snap, page); err != nil {
+			return err
+		}
+		return json.NewEncoder(out).Encode(r)
 	default:
-		return fmt.Errorf("cold child: mode %q: want lib, lib-nosnap or sql", *mode)
+		return fmt.Errorf("cold child: mode %q: want lib, lib-nosnap, sql, lib-pool or sql-pool", *mode)
 	}
 	r.Missing = len(got)
 	if !slices.Equal(got, want) {

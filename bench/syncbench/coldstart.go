@@ -34,6 +34,7 @@ type ColdOptions struct {
 	Modes    []string // default lib, sql
 	Conds    []string // default warm, cold
 	PageSize int      // default 1,000
+	Driver   string   // the app's driver, for the pool modes (default mattn)
 	// Child returns the command that runs ColdChild with args.
 	Child func(args ...string) *exec.Cmd
 	Log   io.Writer // one line per child, if set
@@ -192,8 +193,12 @@ func coldOnce(ctx context.Context, o ColdOptions, db, snap, cond, mode string, r
 	if total > 0 {
 		run.Resident = float64(in) / float64(total)
 	}
-	cmd := o.Child("-mode", mode, "-db", db, "-snap", snap, "-rows", strconv.FormatInt(o.Rows, 10),
-		"-seed", strconv.Itoa(r), "-page", strconv.Itoa(o.PageSize))
+	args := []string{"-mode", mode, "-db", db, "-snap", snap, "-rows", strconv.FormatInt(o.Rows, 10),
+		"-seed", strconv.Itoa(r), "-page", strconv.Itoa(o.PageSize)}
+	if o.Driver != "" {
+		args = append(args, "-driver", o.Driver)
+	}
+	cmd := o.Child(args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -259,9 +264,9 @@ func (res *ColdResult) Report(w io.Writer) error {
 	}
 	med := res.Medians()
 	for _, cond := range o.Conds {
-		sql := med[[2]string{cond, ModeSQL}][0]
 		for _, mode := range o.Modes {
 			m := med[[2]string{cond, mode}]
+			sql := med[[2]string{cond, ColdBaseline(mode)}][0]
 			part := func(f func(ChildReport) time.Duration) float64 {
 				var ds []time.Duration
 				for _, r := range res.Runs {

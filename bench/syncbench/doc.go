@@ -15,7 +15,23 @@
 //   - The cold start (ColdStart, ColdChild): fresh processes from exec
 //     to the first answer, with the files in the page cache and with
 //     their pages dropped (DropCache: posix_fadvise DONTNEED, checked
-//     with mincore by Resident).
+//     with mincore by Resident); the pool modes open the app's pool
+//     first and ask the library through lib.go.
+//   - The real sync loop (RealRunner, RealChild; real*.go): the loop in
+//     child processes the harness re-execs, on the app's own pool
+//     (AppPool), four kinds of pages taking turns (Pages), a network wait
+//     before the app's INSERTs, migrations and an exit without Close in
+//     the middle; every answer of both sides judged against a Reference.
+//     Its extra rows: the initial sync (InitialConfig), ten collections
+//     (RealCollections) and single ids (RealSingle).
+//
+// # The library's API
+//
+// The real loop and its extra rows call the library only through lib.go
+// (LibIndex, LibDB, BuildLibSnapshot), which hands the harness one
+// answer per position and times the library's call alone: a change of
+// the library's API changes that file. The app's driver is a Driver
+// value; modernc.org/sqlite is linked only with -tags modernc.
 //
 // # Notation
 //

@@ -47,7 +47,10 @@ func mix(x uint64) uint64 {
 }
 
 // uuidV4 returns the i-th random UUID (version 4, RFC 9562 variant).
-func uuidV4(i uint64) string {
+func uuidV4(i uint64) string { return format(uuidV4Bytes(i)) }
+
+// uuidV4Bytes returns the 16 bytes of the i-th random UUID.
+func uuidV4Bytes(i uint64) [16]byte {
 	var b [16]byte
 	a, c := mix(i), mix(i^0xa5a5a5a5a5a5a5a5)
 	for j := 0; j < 8; j++ {
@@ -55,7 +58,7 @@ func uuidV4(i uint64) string {
 	}
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return format(b)
+	return b
 }
 
 // v7Epoch is the timestamp of id 0: 2024-01-01T00:00:00Z in milliseconds.

@@ -13,10 +13,18 @@ import (
 	"time"
 )
 
-// TestMain runs a cold-start child when the test binary is started as
-// one (TestColdStart starts it so, its flags in the environment: the
-// testing package refuses flags it does not know).
+// TestMain runs a cold-start or real-loop child when the test binary is
+// started as one (TestColdStart and the real-loop tests start it so, its
+// flags in the environment: the testing package refuses flags it does
+// not know).
 func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv("SYNCBENCH_TEST_REAL_CHILD"); ok {
+		if err := RealChild(context.Background(), strings.Split(args, "\n")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if args, ok := os.LookupEnv("SYNCBENCH_TEST_CHILD"); ok {
 		if err := ColdChild(context.Background(), strings.Split(args, "\n"), os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)

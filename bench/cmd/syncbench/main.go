@@ -3,8 +3,21 @@
 // start of fresh processes.
 //
 //	go run ./cmd/syncbench initial-sync [-pages 200] [-page 1000] [-sleep 0] [-capacity 0] [-csv pages.csv] [-no-inlist] [-no-library]
-//	go run ./cmd/syncbench cold-start [-rows 1000000] [-reps 7] [-modes lib,sql] [-conds warm,cold] [-v]
+//	go run ./cmd/syncbench cold-start [-rows 1000000] [-reps 7] [-modes lib,sql] [-conds warm,cold] [-driver mattn] [-md] [-v]
 //	go test -run '^$' -bench 'SyncLoop|SyncFetched' . | go run ./cmd/syncbench table
+//	go run ./cmd/syncbench real [-rows 1000000] [-pages 1500] [-min 100] [-max 1000] [-waits 0,5ms,20ms-50ms]
+//		[-variants mixed,all-new] [-events add-column,rebuild,restart] [-crash-pages 3] [-names -1]
+//		[-driver mattn] [-seed 1] [-csv pages.csv] [-keep] [-v]
+//	go run ./cmd/syncbench real-initial [-rows 200000] [-page 1000] [-waits 0,100ms]
+//	go run ./cmd/syncbench real-single [-rows 1000000] [-ops 2000] [-waits 5ms]
+//	go run ./cmd/syncbench real-collections [-rows 100000] [-n 10] [-reps 5] [-page 1000]
+//
+// The real commands are the real sync loop and its extra rows (package
+// syncbench, real*.go): each prints Markdown tables for
+// docs/BENCHMARKS.md; real and real-initial run the loop in child
+// processes (real-child) and print the machine. -driver modernc needs a
+// binary built with -tags modernc, and a library that accepts the app's
+// driver.
 //
 // table turns the sync-loop benchmarks' output into the Markdown tables
 // of docs/BENCHMARKS.md.
@@ -41,7 +54,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("want a command: initial-sync, cold-start, table: %w", flag.ErrHelp)
+		return fmt.Errorf("want a command: initial-sync, cold-start, table, real, real-initial, real-single, real-collections: %w", flag.ErrHelp)
 	}
 	switch args[0] {
 	case "initial-sync":
@@ -56,6 +69,16 @@ func run(ctx context.Context, args []string) error {
 		return syncbench.WriteTables(os.Stdout, lines)
 	case "cold-child":
 		return syncbench.ColdChild(ctx, args[1:], os.Stdout)
+	case "real":
+		return realLoop(ctx, args[1:])
+	case "real-initial":
+		return realInitial(ctx, args[1:])
+	case "real-single":
+		return realSingle(ctx, args[1:])
+	case "real-collections":
+		return realCollections(ctx, args[1:])
+	case "real-child":
+		return syncbench.RealChild(ctx, args[1:])
 	default:
 		return fmt.Errorf("unknown command %q: %w", args[0], flag.ErrHelp)
 	}
@@ -103,8 +126,10 @@ func coldStart(ctx context.Context, args []string) error {
 	fs.Int64Var(&o.Rows, "rows", 1_000_000, "rows of the table")
 	fs.IntVar(&o.Reps, "reps", 7, "children per condition and mode")
 	fs.IntVar(&o.PageSize, "page", 1000, "ids per page (half stored)")
-	modes := fs.String("modes", "lib,sql", "children to run: lib, lib-nosnap, sql")
+	modes := fs.String("modes", "lib,sql", "children to run: lib, lib-nosnap, sql (own connection), lib-pool, sql-pool (the app's pool)")
 	conds := fs.String("conds", "warm,cold", "page-cache conditions: warm, cold")
+	fs.StringVar(&o.Driver, "driver", "", "the app's driver for the pool modes: mattn (default) or modernc")
+	md := fs.Bool("md", false, "also print a Markdown table (each mode against its baseline)")
 	verbose := fs.Bool("v", false, "print every child")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -124,5 +149,9 @@ func coldStart(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return res.Report(os.Stdout)
+	if err := res.Report(os.Stdout); err != nil || !*md {
+		return err
+	}
+	fmt.Println()
+	return syncbench.WriteColdTable(os.Stdout, []*syncbench.ColdResult{res})
 }

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/syncfilter/syncfilter/bench/syncbench"
+)
+
+// The real sync loop's commands (package syncbench, real*.go).
+
+// realFlags are the flags every real-loop command shares.
+type realFlags struct {
+	driver  string
+	seed    uint64
+	keep    bool
+	verbose bool
+	csv     string
+}
+
+func (f *realFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.driver, "driver", "mattn", "the app's SQLite driver: mattn, or modernc (a binary built with -tags modernc)")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the pages and the waits")
+	fs.BoolVar(&f.keep, "keep", false, "keep each run's files (in $SYNCBENCH_DIR, real-*)")
+	fs.BoolVar(&f.verbose, "v", false, "a line per child process")
+	fs.StringVar(&f.csv, "csv", "", "write every page to this CSV file")
+}
+
+func (f *realFlags) runner(ctx context.Context) (syncbench.RealRunner, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return syncbench.RealRunner{}, err
+	}
+	rr := syncbench.RealRunner{Keep: f.keep, Child: func(args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, exe, append([]string{"real-child"}, args...)...)
+	}}
+	if f.verbose {
+		rr.Log = os.Stderr
+	}
+	return rr, nil
+}
+
+// header prints the machine table for the runs.
+func header(cells []*syncbench.RealCell, driver string, args []string) error {
+	d, err := syncbench.DriverNamed(driver)
+	if err != nil {
+		return err
+	}
+	sqlite := ""
+	if len(cells) > 0 && len(cells[0].Children) > 0 {
+		sqlite = cells[0].Children[0].SQLite
+	}
+	fmt.Println()
+	return syncbench.ThisMachine(d, sqlite).Write(os.Stdout, "syncbench "+strings.Join(args, " "))
+}
+
+func writeCSV(path string, cells []*syncbench.RealCell) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(syncbench.WriteRealCSV(f, cells), f.Close())
+}
+
+func realLoop(ctx context.Context, args []string) error {
+	var rf realFlags
+	var cfg syncbench.RealConfig
+	fs := flag.NewFlagSet("real", flag.ContinueOnError)
+	rf.register(fs)
+	fs.Int64Var(&cfg.Rows, "rows", 1_000_000, "rows of the base table (random UUIDs)")
+	names := fs.Int("names", -1, "Unicode names stored before the run (-1: rows/50, at least 100)")
+	fs.IntVar(&cfg.Pages, "pages", 1500, "pages per run")
+	fs.IntVar(&cfg.MinSize, "min", 100, "fewest ids per page")
+	fs.IntVar(&cfg.MaxSize, "max", 1000, "most ids per page")
+	fs.IntVar(&cfg.CrashPages, "crash-pages", 3, "pages the process that exits without Close answers")
+	waits := fs.String("waits", "0,5ms,20ms-50ms", "network waits between a page's answers and the app's INSERTs, one run each (a range is drawn uniformly)")
+	variants := fs.String("variants", "mixed,all-new", "mixed: the four kinds taking turns; all-new: 100% new random UUIDs")
+	events := fs.String("events", "add-column,rebuild,restart", "in the middle of each run, at 1/4, 1/2 and 3/4 of it (\"\": none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ws, err := syncbench.ParseWaits(*waits)
+	if err != nil {
+		return err
+	}
+	cfg.Driver, cfg.Seed = rf.driver, rf.seed
+	if cfg.Names = *names; cfg.Names < 0 {
+		cfg.Names = int(max(cfg.Rows/50, 100))
+	}
+	cfg.AddColumnAt, cfg.RebuildAt, cfg.RestartAt = -1, -1, -1
+	for _, e := range strings.Split(*events, ",") {
+		switch e {
+		case "add-column":
+			cfg.AddColumnAt = cfg.Pages / 4
+		case "rebuild":
+			cfg.RebuildAt = cfg.Pages / 2
+		case "restart":
+			cfg.RestartAt = cfg.Pages * 3 / 4
+		case "":
+		default:
+			return fmt.Errorf("event %q: want add-column, rebuild, restart", e)
+		}
+	}
+	rr, err := rf.runner(ctx)
+	if err != nil {
+		return err
+	}
+	var cells []*syncbench.RealCell
+	for _, v := range strings.Split(*variants, ",") {
+		switch v {
+		case "mixed":
+			cfg.Kinds = syncbench.MixedKinds
+		case "all-new":
+			cfg.Kinds = []string{syncbench.KindAllNew}
+		default:
+			return fmt.Errorf("variant %q: want mixed or all-new", v)
+		}
+		for _, w := range ws {
+			cfg.Wait = w
+			cell, err := rr.Run(ctx, v, cfg)
+			if err != nil {
+				return err
+			}
+			cells = append(cells, cell)
+		}
+	}
+	if err := header(cells, rf.driver, append([]string{"real"}, args...)); err != nil {
+		return err
+	}
+	fmt.Println()
+	if err := syncbench.WriteRealTables(os.Stdout, cells); err != nil {
+		return err
+	}
+	return writeCSV(rf.csv, cells)
+}
+
+func realInitial(ctx context.Context, args []string) error {
+	var rf realFlags
+	fs := flag.NewFlagSet("real-initial", flag.ContinueOnError)
+	rf.register(fs)
+	rows := fs.Int64("rows", 200_000, "rows the initial sync stores")
+	page := fs.Int("page", 1000, "new ids per page")
+	waits := fs.String("waits", "0,100ms", "network waits per page, one run each")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ws, err := syncbench.ParseWaits(*waits)
+	if err != nil {
+		return err
+	}
+	rr, err := rf.runner(ctx)
+	if err != nil {
+		return err
+	}
+	var cells []*syncbench.RealCell
+	for _, w := range ws {
+		cell, err := rr.Run(ctx, "initial", syncbench.InitialConfig(rf.driver, *rows, *page, w, rf.seed))
+		if err != nil {
+			return err
+		}
+		cells = append(cells, cell)
+	}
+	if err := header(cells, rf.driver, append([]string{"real-initial"}, args...)); err != nil {
+		return err
+	}
+	fmt.Println()
+	if err := syncbench.WriteInitialTable(os.Stdout, cells); err != nil {
+		return err
+	}
+	return writeCSV(rf.csv, cells)
+}
+
+func realSingle(ctx context.Context, args []string) error {
+	var rf realFlags
+	o := syncbench.SingleOptions{}
+	fs := flag.NewFlagSet("real-single", flag.ContinueOnError)
+	rf.register(fs)
+	fs.Int64Var(&o.Rows, "rows", 1_000_000, "rows of the base table (random UUIDs)")
+	fs.IntVar(&o.Ops, "ops", 2000, "single-id calls per side")
+	waits := fs.String("waits", "5ms", "waits between ops, one run each")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ws, err := syncbench.ParseWaits(*waits)
+	if err != nil {
+		return err
+	}
+	o.Driver, o.Seed = rf.driver, rf.seed
+	var results []*syncbench.SingleResult
+	for _, w := range ws {
+		o.Wait = w
+		res, err := syncbench.RealSingle(ctx, o)
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
+	}
+	return syncbench.WriteSingleTable(os.Stdout, results)
+}
+
+func realCollections(ctx context.Context, args []string) error {
+	var o syncbench.CollectionsOptions
+	fs := flag.NewFlagSet("real-collections", flag.ContinueOnError)
+	fs.StringVar(&o.Driver, "driver", "mattn", "the app's SQLite driver")
+	fs.Int64Var(&o.Rows, "rows", 100_000, "rows of each collection")
+	fs.IntVar(&o.N, "n", 10, "collections in the database")
+	fs.IntVar(&o.Reps, "reps", 5, "opens of one and of all, in turn")
+	fs.IntVar(&o.Page, "page", 1000, "ids of each first Missing (half stored)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	res, err := syncbench.RealCollections(ctx, o)
+	if err != nil {
+		return err
+	}
+	return syncbench.WriteCollectionsTable(os.Stdout, []*syncbench.CollectionsResult{res})
+}

@@ -1,0 +1,162 @@
+package syncbench
+
+// lib.go is the one file of the real sync loop (real*.go, pool*.go) that
+// calls the library: when its API changes, only this file changes. The
+// harness sees the answers in the shape the library is moving to (one
+// answer per position of a page) and times the library's own call alone:
+// what this file does to adapt an answer happens after the clock stops.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/syncfilter/syncfilter/rebuild"
+)
+
+// ErrDriverUnsupported: the library cannot be handed the app's driver.
+var ErrDriverUnsupported = errors.New("not supported by this library version yet")
+
+// libDriver checks that the library can use d, the app's driver. The
+// library links github.com/mattn/go-sqlite3 and has no way to be given
+// another (rebuild.DBConfig has no Driver field yet): running it beside an
+// app on modernc.org/sqlite would put two SQLite copies on one file.
+func libDriver(d Driver) error {
+	if d.Name != Mattn.Name {
+		return fmt.Errorf("driver %s: the library cannot take the app's driver (rebuild.DBConfig has no Driver): %w", d.Name, ErrDriverUnsupported)
+	}
+	return nil
+}
+
+// CheckLibDriver reports whether the library can run with the app's
+// driver d, before anything is prepared.
+func CheckLibDriver(d Driver) error { return libDriver(d) }
+
+// LibIndex is the library's index of one collection.
+type LibIndex struct {
+	ix *rebuild.Index
+}
+
+// OpenLib opens the library on the app's table (Table, Column) of the
+// database at path, as an app does at start: one collection, the
+// snapshot file given (it need not exist yet).
+func OpenLib(ctx context.Context, d Driver, path, snapshot string) (*LibIndex, error) {
+	if err := libDriver(d); err != nil {
+		return nil, err
+	}
+	ix, err := rebuild.Open(ctx, rebuild.Config{Path: path, Table: Table, Column: Column, Snapshot: snapshot})
+	if err != nil {
+		return nil, fmt.Errorf("open library: %w", err)
+	}
+	return &LibIndex{ix: ix}, nil
+}
+
+// Missing asks the library about a page: notFetched has one answer per
+// position (true: not fetched). took is the library's call alone.
+func (l *LibIndex) Missing(ctx context.Context, page []string) (notFetched []bool, took time.Duration, err error) {
+	start := time.Now()
+	ids, err := l.ix.Missing(ctx, page)
+	took = time.Since(start)
+	if err != nil {
+		return nil, took, err
+	}
+	// This library lists each missing canonical id once, in page order:
+	// spread the list over the page's positions.
+	missing := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		c := norm.NFC.String(id)
+		if missing[c] {
+			return nil, took, fmt.Errorf("library: Missing listed %q twice (as spelled or canonically)", id)
+		}
+		missing[c] = true
+	}
+	notFetched = make([]bool, len(page))
+	for i, id := range page {
+		notFetched[i] = missing[norm.NFC.String(id)]
+	}
+	return notFetched, took, nil
+}
+
+// Fetched asks the library about one id; took is the call alone.
+func (l *LibIndex) Fetched(ctx context.Context, id string) (fetched bool, took time.Duration, err error) {
+	start := time.Now()
+	fetched, err = l.ix.Fetched(ctx, id)
+	return fetched, time.Since(start), err
+}
+
+// Wait waits until the index is past its opening load or rebuild and
+// any rebuild it asked for.
+func (l *LibIndex) Wait(ctx context.Context) error { return l.ix.Wait(ctx) }
+
+// Close closes the index (and the database, for OpenLib's).
+func (l *LibIndex) Close(ctx context.Context) error { return l.ix.Close(ctx) }
+
+// LibStats are the library's counters the harness reports.
+type LibStats struct {
+	Serving        bool
+	Bypass         uint64 // keys answered from SQLite alone, no filter serving
+	FalsePositives uint64 // maybes SQLite refuted
+	CaughtUp       uint64 // log entries taken by catch-up
+	Reattached     uint64
+	Dropped        uint64
+	Rebuilds       uint64
+	EstimatedFPR   float64
+	TargetFPR      float64
+	SnapshotError  string
+}
+
+// Stats returns the library's counters.
+func (l *LibIndex) Stats() LibStats {
+	st := l.ix.Stats()
+	s := LibStats{Serving: st.Serving, Bypass: st.BypassLookups, FalsePositives: st.FalsePositives,
+		CaughtUp: st.CaughtUp, Reattached: st.Reattached, Dropped: st.Dropped, Rebuilds: st.Rebuilds,
+		EstimatedFPR: st.EstimatedFPR, TargetFPR: st.TargetFPR}
+	if st.SnapshotError != nil {
+		s.SnapshotError = st.SnapshotError.Error()
+	}
+	return s
+}
+
+// BuildLibSnapshot writes the snapshot of the collection in table, as
+// the cron job (or the app's last run) leaves it.
+func BuildLibSnapshot(ctx context.Context, d Driver, path, table, snapshot string) error {
+	if err := libDriver(d); err != nil {
+		return err
+	}
+	if _, err := rebuild.BuildSnapshot(ctx, rebuild.Config{Path: path, Table: table, Column: Column, Snapshot: snapshot}); err != nil {
+		return fmt.Errorf("build snapshot of %s: %w", table, err)
+	}
+	return nil
+}
+
+// LibDB is one database opened for several collections.
+type LibDB struct {
+	db *rebuild.DB
+}
+
+// OpenLibDB opens the database at path for several collections.
+func OpenLibDB(ctx context.Context, d Driver, path string) (*LibDB, error) {
+	if err := libDriver(d); err != nil {
+		return nil, err
+	}
+	db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: path})
+	if err != nil {
+		return nil, fmt.Errorf("open library database: %w", err)
+	}
+	return &LibDB{db: db}, nil
+}
+
+// Index opens the index of the collection in table (key column Column).
+func (db *LibDB) Index(ctx context.Context, table, snapshot string) (*LibIndex, error) {
+	ix, err := db.db.Index(ctx, rebuild.Source{Table: table, Column: Column, Snapshot: snapshot})
+	if err != nil {
+		return nil, fmt.Errorf("open collection %s: %w", table, err)
+	}
+	return &LibIndex{ix: ix}, nil
+}
+
+// Close closes the database and its indexes.
+func (db *LibDB) Close(ctx context.Context) error { return db.db.Close(ctx) }

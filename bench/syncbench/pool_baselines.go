@@ -1,0 +1,131 @@
+package syncbench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// The baselines on the app's own pool are what a careful engineer writes
+// without the library: ids NFC-normalized (golang.org/x/text), statements
+// prepared once and reused. The app's table holds some rows spelled in
+// NFD (stored as a server sent them, or by an older version of the app),
+// and SQLite compares bytes: so the IN-list binds, beside each id's NFC
+// spelling, its NFD spelling where the two differ (never for ASCII ids
+// such as UUIDs), or it would call those rows not fetched.
+
+// inListSpellings returns the spellings of id the IN-list looks for.
+func inListSpellings(id string) (nfc, nfd string) {
+	nfc = norm.NFC.String(id)
+	if nfd = norm.NFD.String(nfc); nfd == nfc {
+		nfd = ""
+	}
+	return nfc, nfd
+}
+
+// InListParams returns how many parameters the IN-list of page binds.
+func InListParams(page []string) int {
+	n := 0
+	for _, id := range page {
+		n++
+		if _, nfd := inListSpellings(id); nfd != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// PrepareInList prepares, once, the IN-list of n parameters:
+// `SELECT id FROM records WHERE id IN (?, ?, …)`.
+func (a *AppPool) PrepareInList(ctx context.Context, n int) (*sql.Stmt, error) {
+	if st, ok := a.in[n]; ok {
+		return st, nil
+	}
+	q := `SELECT id FROM records WHERE id IN (?` + strings.Repeat(`, ?`, n-1) + `)`
+	st, err := a.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("prepare in-list of %d: %w", n, err)
+	}
+	a.in[n] = st
+	return st, nil
+}
+
+// InList answers a page with one prepared IN-list: notFetched has one
+// answer per position.
+func (a *AppPool) InList(ctx context.Context, page []string) (notFetched []bool, err error) {
+	if len(page) == 0 {
+		return nil, nil
+	}
+	canon := make([]string, len(page))
+	alt := make([]string, len(page))
+	args := make([]any, 0, 2*len(page))
+	for i, id := range page {
+		canon[i], alt[i] = inListSpellings(id)
+		args = append(args, canon[i])
+		if alt[i] != "" {
+			args = append(args, alt[i])
+		}
+	}
+	st, err := a.PrepareInList(ctx, len(args))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("in-list: %w", err)
+	}
+	found := make(map[string]struct{}, len(page))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, errors.Join(fmt.Errorf("in-list: %w", err), rows.Close())
+		}
+		found[id] = struct{}{}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("in-list: %w", err)
+	}
+	notFetched = make([]bool, len(page))
+	for i := range page {
+		_, ok := found[canon[i]]
+		if !ok && alt[i] != "" {
+			_, ok = found[alt[i]]
+		}
+		notFetched[i] = !ok
+	}
+	return notFetched, nil
+}
+
+// PrepareSelectOne prepares, once, `SELECT 1 FROM records WHERE id = ?`.
+func (a *AppPool) PrepareSelectOne(ctx context.Context) error {
+	if a.one != nil {
+		return nil
+	}
+	st, err := a.db.PrepareContext(ctx, `SELECT 1 FROM records WHERE id = ?`)
+	if err != nil {
+		return fmt.Errorf("prepare select: %w", err)
+	}
+	a.one = st
+	return nil
+}
+
+// SelectOne reports whether the record id (an ASCII id: its NFC spelling
+// is the only one) is stored, with the prepared SELECT 1.
+func (a *AppPool) SelectOne(ctx context.Context, id string) (bool, error) {
+	if err := a.PrepareSelectOne(ctx); err != nil {
+		return false, err
+	}
+	var one int
+	switch err := a.one.QueryRowContext(ctx, norm.NFC.String(id)).Scan(&one); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	default:
+		return false, fmt.Errorf("select id: %w", err)
+	}
+}

@@ -1,0 +1,243 @@
+package syncbench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// testRunner starts real-loop children as this test binary (TestMain).
+func testRunner() RealRunner {
+	return RealRunner{Child: func(args ...string) *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "SYNCBENCH_TEST_REAL_CHILD="+strings.Join(args, "\n"))
+		return cmd
+	}}
+}
+
+// tinyConfig is a run of 16 pages with every kind and every event.
+func tinyConfig() RealConfig {
+	return RealConfig{
+		PagesConfig: PagesConfig{Seed: 7, Rows: 2000, Names: 120, Kinds: MixedKinds, MinSize: 20, MaxSize: 60},
+		Driver:      Mattn.Name, Pages: 16, Wait: WaitSpec{0, 0},
+		AddColumnAt: 4, RebuildAt: 8, RestartAt: 12, CrashPages: 2,
+	}
+}
+
+func TestRealLoopTiny(t *testing.T) {
+	useCache(t)
+	cell, err := testRunner().Run(context.Background(), "mixed", tinyConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cell.Children) != 3 || !cell.Children[1].Segment.Abandon {
+		t.Fatalf("children %+v: want 3, the second exiting without Close", cell.Children)
+	}
+	pages := cell.Pages()
+	var marks []string
+	for i, p := range pages {
+		if p.Page != i || p.Lib <= 0 || p.InList <= 0 || p.Size < 20 || p.Size > 60 || p.Kind != MixedKinds[i%4] {
+			t.Errorf("page %d: %+v", i, p)
+		}
+		if p.Mark != "" {
+			marks = append(marks, p.Mark)
+		}
+	}
+	if want := []string{MarkFresh, MarkAddColumn, MarkRebuild, MarkFreshClosed, MarkAfterAbandon}; !slices.Equal(marks, want) {
+		t.Errorf("marks %q, want %q", marks, want)
+	}
+	var b strings.Builder
+	if err := WriteRealTables(&b, []*RealCell{cell}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range append(marks, "| mixed | 0 | names |", "| mixed | 0 | all |") {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("tables lack %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestRealLoopFailsOnWrongAnswers changes half the stored ids behind the
+// reference's back (the row count stays): the run must fail loudly.
+func TestRealLoopFailsOnWrongAnswers(t *testing.T) {
+	useCache(t)
+	rr := testRunner()
+	rr.AfterPrepare = func(cfg RealConfig) error {
+		db, err := sql.Open(Mattn.SQLName, DSN(cfg.DB, AppDSNOptions))
+		if err != nil {
+			return err
+		}
+		_, err = db.Exec(`UPDATE records SET id = id || '-gone' WHERE rowid % 2 = 0`)
+		return errors.Join(err, db.Close())
+	}
+	cfg := tinyConfig()
+	cfg.Kinds = []string{KindResend}
+	_, err := rr.Run(context.Background(), "mixed", cfg)
+	if err == nil || !strings.Contains(err.Error(), "WRONG ANSWER") {
+		t.Fatalf("run on a table the reference does not describe: %v; want a wrong answer reported", err)
+	}
+	t.Log(err)
+}
+
+func TestRealInitialTiny(t *testing.T) {
+	useCache(t)
+	cell, err := testRunner().Run(context.Background(), "initial", InitialConfig(Mattn.Name, 3000, 500, WaitSpec{}, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cell.Pages()); n != 6 {
+		t.Fatalf("%d pages, want 6", n)
+	}
+	for _, p := range cell.Pages() {
+		if p.New != 500 || p.Size != 500 {
+			t.Errorf("page %+v: want 500 new ids", p)
+		}
+	}
+	var b strings.Builder
+	if err := WriteInitialTable(&b, []*RealCell{cell}); err != nil || !strings.Contains(b.String(), "| 3,000 | 500 | 0 | 6 |") {
+		t.Errorf("table %q, %v", b.String(), err)
+	}
+}
+
+func TestPagesReplay(t *testing.T) {
+	cfg := tinyConfig().PagesConfig
+	a, err := NewPages(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages []Page
+	for n := range 24 {
+		pg, err := a.Next(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Stored(pg)
+		pages = append(pages, pg)
+	}
+	b, _ := NewPages(cfg)
+	if err := b.Replay(12); err != nil {
+		t.Fatal(err)
+	}
+	for n := 12; n < 24; n++ {
+		pg, err := b.Next(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Stored(pg)
+		if !slices.Equal(pg.IDs, pages[n].IDs) || !slices.Equal(pg.Want, pages[n].Want) {
+			t.Fatalf("page %d replayed differs", n)
+		}
+	}
+	if a.Ref.Len() != b.Ref.Len() {
+		t.Errorf("references hold %d and %d ids", a.Ref.Len(), b.Ref.Len())
+	}
+	for _, pg := range pages {
+		stored := 0
+		for _, w := range pg.Want {
+			if !w {
+				stored++
+			}
+		}
+		if want := (len(pg.IDs)*storedPct[pg.Kind] + 50) / 100; stored != want {
+			t.Errorf("page %d (%s): %d of %d stored, want %d", pg.N, pg.Kind, stored, len(pg.IDs), want)
+		}
+	}
+}
+
+func TestReferenceIsCanonical(t *testing.T) {
+	r := NewReference(10)
+	if !r.Has(RandomUUID.ID(3)) || r.Has(RandomUUID.ID(10)) || r.Has(strings.ToUpper(RandomUUID.ID(3))) {
+		t.Error("base UUIDs: stored, new and uppercase (another id) answered wrong")
+	}
+	name := Name(1)
+	r.Add(norm.NFD.String(name))
+	if !r.Has(name) || !r.Has(norm.NFD.String(name)) || norm.NFC.String(name) == norm.NFD.String(name) {
+		t.Errorf("%q stored in NFD: not found in both spellings (or the name has only one)", name)
+	}
+	if err := Judge("x", []string{"a", "b"}, []bool{true, false}, []bool{true, true}); err == nil || !strings.Contains(err.Error(), `"b" answered fetched, it is not fetched`) {
+		t.Errorf("Judge of a wrong answer: %v", err)
+	}
+}
+
+// TestBothSidesPerPosition asks both sides about a page that repeats an
+// id and holds a name stored in NFD in both spellings.
+func TestBothSidesPerPosition(t *testing.T) {
+	useCache(t)
+	ctx := context.Background()
+	cfg := tinyConfig()
+	dir := t.TempDir()
+	cfg.DB, cfg.Snapshot = dir+"/app.db", dir+"/app.db.sfb"
+	if err := prepareReal(ctx, Mattn, cfg); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := OpenAppPool(ctx, Mattn, cfg.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	lib, err := OpenLib(ctx, Mattn, cfg.DB, cfg.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lib.Close(ctx)
+	nfdStored := SetupNames(1)[0] // name 0 is stored in NFD
+	page := []string{RandomUUID.ID(5), RandomUUID.ID(9999), RandomUUID.ID(9999), norm.NFC.String(nfdStored), nfdStored, Name(99999)}
+	want := []bool{false, true, true, false, false, true}
+	got, _, err := lib.Missing(ctx, page)
+	if err := errors.Join(err, Judge("library", page, got, want)); err != nil {
+		t.Error(err)
+	}
+	got, err = pool.InList(ctx, page)
+	if err := errors.Join(err, Judge("in-list", page, got, want)); err != nil {
+		t.Error(err)
+	}
+	if n := InListParams(page); n != len(page)+3 {
+		t.Errorf("in-list binds %d parameters, want the page's %d and 3 NFD spellings", n, len(page))
+	}
+}
+
+func TestOtherDriverRefused(t *testing.T) {
+	if err := CheckLibDriver(Modernc); !errors.Is(err, ErrDriverUnsupported) {
+		t.Errorf("modernc: %v, want ErrDriverUnsupported", err)
+	}
+	if _, err := OpenLib(context.Background(), Modernc, "x.db", ""); !errors.Is(err, ErrDriverUnsupported) {
+		t.Errorf("OpenLib with modernc: %v, want ErrDriverUnsupported", err)
+	}
+}
+
+func TestSingleAndCollectionsTiny(t *testing.T) {
+	useCache(t)
+	ctx := context.Background()
+	s, err := RealSingle(ctx, SingleOptions{Driver: Mattn.Name, Rows: 2000, Ops: 40, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Lib[Stored]) + len(s.Lib[New]); n != 40 || len(s.Select[New]) != len(s.Lib[New]) {
+		t.Errorf("single ids: %d ops timed, want 40 of each side", n)
+	}
+	c, err := RealCollections(ctx, CollectionsOptions{Driver: Mattn.Name, Rows: 2000, N: 3, Reps: 2, Page: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Open[0]) != 2 || len(c.Open[1]) != 2 {
+		t.Errorf("collections: %d and %d reps, want 2 each", len(c.Open[0]), len(c.Open[1]))
+	}
+	var b strings.Builder
+	if err := errors.Join(WriteSingleTable(&b, []*SingleResult{s}), WriteCollectionsTable(&b, []*CollectionsResult{c})); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSQLDriver(t *testing.T) {
+	drv, err := Mattn.SQLDriver()
+	if err != nil || drv == nil {
+		t.Fatalf("mattn's registered driver: %v, %v", drv, err)
+	}
+}

@@ -1,0 +1,115 @@
+package syncbench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// RealConfig is one run of the real loop: the table, the pages, the wait
+// standing for the network, and the events in the middle. A run's child
+// processes all read the same config.
+type RealConfig struct {
+	PagesConfig
+	Driver       string
+	DB, Snapshot string // the run's copy of the app's database and its snapshot
+	Pages        int
+	Wait         WaitSpec // between a page's answers and the app's INSERTs: the records' fetch
+	// The events, each before the page of that number (-1: none).
+	AddColumnAt, RebuildAt int
+	// RestartAt: the process that answered the pages before it closes;
+	// a new one answers CrashPages pages and exits without Close; the
+	// rest of the run is a third process (-1: one process).
+	RestartAt, CrashPages int
+}
+
+// WaitSpec is a wait drawn uniformly from [Min, Max], seeded by the page.
+type WaitSpec struct{ Min, Max time.Duration }
+
+// ParseWait reads "0", "5ms" or "20ms-50ms".
+func ParseWait(s string) (WaitSpec, error) {
+	lo, hi, ranged := strings.Cut(s, "-")
+	a, err := time.ParseDuration(lo)
+	if err != nil {
+		return WaitSpec{}, fmt.Errorf("wait %q: %w", s, err)
+	}
+	b := a
+	if ranged {
+		if b, err = time.ParseDuration(hi); err != nil {
+			return WaitSpec{}, fmt.Errorf("wait %q: %w", s, err)
+		}
+	}
+	if a < 0 || b < a {
+		return WaitSpec{}, fmt.Errorf("wait %q: want 0 ≤ min ≤ max", s)
+	}
+	return WaitSpec{a, b}, nil
+}
+
+// ParseWaits reads a comma-separated list of waits.
+func ParseWaits(s string) ([]WaitSpec, error) {
+	var out []WaitSpec
+	for _, f := range strings.Split(s, ",") {
+		w, err := ParseWait(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+func (w WaitSpec) String() string {
+	if w.Max == 0 {
+		return "0"
+	}
+	if w.Min == w.Max {
+		return w.Min.String()
+	}
+	return w.Min.String() + "–" + w.Max.String()
+}
+
+// For returns page n's wait.
+func (w WaitSpec) For(seed uint64, n int) time.Duration {
+	if w.Max == w.Min {
+		return w.Min
+	}
+	rng := rand.New(rand.NewPCG(seed^0x77616974, uint64(n)))
+	return w.Min + time.Duration(rng.Int64N(int64(w.Max-w.Min)+1))
+}
+
+// Segment is the part of a run one child process answers.
+type Segment struct {
+	From, To int    // pages
+	Abandon  bool   // exit without Close after the last page
+	Mark     string // what the first page of the process is
+}
+
+// Marks of special pages: the first page of a process, the first after
+// an event.
+const (
+	MarkFresh        = "first page of a fresh process (snapshot from BuildSnapshot)"
+	MarkFreshClosed  = "first page of a fresh process (after a Close)"
+	MarkAfterAbandon = "first page after a restart without Close"
+	MarkAddColumn    = "first page after ALTER TABLE ADD COLUMN"
+	MarkRebuild      = "first page after the 12-step table rebuild"
+	MarkNoSnapshot   = "first page of a fresh process (no snapshot yet)"
+)
+
+// Segments returns the child processes of the run, in order.
+func (c RealConfig) Segments() []Segment {
+	first := MarkFresh
+	if c.Rows == 0 {
+		first = MarkNoSnapshot
+	}
+	r := c.RestartAt
+	if r <= 0 || r >= c.Pages || c.CrashPages < 1 {
+		return []Segment{{From: 0, To: c.Pages, Mark: first}}
+	}
+	k := min(r+c.CrashPages, c.Pages)
+	segs := []Segment{{From: 0, To: r, Mark: first}, {From: r, To: k, Abandon: true, Mark: MarkFreshClosed}}
+	if k < c.Pages {
+		segs = append(segs, Segment{From: k, To: c.Pages, Mark: MarkAfterAbandon})
+	}
+	return segs
+}
