@@ -61,7 +61,7 @@ func BenchmarkOpenCollections(b *testing.B) {
 	}
 	for i := range n {
 		s := src(i)
-		if _, err := rebuild.BuildSnapshot(ctx, rebuild.Config{Path: path, Table: s.Table, Column: s.Column, Snapshot: s.Snapshot}); err != nil {
+		if _, err := rebuild.BuildSnapshot(ctx, rebuild.DBConfig{Path: path}, s); err != nil {
 			b.Fatal(err)
 		}
 	}

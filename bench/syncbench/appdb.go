@@ -139,7 +139,7 @@ func PrepareCopy(ctx context.Context, shape Shape, rows int64, dir string) (db, 
 	if err := CopyDB(base, db); err != nil {
 		return "", "", err
 	}
-	if _, err := rebuild.BuildSnapshot(ctx, rebuild.Config{Path: db, Table: Table, Column: Column, Snapshot: snap}); err != nil {
+	if _, err := rebuild.BuildSnapshot(ctx, rebuild.DBConfig{Path: db}, rebuild.Source{Table: Table, Column: Column, Snapshot: snap}); err != nil {
 		return "", "", fmt.Errorf("prepare copy: %w", err)
 	}
 	return db, snap, nil

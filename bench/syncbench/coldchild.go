@@ -99,22 +99,24 @@ func ColdChild(ctx context.Context, args []string, out io.Writer) error {
 	var got []string
 	switch *mode {
 	case ModeLib, ModeLibNoSnap:
-		cfg := rebuild.Config{Path: *db, Table: Table, Column: Column}
+		cfg := rebuild.Source{Table: Table, Column: Column}
 		if *mode == ModeLib {
 			cfg.Snapshot = *snap
 		}
 		start := time.Now()
-		ix, err := rebuild.Open(ctx, cfg)
+		ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: *db}, cfg)
 		if err != nil {
 			return fmt.Errorf("cold child: %w", err)
 		}
 		defer ix.Close(context.Background())
 		r.Open = time.Since(start)
 		start = time.Now()
-		if got, err = ix.Missing(ctx, page); err != nil {
+		ans, err := ix.Missing(ctx, page)
+		if err != nil {
 			return fmt.Errorf("cold child: %w", err)
 		}
 		r.First, r.Total = time.Since(start), time.Since(t0)
+		got = missingIDs(page, ans)
 		st := ix.Stats()
 		r.Serving = st.BypassLookups == 0
 		if st.SnapshotError != nil {

@@ -35,7 +35,7 @@
 //
 // # Notation
 //
-// "Library" is rebuild.Index with the default Config (Path, Table,
+// "Library" is rebuild.Index with the default DBConfig and Source (Path, Table,
 // Column, Snapshot). "IN-list" is `SELECT id FROM records WHERE id IN (?,
 // …)`, prepared once per page size; "per id" is `SELECT 1 FROM records
 // WHERE id = ?`; both normalize ids with golang.org/x/text's NFC first.

@@ -17,7 +17,7 @@ type InitialOptions struct {
 	Pages    int           // default 200
 	PageSize int           // default 1,000
 	Sleep    time.Duration // per page, standing for the network fetch
-	Capacity uint64        // rebuild.Config.Capacity; 0 is the default
+	Capacity uint64        // rebuild.Source.Capacity; 0 is the default
 	NoInList bool          // skip the IN-list side (a heap figure without its garbage)
 	// NoLibrary runs the app and the IN-list alone, the library never
 	// opened (no triggers on the table): the app's INSERTs without it.
@@ -120,10 +120,10 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 	heap := StartHeapSampler()
 	defer heap.Stop()
 	begin := time.Now()
-	cfg := rebuild.Config{Path: path, Table: Table, Column: Column, Snapshot: path + ".sfb", Capacity: o.Capacity}
+	dcfg, cfg := rebuild.DBConfig{Path: path}, rebuild.Source{Table: Table, Column: Column, Snapshot: path + ".sfb", Capacity: o.Capacity}
 	var ix *rebuild.Index
 	if !o.NoLibrary {
-		if ix, err = rebuild.Open(ctx, cfg); err != nil {
+		if ix, err = rebuild.Open(ctx, dcfg, cfg); err != nil {
 			return nil, fmt.Errorf("initial sync: %w", err)
 		}
 		res.Open = time.Since(begin)
@@ -152,9 +152,9 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 		r := PageRecord{Page: p, RowsBefore: int64(p * o.PageSize)}
 		lib := func() error {
 			start := time.Now()
-			got, err := ix.Missing(ctx, page)
+			ans, err := ix.Missing(ctx, page)
 			r.Missing = time.Since(start)
-			return check("library", got, page, err)
+			return check("library", missingIDs(page, ans), page, err)
 		}
 		base := func() error {
 			start := time.Now()

@@ -1,39 +1,29 @@
 package syncbench
 
 // lib.go is the one file of the real sync loop (real*.go, pool*.go) that
-// calls the library: when its API changes, only this file changes. The
-// harness sees the answers in the shape the library is moving to (one
-// answer per position of a page) and times the library's own call alone:
-// what this file does to adapt an answer happens after the clock stops.
+// calls the library: when its API changes, only this file changes. It
+// times the library's own call alone.
 
 import (
 	"context"
-	"errors"
+	"database/sql/driver"
 	"fmt"
 	"time"
-
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/syncfilter/syncfilter/rebuild"
 )
 
-// ErrDriverUnsupported: the library cannot be handed the app's driver.
-var ErrDriverUnsupported = errors.New("not supported by this library version yet")
-
-// libDriver checks that the library can use d, the app's driver. The
-// library links github.com/mattn/go-sqlite3 and has no way to be given
-// another (rebuild.DBConfig has no Driver field yet): running it beside an
-// app on modernc.org/sqlite would put two SQLite copies on one file.
-func libDriver(d Driver) error {
-	if d.Name != Mattn.Name {
-		return fmt.Errorf("driver %s: the library cannot take the app's driver (rebuild.DBConfig has no Driver): %w", d.Name, ErrDriverUnsupported)
-	}
-	return nil
-}
+// libDriver returns the app's driver d as the library takes it: the
+// library opens its connections through it, so that the process holds
+// one copy of SQLite.
+func libDriver(d Driver) (driver.Driver, error) { return d.SQLDriver() }
 
 // CheckLibDriver reports whether the library can run with the app's
 // driver d, before anything is prepared.
-func CheckLibDriver(d Driver) error { return libDriver(d) }
+func CheckLibDriver(d Driver) error {
+	_, err := libDriver(d)
+	return err
+}
 
 // LibIndex is the library's index of one collection.
 type LibIndex struct {
@@ -44,10 +34,11 @@ type LibIndex struct {
 // database at path, as an app does at start: one collection, the
 // snapshot file given (it need not exist yet).
 func OpenLib(ctx context.Context, d Driver, path, snapshot string) (*LibIndex, error) {
-	if err := libDriver(d); err != nil {
+	drv, err := libDriver(d)
+	if err != nil {
 		return nil, err
 	}
-	ix, err := rebuild.Open(ctx, rebuild.Config{Path: path, Table: Table, Column: Column, Snapshot: snapshot})
+	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: path, Driver: drv}, rebuild.Source{Table: Table, Column: Column, Snapshot: snapshot})
 	if err != nil {
 		return nil, fmt.Errorf("open library: %w", err)
 	}
@@ -58,26 +49,12 @@ func OpenLib(ctx context.Context, d Driver, path, snapshot string) (*LibIndex, e
 // position (true: not fetched). took is the library's call alone.
 func (l *LibIndex) Missing(ctx context.Context, page []string) (notFetched []bool, took time.Duration, err error) {
 	start := time.Now()
-	ids, err := l.ix.Missing(ctx, page)
+	notFetched, err = l.ix.Missing(ctx, page)
 	took = time.Since(start)
-	if err != nil {
-		return nil, took, err
+	if err == nil && len(notFetched) != len(page) {
+		err = fmt.Errorf("library: Missing answered %d positions of %d", len(notFetched), len(page))
 	}
-	// This library lists each missing canonical id once, in page order:
-	// spread the list over the page's positions.
-	missing := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		c := norm.NFC.String(id)
-		if missing[c] {
-			return nil, took, fmt.Errorf("library: Missing listed %q twice (as spelled or canonically)", id)
-		}
-		missing[c] = true
-	}
-	notFetched = make([]bool, len(page))
-	for i, id := range page {
-		notFetched[i] = missing[norm.NFC.String(id)]
-	}
-	return notFetched, took, nil
+	return notFetched, took, err
 }
 
 // Fetched asks the library about one id; took is the call alone.
@@ -123,10 +100,11 @@ func (l *LibIndex) Stats() LibStats {
 // BuildLibSnapshot writes the snapshot of the collection in table, as
 // the cron job (or the app's last run) leaves it.
 func BuildLibSnapshot(ctx context.Context, d Driver, path, table, snapshot string) error {
-	if err := libDriver(d); err != nil {
+	drv, err := libDriver(d)
+	if err != nil {
 		return err
 	}
-	if _, err := rebuild.BuildSnapshot(ctx, rebuild.Config{Path: path, Table: table, Column: Column, Snapshot: snapshot}); err != nil {
+	if _, err := rebuild.BuildSnapshot(ctx, rebuild.DBConfig{Path: path, Driver: drv}, rebuild.Source{Table: table, Column: Column, Snapshot: snapshot}); err != nil {
 		return fmt.Errorf("build snapshot of %s: %w", table, err)
 	}
 	return nil
@@ -139,10 +117,11 @@ type LibDB struct {
 
 // OpenLibDB opens the database at path for several collections.
 func OpenLibDB(ctx context.Context, d Driver, path string) (*LibDB, error) {
-	if err := libDriver(d); err != nil {
+	drv, err := libDriver(d)
+	if err != nil {
 		return nil, err
 	}
-	db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: path})
+	db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: path, Driver: drv})
 	if err != nil {
 		return nil, fmt.Errorf("open library database: %w", err)
 	}
@@ -160,3 +139,18 @@ func (db *LibDB) Index(ctx context.Context, table, snapshot string) (*LibIndex, 
 
 // Close closes the database and its indexes.
 func (db *LibDB) Close(ctx context.Context) error { return db.db.Close(ctx) }
+
+// missingIDs lists the ids of page answered missing (Missing's answers,
+// one per position), each id once, in page order: what the older
+// harnesses compare with the page's new ids.
+func missingIDs(page []string, missing []bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i, m := range missing {
+		if m && !seen[page[i]] {
+			seen[page[i]] = true
+			out = append(out, page[i])
+		}
+	}
+	return out
+}

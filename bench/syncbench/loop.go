@@ -82,8 +82,8 @@ func OpenLoop(ctx context.Context, shape Shape, rows int64, size, newPct int) (_
 	if l.path, snap, err = PrepareCopy(ctx, shape, rows, l.dir); err != nil {
 		return nil, err
 	}
-	cfg := rebuild.Config{Path: l.path, Table: Table, Column: Column, Snapshot: snap}
-	if l.ix, err = rebuild.Open(ctx, cfg); err != nil {
+	dcfg, cfg := rebuild.DBConfig{Path: l.path}, rebuild.Source{Table: Table, Column: Column, Snapshot: snap}
+	if l.ix, err = rebuild.Open(ctx, dcfg, cfg); err != nil {
 		return nil, fmt.Errorf("open loop: %w", err)
 	}
 	if st := l.ix.Stats(); st.SnapshotError != nil || !st.Serving {
@@ -147,12 +147,12 @@ func (l *Loop) Page(ctx context.Context, p int) error {
 		func() error {
 			o0, b0 := l.allocs.Read()
 			start := time.Now()
-			got, err := l.ix.Missing(ctx, page)
+			ans, err := l.ix.Missing(ctx, page)
 			d := time.Since(start)
 			o1, b1 := l.allocs.Read()
 			l.LibObjects, l.LibBytes = l.LibObjects+o1-o0, l.LibBytes+b1-b0
 			l.Lib = append(l.Lib, d)
-			return check("library", got, want, err)
+			return check("library", missingIDs(page, ans), want, err)
 		},
 		func() error {
 			start := time.Now()

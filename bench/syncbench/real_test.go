@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -203,12 +204,17 @@ func TestBothSidesPerPosition(t *testing.T) {
 	}
 }
 
-func TestOtherDriverRefused(t *testing.T) {
-	if err := CheckLibDriver(Modernc); !errors.Is(err, ErrDriverUnsupported) {
-		t.Errorf("modernc: %v, want ErrDriverUnsupported", err)
+// TestDriverNotLinkedRefused: a driver this binary does not link (modernc
+// without -tags modernc) is refused before anything opens.
+func TestDriverNotLinkedRefused(t *testing.T) {
+	if _, err := DriverNamed(Modernc.Name); err == nil {
+		t.Skip("built with modernc")
 	}
-	if _, err := OpenLib(context.Background(), Modernc, "x.db", ""); !errors.Is(err, ErrDriverUnsupported) {
-		t.Errorf("OpenLib with modernc: %v, want ErrDriverUnsupported", err)
+	if err := CheckLibDriver(Modernc); err == nil {
+		t.Error("modernc, not linked: no error")
+	}
+	if _, err := OpenLib(context.Background(), Modernc, filepath.Join(t.TempDir(), "x.db"), ""); err == nil {
+		t.Error("OpenLib with modernc, not linked: no error")
 	}
 }
 

@@ -90,7 +90,7 @@ func initialSync(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Pages, "pages", 200, "pages to sync (1000 for a 1M-row sync)")
 	fs.IntVar(&o.PageSize, "page", 1000, "new ids per page")
 	fs.DurationVar(&o.Sleep, "sleep", 0, "pause per page, standing for the network fetch")
-	fs.Uint64Var(&o.Capacity, "capacity", 0, "rebuild.Config.Capacity (0: the default)")
+	fs.Uint64Var(&o.Capacity, "capacity", 0, "rebuild.Source.Capacity (0: the default)")
 	fs.BoolVar(&o.NoInList, "no-inlist", false, "skip the IN-list side")
 	fs.BoolVar(&o.NoLibrary, "no-library", false, "never open the library (the app's INSERTs without its triggers)")
 	csvPath := fs.String("csv", "", "write the per-page series to this CSV file")
