@@ -493,16 +493,17 @@ func raceBuild() bool {
 	return false
 }
 
-// TestReadmeExamplesRun runs the README's command-line examples as
-// written, with the binary on PATH, in a directory holding app.db.
-func TestReadmeExamplesRun(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestOperationsExamplesRun runs the command-line examples of
+// docs/OPERATIONS.md as written, with the binary on PATH, in a directory
+// holding app.db.
+func TestOperationsExamplesRun(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/OPERATIONS.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(readme), "These examples run as written")
+	_, after, ok := strings.Cut(string(doc), "These examples run as written")
 	if !ok {
-		t.Fatal("README lost its examples")
+		t.Fatal("docs/OPERATIONS.md lost its examples")
 	}
 	_, block, _ := strings.Cut(after, "```sh\n")
 	block, _, _ = strings.Cut(block, "```")
@@ -519,7 +520,7 @@ func TestReadmeExamplesRun(t *testing.T) {
 		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("README example %q: %v\n%s", line, err, out)
+			t.Fatalf("docs/OPERATIONS.md example %q: %v\n%s", line, err, out)
 		}
 		n++
 	}
