@@ -3,6 +3,7 @@ package rebuild
 import (
 	"fmt"
 	"math"
+	"sync"
 	"time"
 )
 
@@ -10,7 +11,7 @@ import (
 // test on the filter's fill, then — at most once per 1/64 of the bits
 // newly set — the estimate from a scan of its bits. When the estimated
 // false-positive rate exceeds FPR × AutoRebuild.Factor, the index asks the
-// database's worker for a rebuild (bypass while it runs, as for any
+// database's worker for a rebuild (bypass while it scans, as for any
 // rebuild).
 //
 // How often: a rebuild puts the collection in bypass for a scan, so
@@ -30,10 +31,17 @@ const (
 	costSpacing  = 9
 )
 
-// checkDue asks for a rebuild if the call's filter is past due.
-func (ix *Index) checkDue(c *call) {
-	s := c.s
-	if s == nil || !ix.cfg.AutoRebuild.whenDue() || ix.db.cfg.ReadOnly {
+// autoState is when the last automatic rebuild was asked for, and the
+// timer that asks for one the spacing delayed.
+type autoState struct {
+	mu    sync.Mutex // guards the fields below; taken after no other lock
+	last  time.Time
+	timer *time.Timer // armed: a due filter is checked again when it fires
+}
+
+// checkDue asks for a rebuild if s is past due.
+func (ix *Index) checkDue(s *serving) {
+	if !ix.cfg.AutoRebuild.whenDue() || ix.db.cfg.ReadOnly {
 		return
 	}
 	_, _, ones := s.f.Load()
@@ -47,51 +55,66 @@ func (ix *Index) checkDue(c *call) {
 	if last := s.checkedOnes.Load(); ones < last+p.M/64 || !s.checkedOnes.CompareAndSwap(last, ones) {
 		return // checked recently, or another caller is checking
 	}
-	est := s.f.Stats().EstimatedFPR
-	if est <= limit {
-		return
+	if est := s.f.Stats().EstimatedFPR; est > limit {
+		ix.autoRebuild(fmt.Sprintf("estimated false-positive rate %.3g%% above %.3g%% (target %.3g%% × %g)",
+			100*est, 100*limit, 100*ix.cfg.FPR, ix.cfg.AutoRebuild.Factor))
 	}
-	ix.autoRebuild(s, fmt.Sprintf("estimated false-positive rate %.3g%% above %.3g%% (target %.3g%% × %g)",
-		100*est, 100*limit, 100*ix.cfg.FPR, ix.cfg.AutoRebuild.Factor))
 }
 
-// autoRebuild asks for the rebuild if s still serves and the spacing
-// allows it now; otherwise a later insert checks again.
-func (ix *Index) autoRebuild(s *serving, reason string) {
+// autoRebuild asks for the rebuild now if the spacing allows it, or arms
+// the timer to check the filter again when it does (whichever filter
+// serves then: one dropped meanwhile is not kept alive, and the one that
+// replaced it is judged on its own fill).
+func (ix *Index) autoRebuild(why string) {
 	now := time.Now()
-	ix.mu.Lock()
-	if st := ix.get(); st.mode != modeServing || st.filter != s {
-		ix.mu.Unlock()
-		return
-	}
-	if ix.autoTimer != nil {
-		ix.mu.Unlock()
-		return // already asked for, at a later time
-	}
 	took, ended := ix.m.lastAuto()
+	a := &ix.rb.auto
+	a.mu.Lock()
 	at := now
 	if !ended.IsZero() {
 		at = ended.Add(costSpacing * took)
 	}
-	if !ix.lastAuto.IsZero() {
-		at = later(at, ix.lastAuto.Add(ix.cfg.AutoRebuild.Every))
+	if !a.last.IsZero() {
+		at = later(at, a.last.Add(ix.cfg.AutoRebuild.Every))
 	}
 	if at.After(now) {
-		// Due, but too soon after the last one: ask at the time the
-		// spacing allows, whether or not anything is inserted by then.
-		ix.autoTimer = time.AfterFunc(at.Sub(now), func() {
-			ix.mu.Lock()
-			ix.autoTimer = nil
-			ix.mu.Unlock()
-			ix.autoRebuild(s, reason)
-		})
-		ix.mu.Unlock()
+		if a.timer == nil && ix.ctx.Err() == nil {
+			a.timer = time.AfterFunc(at.Sub(now), ix.autoTimerFired)
+		}
+		a.mu.Unlock()
 		return
 	}
-	ix.lastAuto = now
-	ix.mu.Unlock()
-	ix.m.autoStarted(reason)
-	ix.askRebuild(autoPrefix + reason)
+	a.last = now
+	a.mu.Unlock()
+	ix.m.autoStarted(why)
+	ix.askRebuild(reason{text: why, auto: true})
+}
+
+// autoTimerFired checks the filter serving now, once the spacing allows a
+// rebuild.
+func (ix *Index) autoTimerFired() {
+	a := &ix.rb.auto
+	a.mu.Lock()
+	a.timer = nil
+	a.mu.Unlock()
+	if ix.enter() != nil {
+		return
+	}
+	defer ix.leave()
+	if s := ix.filter(); s != nil {
+		s.checkedOnes.Store(0) // judge it now, however recently it was checked
+		ix.checkDue(s)
+	}
+}
+
+// stopTimer stops an armed timer (Close).
+func (r *rebuilder) stopTimer() {
+	r.auto.mu.Lock()
+	defer r.auto.mu.Unlock()
+	if r.auto.timer != nil {
+		r.auto.timer.Stop()
+		r.auto.timer = nil
+	}
 }
 
 func later(a, b time.Time) time.Time {
@@ -100,9 +123,6 @@ func later(a, b time.Time) time.Time {
 	}
 	return a
 }
-
-// autoPrefix marks the reason of an automatic rebuild.
-const autoPrefix = "auto: "
 
 // sizeFor is the capacity a rebuild gives a filter for rows keys, growing
 // faster than Headroom when prev (the filter it replaces, nil if none)

@@ -11,11 +11,13 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 
 	"github.com/syncfilter/syncfilter/snapshot"
 )
@@ -54,6 +56,10 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 		ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
 		if err != nil {
 			t.Fatalf("round %d: Open with a foreign snapshot: %v", round, err)
+		}
+		exact(t, ix, tableIDs(t, path, "records"), probe) // SQLite answers until the filter is ready
+		if err := ix.Wait(ctx); err != nil {
+			t.Fatal(err)
 		}
 		if st := ix.Stats(); st.SnapshotError == nil {
 			t.Fatalf("round %d: no SnapshotError for another dataset's snapshot", round)
@@ -125,10 +131,13 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
+			exact(t, ix, tableIDs(t, path, "records"), probe)
+			if err := ix.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
 			if ix.Stats().SnapshotError == nil {
 				t.Fatal("no SnapshotError")
 			}
-			exact(t, ix, tableIDs(t, path, "records"), probe)
 			if err := ix.Close(ctx); err != nil {
 				t.Fatalf("Close: %v", err)
 			}
@@ -138,27 +147,32 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 
 func init() {
 	// firstattach: path, how ("open" or "build"). The first attach of the
-	// source, under signal.NotifyContext(SIGINT, SIGTERM): the scan
-	// reports its progress on stdout and, in the middle of the scan, waits
-	// (an app's slow callback) until a signal ends the context.
+	// source, under signal.NotifyContext(SIGINT, SIGTERM): in the middle
+	// of the scan, it says so on stdout and waits until a signal ends the
+	// context. The app (open) waits for its filter (Wait) and, once
+	// interrupted, closes the index.
 	childActs["firstattach"] = func(t *testing.T, args []string) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		path, how := args[0], args[1]
-		cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb", ProgressEvery: 500, Progress: func(done, total int64) {
-			fmt.Printf("progress %d of %d\n", done, total)
-			if done >= total { // the end of the scan: not "during" it
-				return
+		var once sync.Once
+		cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{store: store.Knobs{ScanChunk: 500}, scanRow: func(n int64) error {
+			if n >= 2500 {
+				once.Do(func() {
+					fmt.Printf("progress %d of 5000\n", n)
+					select {
+					case <-ctx.Done():
+					case <-time.After(60 * time.Second):
+					}
+				})
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(60 * time.Second):
-			}
-		}}}
+			return context.Cause(ctx) // interrupted: the scan stops here
+		}}}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
 		var err error
 		if how == "open" {
 			var ix *Index
 			if ix, err = Open(ctx, cfg.DBConfig, cfg.Source); err == nil {
+				err = ix.Wait(ctx)
 				_ = ix.Close(context.Background())
 			}
 		} else {
@@ -272,21 +286,22 @@ func TestFailedFirstAttachIsUndone(t *testing.T) {
 				path := driftDB(t, mode, ids("seed", 3000))
 				dir := filepath.Dir(path)
 				pristine, files := schema(t, path), dirEntries(t, dir)
-				testHookScanRow = func(n int64) error {
+				cfg := appConfig(path)
+				cfg.knobs.scanRow = func(n int64) error {
 					if n > 1000 {
 						return injected
 					}
 					return nil
 				}
-				defer func() { testHookScanRow = nil }()
 				var err error
-				if how == "open" {
+				if how == "open" { // the first scan runs in the background: Wait says how it ended
 					var ix *Index
-					if ix, err = Open(ctx, appConfig(path).DBConfig, appConfig(path).Source); err == nil {
+					if ix, err = Open(ctx, cfg.DBConfig, cfg.Source); err == nil {
+						err = ix.Wait(ctx)
 						_ = ix.Close(ctx)
 					}
 				} else {
-					_, err = BuildSnapshot(ctx, appConfig(path).DBConfig, appConfig(path).Source)
+					_, err = BuildSnapshot(ctx, cfg.DBConfig, cfg.Source)
 				}
 				if !errors.Is(err, injected) {
 					t.Fatalf("%s = %v, want the injected failure", how, err)
@@ -302,46 +317,15 @@ func TestFailedFirstAttachIsUndone(t *testing.T) {
 	}
 }
 
-// TestDetachRightAfterClose: the index's hold on its source is written by
-// the worker after Open returns; a Close that comes while the worker is
-// writing it must not leave it behind (Detach would then name this very
-// process until the hold expired).
-func TestDetachRightAfterClose(t *testing.T) {
-	ctx := context.Background()
-	path := driftDB(t, "WAL", ids("seed", 100))
-	pristine := schema(t, path)
-	for round := range 30 {
-		ix, err := Open(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if round%2 == 1 {
-			if _, err := ix.Fetched(ctx, "seed-0000001"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := ix.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
-			t.Fatalf("round %d: Detach right after Close: %v", round, err)
-		}
-		if !bytes.Equal(schema(t, path), pristine) {
-			t.Fatalf("round %d: schema after Detach differs", round)
-		}
-	}
-}
-
 // TestDetachAfterCloseOfAReattachedIndex: an index whose source was
-// attached again (a migration dropped a trigger) records its hold anew;
-// Close removes the hold however far the worker got, and Detach runs.
+// attached again (a migration dropped a trigger) leaves nothing behind
+// once closed: Detach runs and the schema is as before.
 func TestDetachAfterCloseOfAReattachedIndex(t *testing.T) {
 	ctx := context.Background()
 	for round := range 5 {
 		path := driftDB(t, "WAL", ids("seed", 100))
 		pristine := schema(t, path)
 		ix := open(t, appConfig(path))
-		waitHeld(t, path, 1)
 		execIn(t, path, "WAL", `DROP TRIGGER syncfilter_ins_1`)
 		if _, err := ix.Fetched(ctx, "seed-0000001"); err != nil { // notices, asks for the attach
 			t.Fatal(err)

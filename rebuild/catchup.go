@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/syncfilter"
@@ -13,47 +14,55 @@ import (
 // Catch-up. The triggers append every inserted or re-keyed id to the
 // source's log; its increasing sequence is the generation. Before a call
 // trusts the filter's "absent", the filter takes every key logged up to
-// the head the call's probe read (and the memo every stored spelling that
-// is not NFC): rows written by any connection or process before the call
-// are seen. The probe brings the first chunk of new entries itself
-// (apply); a filter further behind reads the rest in chunks, one
-// statement and one JSON array per chunk (catchUp), one caller leading
-// for all (a flight), no lock held meanwhile. Calls that read the same
-// entries at the same time insert them twice: harmless.
+// the head the call's probe read (and the spellings every stored
+// spelling that is not NFC): rows written by any connection or process
+// before the call are seen. The probe brings the first chunk of new
+// entries itself (apply); a filter further behind reads the rest in
+// chunks, one statement and one JSON array per chunk (catchUpLog), one
+// goroutine leading for all (a flight), no lock held meanwhile. Calls
+// that read the same entries at the same time insert them twice:
+// harmless. Marks move only once everything up to them was taken.
 
 // apply inserts keys, the text keys logged after from up to to, into s
-// (nil in bypass) and the call's memo, each if it covers the log up to
-// from at least (a generation never skips entries), and moves their
-// generations to to.
+// (nil: no filter to feed) and the call's spellings, each if it has read
+// the log up to from at least (a mark never skips entries); if to is the
+// call's head, their marks move there.
 func (ix *Index) apply(ctx context.Context, c *call, s *serving, from, to uint64, keys []string) error {
-	m := c.m
-	takeS := s != nil && s.gen.Load() < to && s.gen.Load() >= from
-	takeM := m != nil && m.gen.Load() < to && m.gen.Load() >= from // contiguous: never skip entries
+	sp := c.sp
+	takeS := s != nil && s.at.gen() < to && s.at.gen() >= from
+	takeSp := sp != nil && sp.at.gen() < to && sp.at.gen() >= from
 	if !takeS {
 		s = nil
 	}
-	if !takeM {
-		m = nil
+	if !takeSp {
+		sp = nil
 	}
-	if err := ix.take(ctx, s, m, keys); err != nil {
+	start := time.Now()
+	if err := ix.take(ctx, s, sp, keys); err != nil {
 		return err
 	}
 	if s != nil {
-		if old := s.gen.Load(); old < to {
+		ix.costs.entry.observe(time.Since(start), to-from)
+	}
+	if to != c.h.Seq {
+		return nil // catchUpLog reads the rest, then moves the marks
+	}
+	at := mark{gen: c.h.Seq, tag: c.h.Tag}
+	if s != nil {
+		old := s.at.gen()
+		if s.at.raise(at) {
 			ix.m.caughtUp.Add(to - max(old, from))
 		}
-		raise(&s.gen, to)
 	}
-	if m != nil {
-		raise(&m.gen, to)
+	if sp != nil {
+		sp.at.raise(at)
 	}
 	return nil
 }
 
 // take inserts keys (logged text keys) into s and their stored spellings
-// that are not NFC into m, either of them nil; generations are the
-// caller's.
-func (ix *Index) take(ctx context.Context, s *serving, m *memo, keys []string) error {
+// that are not NFC into sp, either of them nil; marks are the caller's.
+func (ix *Index) take(ctx context.Context, s *serving, sp *spellingSet, keys []string) error {
 	var canon []string
 	var pairs [][2]string
 	for _, k := range keys {
@@ -72,69 +81,67 @@ func (ix *Index) take(ctx context.Context, s *serving, m *memo, keys []string) e
 			return fmt.Errorf("catch up: %w", err)
 		}
 	}
-	if m != nil {
-		m.add(pairs)
+	if sp != nil {
+		sp.add(pairs)
 	}
 	return nil
 }
 
-// testHookCatchUpChunk, when set by tests, runs after every chunk of log
-// entries a catch-up reads.
-var testHookCatchUpChunk func()
-
-// catchUp brings s (nil in bypass) and the call's memo up to the call's
-// head, reading the log in chunks. The generations move only once the
-// whole read is known complete: a compaction (by any process) that
-// committed while the log was read in several statements may have
-// deleted entries the read had not reached, and then
-// (ErrCannotCatchUp) neither s nor the memo took everything: their
-// generations stay where they were, so that no call, waiting for this
-// one or coming after it, trusts them.
-func (ix *Index) catchUp(ctx context.Context, c *call, s *serving) error {
-	target, m := c.h.Seq, c.m
+// catchUpLog brings s (nil: only the spellings) and the call's spellings
+// up to the call's head, reading the log in chunks. The marks move only
+// once the whole read is known complete: a compaction (by any process)
+// that committed while the log was read in several statements may have
+// deleted entries the read had not reached, and then (ErrCannotCatchUp)
+// neither s nor the spellings took everything: their marks stay where
+// they were, so that no call, waiting for this one or coming after it,
+// trusts them.
+func (ix *Index) catchUpLog(ctx context.Context, c *call, s *serving) error {
+	h, sp := c.h, c.sp
 	done := func() bool {
-		return (s == nil || s.gen.Load() >= target) && m.gen.Load() >= target
+		return (s == nil || s.at.gen() >= h.Seq) && sp.at.gen() >= h.Seq
 	}
-	return ix.follow.do(ctx, done, c.putReader, func() error {
+	return ix.up.catchUp.Do(ctx, done, c.putReader, func() error {
 		conn, err := c.reader(ctx)
 		if err != nil {
 			return err
 		}
 		var sFrom uint64
 		if s != nil {
-			sFrom = s.gen.Load()
+			sFrom = s.at.gen()
 		}
-		mFrom := m.gen.Load()
-		start := mFrom
+		spFrom := sp.at.gen()
+		start := spFrom
 		if s != nil {
 			start = min(start, sFrom)
 		}
-		err = readLog(ctx, conn, c.b.src, start, target, s == nil, func(read uint64, keys []string) error {
-			// A chunk is taken by whichever of s and the memo does not
-			// have all of it yet.
-			ts, tm := s, m
+		began := time.Now()
+		err = readLog(ctx, conn, c.b.src, start, h.Seq, s == nil, func(read uint64, keys []string) error {
+			// A chunk is taken by whichever of s and the spellings does
+			// not have all of it yet.
+			ts, tsp := s, sp
 			if read <= sFrom {
 				ts = nil
 			}
-			if read <= mFrom {
-				tm = nil
+			if read <= spFrom {
+				tsp = nil
 			}
-			err := ix.take(ctx, ts, tm, keys)
-			if testHookCatchUpChunk != nil {
-				testHookCatchUpChunk()
+			err := ix.take(ctx, ts, tsp, keys)
+			if f := ix.db.cfg.knobs.catchUpChunk; f != nil {
+				f()
 			}
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("catch up: %w", err)
 		}
+		at := mark{gen: h.Seq, tag: h.Tag}
 		if s != nil {
-			if old := s.gen.Load(); old < target {
-				ix.m.caughtUp.Add(target - max(old, start))
+			ix.costs.entry.observe(time.Since(began), h.Seq-start)
+			if old := s.at.gen(); s.at.raise(at) {
+				ix.m.caughtUp.Add(h.Seq - max(old, start))
 			}
-			raise(&s.gen, target)
 		}
-		raise(&m.gen, target)
+		sp.at.raise(at)
 		return nil
 	})
 }
@@ -165,51 +172,80 @@ func raise(g *atomic.Uint64, v uint64) {
 	}
 }
 
-// refillMax is the most log entries refill reads; a filter further ahead
-// of the log's floor is dropped and rebuilt instead.
+// refillMax is the most log entries a refill reads; a filter further
+// ahead of the log's floor is dropped and rebuilt instead.
 const refillMax = 1 << 20
 
-// refill brings s back in line with the log after a change of schema,
-// before any call trusts it in the new schema. A migration leaves the
-// log as it was; a backup restored into the database in place brings
-// back an older log, which the app may have written on since, under
-// sequence numbers s already read (before a call saw the log's head go
-// back). So s takes again every key the log retains up to gen, its
-// generation before the probe (keys it holds already change nothing; a
-// key of a row deleted since is a maybe more, confirmed in SQLite). What
-// the log no longer retains cannot be taken again: if its floor moved
-// since s last read it, s is dropped (errStale), as it is when the read
-// would pass refillMax entries or a compaction moved the floor under it.
-func (ix *Index) refill(ctx context.Context, c *call, s *serving, gen uint64) error {
-	h := c.h
-	drop := func(why string) error {
-		ix.dropFilter(s, fmt.Errorf("after a change of schema (a backup restored into the database?), %s: %w", why, ErrCannotCatchUp))
-		return errStale
+// refillNow is the worker's refill job: the serving filter's log no
+// longer holds what it read (the tag at its mark differs: a backup
+// restored into the database in place, whose log the app may have
+// written on since under sequence numbers the filter already read). The
+// filter takes again every key the log retains up to its mark (keys it
+// holds already change nothing; a key of a row deleted since is a maybe
+// more, confirmed in SQLite), then its mark is the log's entry at that
+// generation now, and calls trust it again. What the log no longer
+// retains cannot be taken again: if its floor moved since the filter last
+// read it, the filter is dropped, as it is when the head went back below
+// its mark, the read would pass refillMax entries, or a compaction moved
+// the floor under it. Calls answer from SQLite meanwhile.
+func (ix *Index) refillNow(ctx context.Context) {
+	s := ix.filter()
+	if s == nil || !s.suspect.Load() {
+		return
 	}
+	drop := func(why string) {
+		ix.dropFilter(s, fmt.Errorf("the log no longer holds what the filter read (a backup restored into the database?), %s: %w", why, ErrCannotCatchUp))
+	}
+	c, err := ix.look(ctx)
+	if err != nil {
+		return
+	}
+	defer c.end()
+	conn, err := c.reader(ctx)
+	if err != nil {
+		return
+	}
+	src := c.b.src
+	if !src.Logged || !s.covers(c.f, src, s.epoch) {
+		drop("and the source changed")
+		return
+	}
+	h, err := conn.Head(ctx, src)
+	if err != nil {
+		return
+	}
+	gen := s.at.gen()
 	switch {
+	case h.Epoch != s.epoch:
+		drop("and the source was attached again")
+		return
+	case h.Seq < gen:
+		drop(fmt.Sprintf("its head went back from %d to %d", gen, h.Seq))
+		return
 	case h.Floor > s.floor.Load():
-		return drop(fmt.Sprintf("the log was compacted from %d to %d since the filter read it", s.floor.Load(), h.Floor))
+		drop(fmt.Sprintf("the log was compacted from %d to %d since the filter read it", s.floor.Load(), h.Floor))
+		return
 	case gen > h.Floor && gen-h.Floor > refillMax:
-		return drop(fmt.Sprintf("%d log entries to read again", gen-h.Floor))
+		drop(fmt.Sprintf("%d log entries to read again", gen-h.Floor))
+		return
 	}
-	if gen > h.Floor {
-		conn, err := c.reader(ctx)
-		if err != nil {
-			return err
-		}
-		err = readLog(ctx, conn, c.b.src, h.Floor, gen, false, func(_ uint64, keys []string) error {
-			return ix.take(ctx, s, nil, keys)
-		})
-		switch {
-		case errors.Is(err, syncfilter.ErrClosed):
-			return errStale // dropped meanwhile
-		case errors.Is(err, ErrCannotCatchUp):
-			ix.dropFilter(s, fmt.Errorf("after a change of schema, reading the log again: %w", err))
-			return errStale
-		case err != nil:
-			return fmt.Errorf("refill: %w", err)
-		}
+	err = readLog(ctx, conn, src, h.Floor, gen, false, func(_ uint64, keys []string) error {
+		return ix.take(ctx, s, nil, keys)
+	})
+	switch {
+	case errors.Is(err, syncfilter.ErrClosed):
+		return // dropped meanwhile
+	case errors.Is(err, ErrCannotCatchUp):
+		ix.dropFilter(s, fmt.Errorf("reading the log again after a restore: %w", err))
+		return
+	case err != nil:
+		return // the next call asks again
 	}
-	s.schema.Store(c.pr.Schema)
-	return nil
+	tag, err := conn.TagAt(ctx, src, gen)
+	if err != nil {
+		return
+	}
+	s.at.set(mark{gen: gen, tag: tag})
+	s.suspect.Store(false)
+	ix.m.refills.Add(1)
 }

@@ -44,6 +44,7 @@ type progressCloser struct {
 	closeFn func(context.Context) error
 	outside bool          // Close is called by another goroutine while the callback blocks
 	closed  chan error    // Close's result, once
+	done    atomic.Bool   // that Close returned
 	after   atomic.Int64  // Progress calls after that Close returned
 	hold    chan struct{} // the callback blocks on it after Close returns
 	inside  chan struct{} // closed when the callback first runs armed
@@ -62,13 +63,17 @@ func (p *progressCloser) progress(done, total int64) {
 	first := false
 	p.once.Do(func() { first = true })
 	if !first {
-		p.after.Add(1)
+		if p.done.Load() {
+			p.after.Add(1)
+		}
 		return
 	}
 	close(p.inside)
 	<-p.gate
 	if !p.outside {
-		p.closed <- p.closeFn(context.Background())
+		err := p.closeFn(context.Background())
+		p.done.Store(true)
+		p.closed <- err
 	}
 	<-p.hold
 }
@@ -181,11 +186,12 @@ func TestCloseFromProgress(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					// Waits for the rebuild turn the callback's rebuild
-					// holds; it must not keep Close waiting forever.
+					// Waits for the turn the callback's rebuild holds
+					// while it scans (the callback does not hold it up);
+					// it must not keep Close waiting forever.
 					mon.do("a Rebuild waiting for the turn", func() {
-						if err := w.on.Rebuild(ctx); !errors.Is(err, ErrClosed) {
-							results <- fmt.Errorf("waiting Rebuild = %v, want ErrClosed", err)
+						if err := w.on.Rebuild(ctx); err != nil && !errors.Is(err, ErrClosed) {
+							results <- fmt.Errorf("waiting Rebuild = %v, want nil or ErrClosed", err)
 						}
 					})
 				}()
@@ -203,6 +209,7 @@ func TestCloseFromProgress(t *testing.T) {
 					if err := pc.closeFn(cctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 						t.Errorf("Close while Progress blocks = %v", err)
 					}
+					pc.done.Store(true)
 				})
 				cancel()
 			} else {
@@ -261,6 +268,9 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 			cfg := config{DBConfig: DBConfig{Path: path, BusyTimeout: 10 * time.Minute, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
 			ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
 			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ix.Wait(ctx); err != nil {
 				t.Fatal(err)
 			}
 			insertInto(t, app, "records", ids("later", 100)...)

@@ -148,7 +148,7 @@ func TestCollectionsShareTheDatabase(t *testing.T) {
 func TestCollectionsRebuildInTurn(t *testing.T) {
 	ctx := context.Background()
 	path := collectionsDB(t, 3, 3000)
-	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: store.Knobs{ScanChunk: 500}}) // a progress call per 500 keys
+	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{store: store.Knobs{ScanChunk: 500}}}) // a progress call per 500 keys
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,10 +183,13 @@ func TestCollectionsRebuildInTurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := ix.Wait(ctx); err != nil { // built (no snapshot): none in bypass from now on
+			t.Fatal(err)
+		}
 		ixs = append(ixs, ix)
 	}
 	for i, ix := range ixs {
-		ix.cfg.Progress = progress(i)
+		ix.cfg.Progress = progress(i) // no background work runs now
 	}
 	var wg sync.WaitGroup
 	for _, ix := range ixs {
@@ -227,7 +230,11 @@ func TestIndexLoadsItsSnapshotAfterOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 4 { // attach and save every snapshot
-		if _, err := db.Index(ctx, src(i)); err != nil {
+		ix, err := db.Index(ctx, src(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

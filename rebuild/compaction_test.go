@@ -3,6 +3,7 @@ package rebuild
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,16 +17,20 @@ import (
 // and NFD), the filter is dropped and rebuilt.
 func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
 	ctx := context.Background()
-	ref, ix, other := behindByChunks(t, "gap")
 	var once sync.Once
-	testHookCatchUpChunk = func() {
-		once.Do(func() { // after the first chunk: compact up to the head
-			if err := other.Rebuild(ctx); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	t.Cleanup(func() { testHookCatchUpChunk = nil })
+	var armed atomic.Bool
+	var other *Index
+	ref, ix, o := behindByChunks(t, "gap", func() {
+		if armed.Load() {
+			once.Do(func() { // after the first chunk: compact up to the head
+				if err := other.Rebuild(ctx); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	})
+	other = o
+	armed.Store(true)
 	before := ix.Stats()
 	p := &probe{ref: ref}
 	for i := range 5500 {
@@ -41,7 +46,7 @@ func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
 	if errs := p.judgeMissing(missing); len(errs) > 0 {
 		t.Fatalf("%d committed ids answered not fetched after the log was compacted during the catch-up; first: %v", len(errs), errs[0])
 	}
-	testHookCatchUpChunk = nil
+	armed.Store(false)
 	if err := ix.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +70,12 @@ func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
 // the failed read reached as caught up: its answer is exact too.
 func TestCatchUpWaitersNeverTrustAnIncompleteRead(t *testing.T) {
 	ctx := context.Background()
-	ref, ix, other := behindByChunks(t, "wait")
+	var hook atomic.Pointer[func()]
+	ref, ix, other := behindByChunks(t, "wait", func() {
+		if f := hook.Load(); f != nil {
+			(*f)()
+		}
+	})
 	p := &probe{ref: ref}
 	for i := range 5500 {
 		forms := ref.id(i).forms
@@ -75,7 +85,7 @@ func TestCatchUpWaitersNeverTrustAnIncompleteRead(t *testing.T) {
 	}
 	var once sync.Once
 	waiter := make(chan []bool, 1)
-	testHookCatchUpChunk = func() {
+	hook.Store(ptr(func() {
 		once.Do(func() {
 			go func() { // a call that probes now, then waits for this catch-up
 				missing, err := ix.Missing(ctx, p.keys)
@@ -91,8 +101,7 @@ func TestCatchUpWaitersNeverTrustAnIncompleteRead(t *testing.T) {
 				t.Error(err)
 			}
 		})
-	}
-	t.Cleanup(func() { testHookCatchUpChunk = nil })
+	}))
 	missing, err := ix.Missing(ctx, p.keys)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +117,7 @@ func TestCatchUpWaitersNeverTrustAnIncompleteRead(t *testing.T) {
 // behindByChunks opens an index on 500 rows and a second one that
 // compacts the log to one entry at each rebuild, then commits 5,000 more
 // rows: the first index's filter is several chunks of log behind.
-func behindByChunks(t *testing.T, name string) (ref *reference, ix, other *Index) {
+func behindByChunks(t *testing.T, name string, chunk func()) (ref *reference, ix, other *Index) {
 	t.Helper()
 	ref = newReference(name, 6000)
 	seed := make([]string, 500)
@@ -117,7 +126,10 @@ func behindByChunks(t *testing.T, name string) (ref *reference, ix, other *Index
 	}
 	path := modeDB(t, "wal", []string{"records"}, seed...)
 	ref.committed(0, len(seed))
-	ix = open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}})
+	// Calls take every entry they lack in themselves (inline), the chunks
+	// going through chunk; nothing catches up between calls.
+	ix = open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{catchUpChunk: chunk, inline: true, noFollow: true}},
+		Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}})
 	other = open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1, AutoRebuild: AutoRebuild{Off: true}}})
 	later := make([]string, 0, 5000)
 	for i := len(seed); i < len(seed)+5000; i++ {

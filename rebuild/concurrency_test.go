@@ -404,9 +404,6 @@ func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x5eed)
 // connection their own call holds, also when the builder must wait for
 // the count (more rows than it keeps as digests).
 func TestScansNeverWaitForAReaderTheirCallerHolds(t *testing.T) {
-	old := deferredRows
-	deferredRows = 500 // the builder waits for the count after 500 rows
-	t.Cleanup(func() { deferredRows = old })
 	rows := ids("seed", 40000) // more than the scan's chunks buffered ahead of the builder
 	for _, readers := range []int{1, 2} {
 		t.Run(fmt.Sprint(readers), func(t *testing.T) {
@@ -415,6 +412,7 @@ func TestScansNeverWaitForAReaderTheirCallerHolds(t *testing.T) {
 			mon := newMonitor(t, callBound)
 			cfg := appConfig(path)
 			cfg.Readers = readers
+			cfg.knobs.deferredRows = 500 // the builder waits for the count after 500 rows
 			var ix *Index
 			mon.do("first Open (attach and scan)", func() { ix = open(t, cfg) })
 			mon.do("Rebuild", func() {

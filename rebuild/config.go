@@ -55,7 +55,31 @@ type DBConfig struct {
 	// BusyTimeout is how long SQLite waits for a lock. Default 5s.
 	BusyTimeout time.Duration
 
-	knobs store.Knobs // sizes the tests shrink
+	knobs knobs // what the tests shrink or hook (zero: production)
+}
+
+// knobs are the sizes and hooks tests set on one database (pebble's
+// Options.private): nothing a test sets reaches another database, so
+// tests run in parallel. The zero value is production.
+type knobs struct {
+	store store.Knobs // chunk sizes of the SQL layer
+
+	scanRow      func(n int64) error // a scan's start (n = 0) and every chunk it reads: an error fails the scan as SQLite would
+	quiet        func()              // a call answered without a probe (stillQuiet)
+	countWait    func()              // a rebuild's builder is about to wait for the count (its digests reached deferredRows)
+	beforeCount  func() error        // before the count starts; an error is the count's
+	catchUpChunk func()              // after every chunk a catch-up reads
+	deferredRows int64               // digests a rebuild keeps while its count runs (0: 64 MiB of them)
+	now          func() time.Time    // the clock of snapshot creation times (0: time.Now)
+	noFollow     bool                // no catch-up between calls (the follower): calls and jobs alone catch up
+	inline       bool                // a call takes in every log entry it lacks, whatever it costs
+}
+
+func (k knobs) clock() time.Time {
+	if k.now != nil {
+		return k.now()
+	}
+	return time.Now().UTC()
 }
 
 // Source says which table of the database is the source of truth of one

@@ -2,114 +2,59 @@ package rebuild
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"github.com/syncfilter/syncfilter/rebuild/internal/work"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
 // DB is one database file opened once, from which the index of each
 // collection is taken (Index). Everything the collections of a database
 // need is shared: one writing connection, a few reading ones
-// (DBConfig.Readers), one freshness check, one goroutine that applies the
-// filters' bit changes and one background worker for rebuilds, so that
-// ten collections cost what one does, and rebuilds of different
-// collections never run at the same time (peak memory is the largest
-// rebuild's, not the sum).
+// (DBConfig.Readers), one file check, one goroutine that applies the
+// filters' bit changes, one worker for loads and rebuilds, and one
+// follower that keeps filters current between calls; so ten collections
+// cost what one does, and rebuilds of different collections never scan
+// at the same time (peak memory is the largest rebuild's, not the sum).
 //
-// A DB owns the goroutines it starts: the filters' writer and, unless
-// read-only, the worker. Close stops them. Its connections: one writer
-// (none when read-only), DBConfig.Readers readers, and one more, opened
-// only for sources without a log, that reads PRAGMA data_version.
-//
-// Locks, each with one job (the indexes' own are in the Index doc; none is
-// held while taking another, nor across SQL or a wait):
-//
-//	mu            guards indexes, closing and ended
-//
-// and two turns, channels a waiting call gives up when its ctx ends (or,
-// for the rebuild turn, when its index closes), held across SQL by design:
-//
-//	turn          one reopen of a replaced file at a time, held across
-//	              the opening of the new file
-//	rebuilds      one rebuild at a time in the database, held for the
-//	              rebuild's duration (its scan, its Progress calls)
+// Its goroutines, their locks and the one order they are taken in are
+// listed in docs/ARCHITECTURE.md ("Locks and goroutines").
 type DB struct {
 	cfg    DBConfig
 	drv    *store.Driver   // the app's SQLite driver
+	path   store.Path      // resolved at open
 	ctx    context.Context // of background work; cancelled by Close
 	cancel context.CancelFunc
 	writer *syncfilter.Writer   // applies the bit changes of every filter
-	turn   chan struct{}        // one reopen at a time (fresh.go)
-	path   store.Path           // resolved at open
 	cur    atomic.Pointer[file] // the file at the path; replaced when the app replaces it, nil once closed
-	work   *worker              // nil when read-only
 
-	rebuilds chan struct{} // capacity 1: held by the rebuild running
-	token    [16]byte      // this DB's holds on its sources (syncfilter_holders)
-	holder   string        // who holds them, for Detach's message
+	reopening chan struct{} // capacity 1: one reopen of a replaced file at a time (file.go)
+	scans     chan struct{} // capacity 1: one rebuild scan at a time in the database (rebuilder.go)
 
-	act     activity   // the worker's loop, for Close
-	mu      sync.Mutex // guards indexes, closing and ended
-	indexes map[*Index]struct{}
-	closing bool
-	ended   bool // the DB's own work ended: the last index to finish closing releases what the DB holds
-}
+	work   *worker  // loads, refills and rebuilds (worker.go)
+	follow follower // catches filters up between calls (follow.go)
+	life   work.Life
 
-// file is the database file the DB has open, shared by the calls that use
-// it: the store closes when the DB let go of it (the app replaced the file,
-// or Close) and the last call using it ended.
-type file struct {
-	st   *store.DB
-	refs atomic.Int64 // 1 while it is the DB's current file, +1 per call using it
-	n    uint64       // 1 for the file opened first, +1 per file opened since
-}
-
-// explain marks err ErrReplaced if the file is no longer the one at the
-// path: a read of a file the app replaced meanwhile fails with whatever it
-// met (the new file's journal beside the name: "attempt to write a
-// readonly database").
-func (f *file) explain(err error) error {
-	if err == nil || errors.Is(err, ErrReplaced) {
-		return err
-	}
-	if serr := f.st.SameFile(); errors.Is(serr, ErrReplaced) {
-		return fmt.Errorf("%w (%w)", serr, err)
-	}
-	return err
-}
-
-// acquire takes a reference; false if the file closed already.
-func (f *file) acquire() bool {
-	for {
-		n := f.refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if f.refs.CompareAndSwap(n, n+1) {
-			return true
-		}
+	mu struct {
+		sync.Mutex // guards the fields below
+		indexes    map[*Index]struct{}
+		closing    bool
+		ended      bool // the DB's own work ended: the last index to finish closing releases what the DB holds
+		suspended  bool
+		resumed    chan struct{} // closed by Resume
 	}
 }
 
-// release drops a reference; the last one closes the store.
-func (f *file) release() {
-	if f.refs.Add(-1) == 0 {
-		f.st.Close()
-	}
-}
-
-// OpenDB opens a database for the indexes of its collections. The path is
-// resolved once (see DBConfig.Path); a file with more than one name is
-// refused (ErrHardLinked). The journal mode is the app's: nothing here
-// changes it, and every mode works (WAL is recommended: readers then run
-// beside writers).
+// OpenDB opens a database for the indexes of its collections, through
+// the app's SQLite driver (DBConfig.Driver). The path is resolved once
+// (see DBConfig.Path); a file with more than one name is refused
+// (ErrHardLinked). The journal mode is the app's: nothing here changes
+// it, and every mode works (WAL is recommended: readers then run beside
+// writers).
 func OpenDB(ctx context.Context, cfg DBConfig) (*DB, error) {
 	return openDB(ctx, cfg, false)
 }
@@ -125,45 +70,120 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.Path, err)
 	}
-	st, err := store.Open(ctx, cfg.Path, store.Options{Driver: drv, ReadOnly: cfg.ReadOnly, Create: create, Readers: cfg.Readers, BusyTimeout: cfg.BusyTimeout, Knobs: cfg.knobs})
+	db := &DB{cfg: cfg, drv: drv, writer: syncfilter.NewWriter(),
+		reopening: make(chan struct{}, 1), scans: make(chan struct{}, 1)}
+	db.mu.indexes = map[*Index]struct{}{}
+	st, err := store.Open(ctx, cfg.Path, db.storeOptions(create))
 	if err != nil {
+		_ = db.writer.Close()
 		return nil, err
 	}
-	db := &DB{cfg: cfg, drv: drv, path: st.Path, writer: syncfilter.NewWriter(), turn: make(chan struct{}, 1), rebuilds: make(chan struct{}, 1), indexes: map[*Index]struct{}{}}
+	db.path = st.Path
 	db.ctx, db.cancel = context.WithCancel(context.Background())
 	f := &file{st: st, n: 1}
 	f.refs.Store(1)
 	db.cur.Store(f)
-	_, _ = rand.Read(db.token[:])
-	host, _ := os.Hostname()
-	db.holder = fmt.Sprintf("process %d (%s) on %s", os.Getpid(), filepath.Base(os.Args[0]), host)
-	if !cfg.ReadOnly {
-		db.work = newWorker()
-		db.act.enter()
-		go db.work.run(db)
-	}
+	db.follow.init(db)
+	db.work = newWorker(db)
 	return db, nil
+}
+
+func (db *DB) storeOptions(create bool) store.Options {
+	return store.Options{Driver: db.drv, ReadOnly: db.cfg.ReadOnly, Create: create, Readers: db.cfg.Readers,
+		BusyTimeout: db.cfg.BusyTimeout, Knobs: db.cfg.knobs.store}
 }
 
 // Path returns the database file as resolved at open: the file SQLite
 // opened, symbolic links followed.
 func (db *DB) Path() string { return db.path.Real }
 
+// Suspend stops the database's background work and lets go of its
+// connections, for an app about to be suspended (iOS ends a suspended
+// app that holds a lock on an SQLite file of a shared container). A
+// rebuild, load or catch-up in progress is interrupted (its work is done
+// again after Resume); Suspend waits for them, and for the calls in
+// progress, until ctx ends. Once it returns nil, the library holds no
+// SQLite transaction, lock or connection and starts nothing until Resume.
+// Calls made meanwhile are still answered exactly: each opens the
+// connection it needs and closes it before it returns.
+func (db *DB) Suspend(ctx context.Context) error {
+	db.mu.Lock()
+	if db.mu.closing {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	if !db.mu.suspended {
+		db.mu.suspended = true
+		db.mu.resumed = make(chan struct{})
+	}
+	list := db.indexesLocked()
+	db.mu.Unlock()
+	if f := db.cur.Load(); f != nil {
+		f.st.Quiesce(true)
+	}
+	errs := []error{db.work.pause(ctx), db.follow.pause(ctx)}
+	for _, ix := range list {
+		errs = append(errs, ix.life.Idle(ctx))
+	}
+	if f := db.cur.Load(); f != nil {
+		f.st.Quiesce(true) // what the work released while it stopped
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("suspend: %w", err)
+	}
+	return nil
+}
+
+// Resume ends a Suspend: background work goes on where it was
+// interrupted, and connections are kept in the pool again.
+func (db *DB) Resume() {
+	db.mu.Lock()
+	if !db.mu.suspended {
+		db.mu.Unlock()
+		return
+	}
+	db.mu.suspended = false
+	close(db.mu.resumed)
+	db.mu.Unlock()
+	if f := db.cur.Load(); f != nil {
+		f.st.Quiesce(false)
+	}
+	db.work.resume()
+	db.follow.resume()
+}
+
+// suspended reports whether the database is suspended.
+func (db *DB) suspended() bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.mu.suspended
+}
+
+// indexesLocked lists the open indexes; callers hold mu.
+func (db *DB) indexesLocked() []*Index {
+	list := make([]*Index, 0, len(db.mu.indexes))
+	for ix := range db.mu.indexes {
+		list = append(list, ix)
+	}
+	return list
+}
+
 // Close closes every index taken from the database (see Index.Close),
-// stops the background worker and the filters' writer, and closes the
+// stops the background work and the filters' writer, and closes the
 // database. ctx bounds the wait for work in progress: when it ends first,
 // Close returns its error and the rest finishes without the caller as the
 // last piece of work ends. Calls after Close return ErrClosed.
 func (db *DB) Close(ctx context.Context) error {
 	db.mu.Lock()
-	if db.closing {
+	if db.mu.closing {
 		db.mu.Unlock()
 		return nil
 	}
-	db.closing = true
-	var list []*Index
-	for ix := range db.indexes {
-		list = append(list, ix)
+	db.mu.closing = true
+	list := db.indexesLocked()
+	if db.mu.suspended { // nothing waits for a Resume any more
+		db.mu.suspended = false
+		close(db.mu.resumed)
 	}
 	db.mu.Unlock()
 	var errs []error
@@ -171,22 +191,45 @@ func (db *DB) Close(ctx context.Context) error {
 		errs = append(errs, ix.close(ctx))
 	}
 	db.cancel()
-	if db.work != nil {
-		db.work.wake()
+	db.work.wake()
+	db.follow.wake()
+	errs = append(errs, db.life.Close(ctx, db.final))
+	return joinClose(errs)
+}
+
+// joinClose joins the errors of closing, each once: several waits that
+// ran out of one ctx report its error once.
+func joinClose(errs []error) error {
+	var out []error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		dup := false
+		for _, o := range out {
+			if o == err || o.Error() == err.Error() {
+				dup = true
+			}
+		}
+		if !dup {
+			out = append(out, err)
+		}
 	}
-	errs = append(errs, db.act.close(ctx, db.final))
-	return errors.Join(errs...)
+	if len(out) == 1 {
+		return out[0]
+	}
+	return errors.Join(out...)
 }
 
 // final runs once the database's own work has ended. What the database
 // holds (the filters' writer, the file) is released then, or, if an index
 // has not finished closing (its Close stopped waiting, or was called from
 // a callback of its rebuild), when the last such index has: its final
-// saves the snapshot and removes its hold with them.
+// saves the snapshot.
 func (db *DB) final() {
 	db.mu.Lock()
-	db.ended = true
-	last := len(db.indexes) == 0
+	db.mu.ended = true
+	last := len(db.mu.indexes) == 0
 	db.mu.Unlock()
 	if last {
 		db.release()
@@ -203,9 +246,10 @@ func (db *DB) release() {
 // forget removes an index that finished closing from the database's list.
 func (db *DB) forget(ix *Index) {
 	db.mu.Lock()
-	delete(db.indexes, ix)
-	last := db.ended && len(db.indexes) == 0
+	delete(db.mu.indexes, ix)
+	last := db.mu.ended && len(db.mu.indexes) == 0
 	db.mu.Unlock()
+	db.follow.forget(ix)
 	if last {
 		db.release()
 	}

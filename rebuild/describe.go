@@ -18,7 +18,7 @@ type Status struct {
 	Generation    uint64 // the newest log entry
 	LogFloor      uint64 // log entries up to here were compacted away
 	LogEntries    int64  // log entries kept
-	Aliases       int64  // stored non-NFC spellings noted
+	Spellings     int64  // stored non-NFC spellings noted
 	Triggers      int    // of the source's two triggers, how many exist
 	Records       int64  // snapshot records (syncfilter_snapshots) of the source
 
@@ -73,9 +73,12 @@ func Describe(ctx context.Context, dcfg DBConfig, cfg Source) (Status, error) {
 		return Status{}, err
 	}
 	out.Rows, out.Generation, out.LogFloor, out.LogEntries = d.Rows, d.Generation, d.LogFloor, d.LogEntries
-	out.Aliases, out.Triggers, out.Records = d.Aliases, d.Triggers, d.Records
+	out.Spellings, out.Triggers, out.Records = d.Spellings, d.Triggers, d.Records
 	if cfg.Snapshot == "" {
 		return out, nil
+	}
+	if err := ix.Wait(ctx); err != nil && !errors.Is(err, ErrNotServing) { // the snapshot's load, in the background
+		return Status{}, err
 	}
 	st := ix.Stats()
 	snap := &SnapshotStatus{Path: cfg.Snapshot, Usable: st.Serving, Reason: st.SnapshotError}

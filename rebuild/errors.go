@@ -32,8 +32,9 @@ var (
 	// them.
 	ErrNotOwnTable = errors.New("not the library's own table")
 
-	// ErrNotServing: the filter is being rebuilt (every query goes to
-	// SQLite), so there is nothing to save.
+	// ErrNotServing: no filter serves (every query goes to SQLite): there
+	// is nothing to save (Save), or the index's background work ended
+	// without one (Wait; the error says why).
 	ErrNotServing = errors.New("filter not serving")
 
 	// ErrCannotCatchUp: a filter (a snapshot, or the one serving) covers

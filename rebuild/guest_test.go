@@ -1,6 +1,8 @@
 package rebuild
 
 import (
+	"sync"
+
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 
@@ -501,9 +503,12 @@ func TestFailedOwnTableOpenLeavesNoDatabase(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "new.db")
 	injected := errors.New("injected scan failure")
-	testHookScanRow = func(int64) error { return injected }
-	defer func() { testHookScanRow = nil }()
-	_, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Snapshot: filepath.Join(dir, "new.sfb")})
+	dcfg := DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{scanRow: func(int64) error { return injected }}}
+	ix, err := Open(context.Background(), dcfg, Source{Snapshot: filepath.Join(dir, "new.sfb")})
+	if err == nil { // the first scan runs in the background
+		err = ix.Wait(context.Background())
+		_ = ix.Close(context.Background())
+	}
 	if !errors.Is(err, injected) {
 		t.Fatalf("Open = %v, want the injected failure", err)
 	}
@@ -575,7 +580,7 @@ func TestDetachRestoresTheSchema(t *testing.T) {
 	rows.Close()
 	// The other source keeps its log, alias table, triggers and the
 	// shared tables.
-	if want := "[syncfilter_alias_2 syncfilter_holders syncfilter_ins_2 syncfilter_log_2 syncfilter_scans syncfilter_snapshots syncfilter_sources syncfilter_upd_2]"; fmt.Sprint(names) != want {
+	if want := "[syncfilter_ins_2 syncfilter_log_2 syncfilter_scans syncfilter_snapshots syncfilter_sources syncfilter_spellings_2 syncfilter_upd_2]"; fmt.Sprint(names) != want {
 		t.Fatalf("after detaching one of two sources: %v, want %s", names, want)
 	}
 	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "messages", "server_id"); err != nil {
@@ -678,56 +683,78 @@ func TestFetchedAndMissingAgree(t *testing.T) {
 	})
 }
 
-// TestDetachRefusesAHeldSource: while an index holds the source (here one
-// in this process; the hold is a row any process sees), Detach refuses
-// with ErrHeld naming the holder and changes nothing; Force detaches; once
-// the index is closed, Detach runs.
-func TestDetachRefusesAHeldSource(t *testing.T) {
+// TestDetachUnderAnOpenIndex: Detach while an index has the source open
+// runs (an open index holds nothing in the database): the schema is as
+// before the first attach. The index notices at its next call, answers
+// exactly from SQLite, rows written after the detach included, and does
+// not attach the source again by itself; a new open does.
+func TestDetachUnderAnOpenIndex(t *testing.T) {
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 100)...)
+	pristine := schema(t, path)
 	ix := open(t, appConfig(path))
-	waitHeld(t, path, 1)
+	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
+		t.Fatalf("Detach while an index is open = %v", err)
+	}
+	if !bytes.Equal(schema(t, path), pristine) {
+		t.Fatal("the schema after Detach is not the one before the first attach")
+	}
+	insertIDs(t, rawDB(t, path), "after-detach")
+	expect(t, ix, set(ids("seed", 100), []string{"after-detach"}), []string{"seed-0000001", "after-detach", "never"})
+	if err := ix.Wait(ctx); !errors.Is(err, ErrNotServing) {
+		t.Fatalf("Wait after the detach = %v, want ErrNotServing", err)
+	}
+	if st := ix.Stats(); st.Serving || st.Attached {
+		t.Fatalf("after the detach: serving %v, attached %v", st.Serving, st.Attached)
+	}
+	if !bytes.Equal(schema(t, path), pristine) {
+		t.Fatal("the index attached the source again by itself")
+	}
+	again := open(t, appConfig(path))
+	expect(t, again, set(ids("seed", 100), []string{"after-detach"}), []string{"after-detach", "never"})
+	if st := again.Stats(); !st.Serving || !st.Attached {
+		t.Fatalf("a new open: serving %v, attached %v", st.Serving, st.Attached)
+	}
+}
+
+// TestDetachRefusesDuringAScan: while a rebuild scans the source (here
+// one in this process; its lease is a row any process sees), Detach
+// refuses with ErrHeld naming the scan and changes nothing; Force
+// detaches, and the rebuild fails without leaving anything behind.
+func TestDetachRefusesDuringAScan(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 20000)...)
+	pristine := schema(t, path)
+	cfg, hk := hooked(appConfig(path))
+	cfg.knobs.store.ScanChunk = 1000
+	ix := open(t, cfg)
+	inside, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hk.scanRow.Store(ptr(func(n int64) error {
+		if n > 0 {
+			once.Do(func() { close(inside); <-release })
+		}
+		return nil
+	}))
+	rebuilt := make(chan error, 1)
+	go func() { rebuilt <- ix.Rebuild(ctx) }()
+	<-inside
 	before := schema(t, path)
 	err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id")
-	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "process") {
-		t.Fatalf("Detach while an index is open = %v, want ErrHeld naming the holder", err)
+	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "rebuild scan") {
+		t.Fatalf("Detach during a scan = %v, want ErrHeld naming the scan", err)
 	}
 	if !bytes.Equal(schema(t, path), before) {
 		t.Fatal("a refused Detach changed the schema")
 	}
-	expect(t, ix, set(ids("seed", 100)), append(ids("seed", 10), "never"))
-	if err := ix.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
-		t.Fatalf("Detach after Close = %v", err)
-	}
-	// Force, while another index holds it.
-	ix2 := open(t, appConfig(path))
-	waitHeld(t, path, 1)
 	if err := DetachWith(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id", DetachOptions{Force: true}); err != nil {
 		t.Fatalf("forced Detach = %v", err)
 	}
-	// The index notices at its next call: its triggers are gone. It
-	// answers from SQLite meanwhile and attaches the source again.
-	insertIDs(t, rawDB(t, path), "after-detach")
-	expect(t, ix2, set(ids("seed", 100), []string{"after-detach"}), []string{"seed-0000001", "after-detach", "never"})
-}
-
-// waitHeld waits until the database records n holds (the worker writes
-// them just after Open).
-func waitHeld(t *testing.T, path string, n int) {
-	t.Helper()
-	db := rawDB(t, path)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var got int
-		if err := db.QueryRow(`SELECT count(*) FROM syncfilter_holders`).Scan(&got); err == nil && got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no hold recorded after 30 s")
-		}
-		time.Sleep(5 * time.Millisecond)
+	close(release)
+	<-rebuilt // whatever it says: the source went under it
+	hk.scanRow.Store(nil)
+	expect(t, ix, set(ids("seed", 20000)), []string{"seed-0000001", "never"})
+	if !bytes.Equal(schema(t, path), pristine) {
+		t.Fatal("the schema after the forced Detach and the rebuild is not the one before the first attach")
 	}
 }

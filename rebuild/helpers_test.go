@@ -3,10 +3,12 @@ package rebuild
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,6 +79,9 @@ type config struct {
 	Source
 }
 
+// open opens an index and waits until its filter is ready (or its
+// background work has failed: the test fails), as an app that needs the
+// filter before its first call does (Wait).
 func open(t testing.TB, cfg config) *Index {
 	t.Helper()
 	ix, err := Open(context.Background(), cfg.DBConfig, cfg.Source)
@@ -84,6 +89,9 @@ func open(t testing.TB, cfg config) *Index {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ix.Close(context.Background()) })
+	if err := ix.Wait(context.Background()); err != nil && !errors.Is(err, ErrNotServing) {
+		t.Fatal(err)
+	}
 	return ix
 }
 
@@ -179,4 +187,57 @@ func missingList(ctx context.Context, ix *Index, page []string) ([]string, error
 		}
 	}
 	return out, err
+}
+
+// ptr returns a pointer to v.
+func ptr[T any](v T) *T { return &v }
+
+// hooks are a test's hooks into one database, which it may set and clear
+// after opening it: the database's knobs call through them (knobsOf).
+type hooks struct {
+	scanRow      atomic.Pointer[func(n int64) error]
+	quiet        atomic.Pointer[func()]
+	beforeCount  atomic.Pointer[func() error]
+	countWait    atomic.Pointer[func()]
+	catchUpChunk atomic.Pointer[func()]
+}
+
+// knobsOf returns k with its hooks calling through h.
+func (h *hooks) knobsOf(k knobs) knobs {
+	k.scanRow = func(n int64) error {
+		if f := h.scanRow.Load(); f != nil {
+			return (*f)(n)
+		}
+		return nil
+	}
+	k.quiet = func() {
+		if f := h.quiet.Load(); f != nil {
+			(*f)()
+		}
+	}
+	k.beforeCount = func() error {
+		if f := h.beforeCount.Load(); f != nil {
+			return (*f)()
+		}
+		return nil
+	}
+	k.countWait = func() {
+		if f := h.countWait.Load(); f != nil {
+			(*f)()
+		}
+	}
+	k.catchUpChunk = func() {
+		if f := h.catchUpChunk.Load(); f != nil {
+			(*f)()
+		}
+	}
+	return k
+}
+
+// hooked returns cfg with its database's hooks calling through a new
+// hooks value, and that value.
+func hooked(cfg config) (config, *hooks) {
+	h := &hooks{}
+	cfg.knobs = h.knobsOf(cfg.knobs)
+	return cfg, h
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/snapshot"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
@@ -213,20 +214,20 @@ func missingOf(probe []string, stored map[string]bool) []string {
 	return out
 }
 
-// snapshotRecords returns the database's records of snapshots and holds,
-// as text.
+// snapshotRecords returns the database's records of snapshots and scan
+// leases, as text.
 func snapshotRecords(t testing.TB, path string) string {
 	t.Helper()
 	db := plainDB(t, path)
 	defer db.Close()
-	var recs, holds string
+	var recs, leases string
 	if err := db.QueryRow(`SELECT coalesce(group_concat(hex(checksum) || ':' || generation, ','), '') FROM (SELECT * FROM syncfilter_snapshots ORDER BY checksum)`).Scan(&recs); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRow(`SELECT coalesce(group_concat(hex(token) || ':' || expires, ','), '') FROM (SELECT * FROM syncfilter_holders ORDER BY token)`).Scan(&holds); err != nil {
+	if err := db.QueryRow(`SELECT coalesce(group_concat(hex(token) || ':' || expires, ','), '') FROM (SELECT * FROM syncfilter_scans ORDER BY token)`).Scan(&leases); err != nil {
 		t.Fatal(err)
 	}
-	return recs + " | " + holds
+	return recs + " | " + leases
 }
 
 // TestHardLinkWhileAnotherProcessWrites: a second name appears for the
@@ -234,7 +235,7 @@ func snapshotRecords(t testing.TB, path string) string {
 // through it (SQLite keeps a journal or a WAL and wal-index beside each
 // name). Every call fails with ErrHardLinked instead of answering; the
 // library writes nothing through its name meanwhile (no save, no record,
-// no hold, the snapshot file untouched, Close included); once the app
+// no lease, the snapshot file untouched, Close included); once the app
 // folded the other name's WAL in and removed the name, the index answers
 // exactly, the rows written through the other name included (the same
 // index in DELETE mode; in WAL mode one opened after every connection
@@ -453,8 +454,12 @@ func TestRelativePathAndChdir(t *testing.T) {
 	// Close saved the filter (the rebuild's rows and the one written
 	// after it) beside the database first resolved.
 	ix := open(t, config{DBConfig: DBConfig{Path: pathA, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: filepath.Join(dirA, "app.db.sfb")}})
-	if st := ix.Stats(); !st.Serving || st.SnapshotError != nil || st.Generation != gen {
-		t.Fatalf("the snapshot saved by Close: serving %v, generation %d (child's filter at %d), error %v", st.Serving, st.Generation, gen, st.SnapshotError)
+	claim, err := snapshot.ReadClaim(filepath.Join(dirA, "app.db.sfb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := ix.Stats(); !st.Serving || st.SnapshotError != nil || st.Rebuilds != 0 || claim.Generation < gen {
+		t.Fatalf("the snapshot saved by Close: serving %v, %d rebuilds, generation %d (child's filter at %d), error %v", st.Serving, st.Rebuilds, claim.Generation, gen, st.SnapshotError)
 	}
 	exact(t, ix, tableIDs(t, pathA, "records"), slices.Concat(ids("a", 300), ids("b", 300), ids("later", 50), []string{"a-after-rebuild"}, ids("never", 100)))
 }

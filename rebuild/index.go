@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"github.com/syncfilter/syncfilter/rebuild/internal/work"
 )
 
 // Index answers, for one collection of a database, "was this record
@@ -19,39 +18,30 @@ import (
 //
 // # Rules the code keeps
 //
+//   - The call pays only for its answer. Loading the snapshot, catching
+//     the filter up on the log between calls, re-attaching after a
+//     migration, refilling after a restore and rebuilding run in the
+//     background (the database's worker and follower); meanwhile calls
+//     are answered exactly from SQLite. A call that still finds the
+//     filter behind takes the few entries it lacks, or, when that would
+//     cost more, confirms the filter's "absent" keys in SQLite too.
 //   - No lock that a query, a callback or Close can wait for is held
 //     across SQL, across a filter insert that waits, or while taking
-//     another lock. Shared work (catching the filter up on the log,
-//     reading the stored spellings) runs in a flight: one caller leads,
-//     the others wait on a channel their ctx can abandon.
+//     another lock outside the one order of docs/ARCHITECTURE.md. Shared
+//     work runs in a flight: one caller leads, the others wait on a
+//     channel their ctx can abandon, and take its outcome.
 //   - No read path (Fetched, Missing, catch-up) needs the write
-//     connection: writes (attaching, the alias table, snapshot records)
-//     happen in Open, Rebuild, Save, Close and the database's worker.
+//     connection: writes (attaching, the spellings table, snapshot
+//     records, compaction) happen in Open, Rebuild, Save, Close and the
+//     worker.
 //   - Every filter the index created is closed exactly once, by whoever
 //     takes it out of the state (drop, replace, failed publish, Close);
 //     a filter never published is closed by the rebuild or load that made
 //     it.
 //   - Close's context bounds its wait; work still running when it ends
 //     (or parked in a callback of the app, such as Progress, which may
-//     call Close) finishes without the caller, and the last of it releases
-//     what the index holds.
-//
-// # Locks and owners
-//
-//	mu         the owner of the state: every transition of state (in
-//	           state.go), lastAuto and autoTimer; held only to read and
-//	           swap them, never while waiting for anything
-//	act.mu     the count of work in progress (activity.go)
-//	bg.mu      the count of rebuilds asked of the worker (rebuild.go), innermost
-//	memo.mu    a memo's map of spellings (aliases.go), innermost
-//	metrics.mu the metrics' last values (stats.go), innermost
-//
-// The database's locks (DB doc) are never taken while one of these is
-// held. The goroutines an index uses are the database's (worker, filter
-// writer), during a rebuild a builder and a counter that the rebuild
-// waits for, and, once closing has no call left to wait for, one that
-// saves and releases what the index holds (Close waits for it until its
-// ctx ends).
+//     call anything) finishes without the caller, and the last of it
+//     releases what the index holds.
 type Index struct {
 	id    uint64 // unique in the process: names the index's notes on reading connections
 	db    *DB
@@ -60,34 +50,18 @@ type Index struct {
 
 	ctx    context.Context    // of this index's background work; cancelled by Close
 	cancel context.CancelFunc //
-	act    activity           // public calls and background jobs in progress
+	life   work.Life          // public calls and background jobs in progress, for Close
 
-	mu        sync.Mutex              // owner: transitions of state; lastAuto
-	state     atomic.Pointer[state]   // stored only under mu; never nil
-	lastAuto  time.Time               // under mu: when the last automatic rebuild was asked for
-	autoTimer *time.Timer             // under mu: an automatic rebuild asked for later (autorebuild.go)
-	bound     atomic.Pointer[binding] // the source as last resolved (call.go)
-	aliasHint atomic.Bool             // the alias table had a row at the last probe: confirm through it
-	memo      atomic.Pointer[memo]    // stored spellings beyond the alias table (aliases.go)
-	follow    flight                  // catching the filter and the memo up on the log
-	memoing   flight                  // building a memo
+	mu    sync.Mutex              // owner of the state: every transition (state.go); held only to swap it
+	state atomic.Pointer[state]   // stored only under mu; never nil
+	bound atomic.Pointer[binding] // the source as last resolved (call.go)
 
-	targetErr   atomic.Pointer[error]   // why snapshot saves are refused, if they are
-	savedGen    atomic.Uint64           // generation of the last snapshot saved or loaded
-	holding     atomic.Pointer[holding] // the source this index holds (syncfilter_holders)
-	opened      atomic.Bool             // open has ended: later calls ask the worker for repairs
-	cron        bool                    // BuildSnapshot's index: a refused snapshot path fails the rebuild
-	cronSaved   bool                    // the cron job's snapshot was saved (its goroutine alone reads and writes it)
-	lazy        bool                    // opened by DB.Index: the snapshot loads after open (ensureLoaded)
-	pendingLoad atomic.Bool             // the opening load has not run yet
-	loading     flight                  // the opening load
-	why         atomic.Pointer[string]  // why the rebuild asked of the worker is due
-	bg          pending                 // rebuilds asked of the worker and not finished (Wait)
-
-	ready chan struct{} // closed when the opening rebuild or load attempt has ended
-	once  sync.Once
-
-	m metrics
+	sp    spellings // the stored spellings that are not NFC (spellings.go)
+	costs costs     // what taking log entries in and confirming keys cost here (answer.go)
+	up    upkeep    // background work asked for, and the catch-up flight (upkeep.go)
+	rb    rebuilder // rebuilds: the index's turn, automatic rebuilds (rebuilder.go, autorebuild.go)
+	snap  snapshots // where snapshots may be saved, and what was saved (snapshots.go)
+	m     metrics
 }
 
 // Open opens the database and the index of one collection; Close closes
@@ -112,28 +86,21 @@ func Open(ctx context.Context, dcfg DBConfig, src Source) (*Index, error) {
 // Index opens the index of one collection of the database. It checks the
 // source before the first write (the table, a stored key column of TEXT
 // affinity and BINARY collation, an index on it), attaches it if needed
-// (triggers that log every insert, in one transaction), and makes the
-// filter ready: from the snapshot if the database vouches for it (then
-// caught up on every key committed after it), otherwise by scanning.
+// (triggers that log every insert, in one transaction), and returns: the
+// filter is made ready in the background, from the snapshot if the
+// database vouches for it (then caught up on every key committed after
+// it), otherwise by scanning, and until it is, every call is answered
+// exactly from SQLite. Wait waits for it; Stats says what is happening.
 //
-// The first open of a source scans it before returning (nothing could
-// vouch for the rows already there); if that scan fails or ctx ends, what
-// this open added to the database is removed again. A process killed
-// outright (SIGKILL, a power cut) cannot remove it: the source stays
-// attached and unscanned, the next open scans it, and Detach removes it
-// (forced until the killed process's scan lease and hold expire: see
-// Detach). Later, a snapshot
-// that is missing, damaged, foreign or stale is not an error: the index
-// serves every query from SQLite and rebuilds in the background (see
-// Source.AutoRebuild, Wait, Stats.SnapshotError); a snapshot path
-// the library may not write to is reported there too, and nothing is
-// saved to it.
-//
-// The snapshot is loaded just after Index returns, by the database's
-// worker or by the first call that needs the filter, whichever comes
-// first: opening ten collections costs their checks, not ten loads, and no
-// collection's first call waits for another's load (rebuild.Open, one
-// collection, loads before it returns).
+// A snapshot that is missing, damaged, foreign or stale is not an error:
+// the index serves from SQLite and rebuilds (Stats.SnapshotError says
+// why; see Source.AutoRebuild). A snapshot path the library may not write
+// to is reported there too, and nothing is saved to it. The first scan
+// of a source this open attached runs in the background too; if it
+// fails, what the attach added to the database is removed again (Wait
+// returns why). A process killed outright before that scan completes
+// leaves the source attached and unscanned: the next open scans it, and
+// Detach removes it.
 func (db *DB) Index(ctx context.Context, src Source) (*Index, error) {
 	return db.index(ctx, src, false)
 }
@@ -143,7 +110,6 @@ func (db *DB) index(ctx context.Context, src Source, owned bool) (*Index, error)
 	if err != nil {
 		return nil, err
 	}
-	ix.lazy = !owned
 	if err := ix.open(ctx); err != nil {
 		ix.cancel()
 		_ = ix.close(context.WithoutCancel(ctx))
@@ -165,120 +131,110 @@ func (db *DB) newIndex(src Source, owned bool) (*Index, error) {
 			return nil, fmt.Errorf("resolve snapshot path: %w", err)
 		}
 	}
-	ix := &Index{id: newID(), db: db, cfg: src, owned: owned, ready: make(chan struct{})}
+	ix := &Index{id: newID(), db: db, cfg: src, owned: owned}
 	ix.ctx, ix.cancel = context.WithCancel(db.ctx)
-	ix.m.started = time.Now()
 	ix.state.Store(&state{mode: modeBypass})
+	ix.rb.init()
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if db.closing {
+	if db.mu.closing {
 		return nil, ErrClosed
 	}
-	db.indexes[ix] = struct{}{}
+	db.mu.indexes[ix] = struct{}{}
 	return ix, nil
 }
 
-// open attaches the source and makes the filter ready (see DB.Index).
-func (ix *Index) open(ctx context.Context) (err error) {
+// open checks and attaches the source and asks the worker to make the
+// filter ready (see DB.Index).
+func (ix *Index) open(ctx context.Context) error {
 	if err := ix.enter(); err != nil {
 		return err
 	}
 	defer ix.leave()
 	c, err := ix.look(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("open index: %w", err)
 	}
 	defer c.end()
-	readOnly := ix.db.cfg.ReadOnly
 	src := c.b.src
 	switch {
-	case readOnly && (!src.Logged || !src.Scanned):
-		ix.m.setSnapshotError(errors.New("no complete record of this source in the database (attach it with a writable open or `syncfilter rebuild`)"))
-	case !src.Logged || !src.Scanned:
+	case ix.db.cfg.ReadOnly:
+		if !src.Logged || !src.Scanned {
+			ix.m.setSnapshotError(errors.New("no complete record of this source in the database (attach it with a writable open or `syncfilter rebuild`)"))
+			return nil
+		}
+		if ix.cfg.Snapshot == "" {
+			ix.m.setSnapshotError(errors.New("no snapshot configured"))
+			return nil
+		}
+		ix.db.work.ask(jobLoad, ix)
+	case !src.Logged:
 		// The first open of the source (or one after its triggers were
-		// lost): nothing vouches for the rows already there. Attach, and
-		// scan before answering.
-		c.putReader() // the scan and its count take their own
-		if err := ix.rebuild(ctx, "first scan"); err != nil && ix.filter() == nil {
+		// lost): attach before answering, so that every row written from
+		// now on is logged; nothing vouches for the rows already there,
+		// so the first scan follows, in the background.
+		s, info, err := c.f.st.Attach(ctx, ix.cfg.Table, ix.cfg.Column, ix.cfg.AllowUnindexed)
+		if err != nil {
 			return fmt.Errorf("open index: %w", err)
 		}
+		if info.Reattached {
+			ix.m.reattached.Add(1)
+		}
+		if info.Created {
+			ix.up.created.Store(s)
+		}
+		c.b = ix.rebindTo(c, s)
+		return ix.firstScan(ctx, c)
+	case !src.Scanned:
+		return ix.firstScan(ctx, c)
+	case ix.cfg.Snapshot != "":
+		ix.checkTarget(c.f, src)
+		ix.db.work.ask(jobLoad, ix)
 	default:
-		if ix.cfg.Snapshot != "" && !readOnly {
-			ix.checkTarget(c.f, src)
-		}
-		ix.hold(c.f, src)
-		ix.opened.Store(true)
-		if ix.cfg.Snapshot == "" {
-			ix.loaded(errors.New("no snapshot configured"))
-			return nil
-		}
-		if ix.lazy && ix.db.work != nil {
-			// DB.Index: the worker loads the snapshot soon, and the first
-			// call that needs the filter before that loads it itself
-			// (ensureLoaded): opening many collections costs what their
-			// checks cost, and no collection waits for another's load.
-			ix.pendingLoad.Store(true)
-			ix.db.work.ask(jobLoad, ix)
-			return nil
-		}
-		ix.loaded(ix.load(ctx, c))
-		return nil
+		ix.m.setSnapshotError(errors.New("no snapshot configured"))
+		ix.askRepair("no snapshot configured")
 	}
-	ix.opened.Store(true)
-	ix.markReady()
 	return nil
 }
 
-// loaded ends the opening load with its outcome: serving from the
-// snapshot (err nil), or from SQLite with a rebuild asked for.
-func (ix *Index) loaded(err error) {
-	if err != nil {
-		ix.m.setSnapshotError(err)
-		if !ix.cfg.AutoRebuild.Off && !ix.db.cfg.ReadOnly {
-			ix.askRebuild("the snapshot could not be used")
-			return // ready once the rebuild ran
-		}
-	}
-	ix.markReady()
-}
-
-// ensureLoaded loads the snapshot of an index opened by DB.Index if its
-// load is still pending: the first caller loads it, the others (and the
-// worker) wait for that (a flight).
-func (ix *Index) ensureLoaded(ctx context.Context, c *call) error {
-	done := func() bool { return !ix.pendingLoad.Load() }
-	return ix.loading.do(ctx, done, c.putReader, func() error {
-		if !ix.pendingLoad.Load() {
-			return nil
-		}
-		ix.loaded(ix.load(ctx, c))
-		ix.pendingLoad.Store(false)
+// firstScan asks for the first scan of the source, in the background; an
+// empty table (the library's own, just created; an app's before its
+// first sync) is scanned at once, so that its filter serves from the
+// first call. A scan at once that fails fails the open.
+func (ix *Index) firstScan(ctx context.Context, c *call) error {
+	empty, err := c.f.st.Empty(ctx, c.b.src)
+	if err != nil || !empty {
+		ix.askRebuild(reason{text: "first scan"})
 		return nil
-	})
+	}
+	c.putReader()
+	err, wait := ix.rebuild(ctx, reason{text: "first scan"})
+	if p := wait(); p != nil {
+		panic(p)
+	}
+	if err != nil && ix.filter() == nil {
+		return fmt.Errorf("open index: %w", err)
+	}
+	return nil
 }
 
-func (ix *Index) markReady() { ix.once.Do(func() { close(ix.ready) }) }
-
-// Wait blocks until the index is past its opening rebuild or load and no
-// rebuild it asked its worker for (a snapshot refused, a filter dropped,
-// the triggers put back, a filter due) is pending or running, then
-// returns the error of the last rebuild, if it failed. Once Close began,
-// it returns ErrClosed.
+// Wait blocks until no background work asked for the index (the opening
+// load or first scan, a rebuild it asked for, a refill) is pending or
+// running, then, if a filter serves, until it has taken in every entry
+// logged up to now, and returns nil; or it returns why none serves: the
+// last rebuild's error, or an error wrapping ErrNotServing with the
+// reason the snapshot was not used (Stats.SnapshotError) when the index
+// does not rebuild by itself. A filter that serves while its snapshot
+// could not be saved is not an error here (Stats.LastError says). Once
+// Close began, it returns ErrClosed.
 func (ix *Index) Wait(ctx context.Context) error {
-	select {
-	case <-ix.ready:
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-ix.ctx.Done():
-		return ErrClosed
-	}
 	for {
-		ch := ix.bg.wait()
+		if ix.life.Closing() {
+			return ErrClosed
+		}
+		ch := ix.up.busy()
 		if ch == nil {
-			if ix.act.closed() {
-				return ErrClosed
-			}
-			return ix.m.lastRebuildError()
+			break
 		}
 		select {
 		case <-ch:
@@ -288,6 +244,20 @@ func (ix *Index) Wait(ctx context.Context) error {
 			return ErrClosed
 		}
 	}
+	if ix.filter() != nil {
+		// Current too: every entry logged up to now taken in.
+		if err := ix.catchUpNow(ctx); err != nil {
+			return fmt.Errorf("wait: %w", err)
+		}
+		return nil
+	}
+	if err := ix.m.lastRebuildError(); err != nil {
+		return fmt.Errorf("wait: %w: %w", ErrNotServing, err)
+	}
+	if err := ix.Stats().SnapshotError; err != nil {
+		return fmt.Errorf("wait: %w (%w)", ErrNotServing, err)
+	}
+	return fmt.Errorf("wait: %w", ErrNotServing)
 }
 
 // Close stops this index's background work and waits for it and for the
@@ -308,13 +278,13 @@ func (ix *Index) Close(ctx context.Context) error {
 // close closes the index alone.
 func (ix *Index) close(ctx context.Context) error {
 	ix.cancel()
-	return ix.act.close(ctx, func() { ix.final(context.WithoutCancel(ctx)) })
+	return ix.life.Close(ctx, func() { ix.final(context.WithoutCancel(ctx)) })
 }
 
 // final saves and releases what the index holds, once no call is in
 // progress.
 func (ix *Index) final(ctx context.Context) {
-	if s := ix.filter(); s != nil && ix.cfg.Snapshot != "" && !ix.cfg.NoSaveOnClose && s.gen.Load() > ix.savedGen.Load() {
+	if s := ix.filter(); s != nil && ix.cfg.Snapshot != "" && !ix.cfg.NoSaveOnClose && s.at.gen() > ix.snap.saved.Load() && !ix.db.suspended() {
 		if err := ix.saveNow(ctx, s); err != nil {
 			ix.m.setError(fmt.Errorf("close index: %w", err))
 		}
@@ -322,79 +292,17 @@ func (ix *Index) final(ctx context.Context) {
 	if s := ix.toClosed(); s != nil {
 		_ = s.f.Close()
 	}
-	ix.mu.Lock()
-	if ix.autoTimer != nil {
-		ix.autoTimer.Stop()
-		ix.autoTimer = nil
-	}
-	ix.mu.Unlock()
-	ix.unhold()
-	ix.bg.release()
-	ix.markReady()
+	ix.rb.stopTimer()
+	ix.up.release()
 	ix.db.forget(ix)
 }
 
 // enter and leave bracket every public call and background job.
 func (ix *Index) enter() error {
-	if !ix.act.enter() {
+	if !ix.life.Enter() {
 		return ErrClosed
 	}
 	return nil
 }
 
-func (ix *Index) leave() { ix.act.leave() }
-
-// hold records in the database that this index holds src, so that Detach
-// refuses to pull it away (writable indexes only). The worker writes it,
-// soon: a write costs a commit (an fsync), which the open path need not
-// wait for; a Detach in between wins, and the index notices.
-func (ix *Index) hold(f *file, src *store.Source) {
-	if ix.db.cfg.ReadOnly || ix.db.work == nil {
-		return
-	}
-	h := &holding{f: f, src: src}
-	if old := ix.holding.Swap(h); old != nil && old.f == f && old.src.ID == src.ID && old.written.Load() {
-		h.written.Store(true) // the same row: Close removes it even if the worker has not rewritten it yet
-	}
-	ix.db.work.ask(jobHold, ix)
-}
-
-// renewHold renews the index's hold (the worker does, every third of its
-// term).
-func (ix *Index) renewHold() {
-	h := ix.holding.Load()
-	if h == nil || !h.f.acquire() {
-		return
-	}
-	defer h.f.release()
-	ctx, cancel := context.WithTimeout(ix.db.ctx, ix.db.cfg.BusyTimeout+time.Second)
-	defer cancel()
-	if h.f.st.Hold(ctx, h.src, ix.db.token, ix.db.holder, time.Now().Add(store.LeaseTerm)) == nil {
-		h.written.Store(true)
-		switch cur := ix.holding.Load(); {
-		case cur == nil: // Close let go of it while it was being written: unhold saw nothing to remove
-			h.f.st.Unhold(context.Background(), h.src, ix.db.token)
-		case cur != h && cur.f == h.f && cur.src.ID == h.src.ID: // replaced meanwhile (attached again): the same row
-			cur.written.Store(true)
-		}
-	}
-}
-
-// unhold removes the index's hold, if it was written (an index closed
-// before the worker wrote it costs no write; one the worker was writing
-// meanwhile, the worker removes).
-func (ix *Index) unhold() {
-	h := ix.holding.Swap(nil)
-	if h == nil || !h.written.Load() || !h.f.acquire() {
-		return
-	}
-	defer h.f.release()
-	h.f.st.Unhold(context.Background(), h.src, ix.db.token)
-}
-
-// holding is the source an index holds, in the file it holds it in.
-type holding struct {
-	f       *file
-	src     *store.Source
-	written atomic.Bool // the database records it
-}
+func (ix *Index) leave() { ix.life.Leave() }

@@ -16,9 +16,10 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 	defer ix.leave()
 	canon, err := canonical(key)
 	if err != nil {
+		ix.m.queries.Add(1)
+		ix.m.invalid.Add(1)
 		return false, fmt.Errorf("fetched: %w", err)
 	}
-	ix.m.queries.Add(1)
 	c, err := ix.look(ctx)
 	if err != nil {
 		return false, fmt.Errorf("fetched: %w", err)
@@ -28,6 +29,8 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("fetched: %w", c.f.explain(err))
 	}
+	ix.m.queries.Add(1)
+	ix.db.follow.called(ix)
 	return found[0], nil
 }
 
@@ -60,7 +63,6 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
 	}
 	defer ix.leave()
 	p := newPage(keys)
-	ix.m.queries.Add(uint64(len(keys)))
 	c, err := ix.look(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("missing: %w", err)
@@ -70,6 +72,11 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("missing: %w", c.f.explain(err))
 	}
+	ix.m.queries.Add(uint64(len(keys)))
+	if p.bad != nil {
+		ix.m.invalid.Add(uint64(len(p.bad.Keys)))
+	}
+	ix.db.follow.called(ix)
 	missing := p.missing(found)
 	if p.bad != nil {
 		return missing, fmt.Errorf("missing: %w", p.bad)

@@ -11,11 +11,11 @@ import (
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
-// quietCounter counts the calls answered without a probe (stillQuiet).
-func quietCounter(t *testing.T) *atomic.Int64 {
+// quietCounter counts the calls answered without a probe (stillQuiet)
+// on the database whose hooks h are.
+func quietCounter(h *hooks) *atomic.Int64 {
 	var n atomic.Int64
-	testHookQuiet = func() { n.Add(1) }
-	t.Cleanup(func() { testHookQuiet = nil })
+	h.quiet.Store(ptr(func() { n.Add(1) }))
 	return &n
 }
 
@@ -50,9 +50,11 @@ func TestQuietAnswersSeeEveryCommit(t *testing.T) {
 			ctx := context.Background()
 			path := modeDB(t, mode, []string{"records"}, ids("old", 1000)...)
 			app := modeConn(t, path, mode)
-			ix := open(t, appConfig(path))
+			cfg, hk := hooked(appConfig(path))
+			cfg.knobs.noFollow = true // the calls themselves, not the follower, see each commit
+			ix := open(t, cfg)
 			waitServing(t, ix)
-			quiet := quietCounter(t)
+			quiet := quietCounter(hk)
 			if a, b, skipped := askTwice(t, ix, quiet, "new-a"); a || b || !skipped {
 				t.Fatalf("a never-stored key, nothing committed: answers %v %v, second call without a probe %v; want false false true", a, b, skipped)
 			}
@@ -60,9 +62,10 @@ func TestQuietAnswersSeeEveryCommit(t *testing.T) {
 				name   string
 				key    string // stored by the step ("": none)
 				change func()
+				quiet  bool // the call after it may skip its probe
 			}{
-				{"the app's INSERT on its connection", "new-b", func() { insertInto(t, app, "records", "new-b") }},
-				{"another process's INSERT", "child-0000000", func() { insertIn(t, path, mode, "records", "child", 1) }},
+				{"the app's INSERT on its connection", "new-b", func() { insertInto(t, app, "records", "new-b") }, false},
+				{"another process's INSERT", "child-0000000", func() { insertIn(t, path, mode, "records", "child", 1) }, false},
 				{"a 12-step migration adding a row", "new-c", func() {
 					execIn(t, path, mode,
 						`BEGIN`,
@@ -73,17 +76,20 @@ func TestQuietAnswersSeeEveryCommit(t *testing.T) {
 						`ALTER TABLE records_new RENAME TO records`,
 						`COMMIT`)
 					waitServing(t, ix) // re-attached and rebuilt: a new filter
-				}},
+				}, false},
 				{"the library's own commit (Save)", "", func() {
 					if err := ix.Save(ctx); err != nil {
 						t.Fatal(err)
 					}
-				}},
+				}, false},
+				// Reload catches the new filter up on a reading
+				// connection: a note for the new filter, which the next
+				// call may find.
 				{"another filter (Reload)", "", func() {
 					if err := ix.Reload(ctx); err != nil {
 						t.Fatal(err)
 					}
-				}},
+				}, true},
 			}
 			for i, st := range steps {
 				probe := st.key
@@ -116,7 +122,7 @@ func TestQuietAnswersSeeEveryCommit(t *testing.T) {
 				if got != (st.key != "") {
 					t.Fatalf("%s: Fetched(%q) = %v right after it", st.name, probe, got)
 				}
-				if quiet.Load() != before {
+				if quiet.Load() != before && !st.quiet {
 					t.Fatalf("%s: the call after it skipped its probe", st.name)
 				}
 				missing, err := missingList(ctx, ix, []string{probe, "never-" + probe})
@@ -139,7 +145,8 @@ func TestQuietAnswersSeeEveryCommit(t *testing.T) {
 func TestQuietAnswersPerCollection(t *testing.T) {
 	ctx := context.Background()
 	path := collectionsDB(t, 2, 100)
-	db, err := OpenDB(ctx, DBConfig{Path: path, Readers: 1, Driver: testdriver.Driver()})
+	hk := &hooks{}
+	db, err := OpenDB(ctx, DBConfig{Path: path, Readers: 1, Driver: testdriver.Driver(), knobs: hk.knobsOf(knobs{noFollow: true})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +160,7 @@ func TestQuietAnswersPerCollection(t *testing.T) {
 		waitServing(t, ix)
 		ixs = append(ixs, ix)
 	}
-	quiet := quietCounter(t)
+	quiet := quietCounter(hk)
 	for round := range 3 {
 		for i, ix := range ixs {
 			before := quiet.Load()
@@ -161,8 +168,12 @@ func TestQuietAnswersPerCollection(t *testing.T) {
 			if err != nil || got {
 				t.Fatalf("collection %d: %v, %v", i, got, err)
 			}
-			if skipped := quiet.Load() > before; skipped != (round > 0) {
-				t.Fatalf("round %d, collection %d: quiet %v, want %v", round, i, skipped, round > 0)
+			// After the first round (whose calls may probe: the other
+			// collection's rebuild committed after Wait's catch-up noted
+			// this filter), nothing is committed: the calls skip their
+			// probes.
+			if skipped := quiet.Load() > before; !skipped && round > 0 {
+				t.Fatalf("round %d, collection %d: the call probed, with nothing committed since the last probe", round, i)
 			}
 		}
 	}
@@ -193,11 +204,11 @@ func TestQuietAnswersUnderWriters(t *testing.T) {
 			ctx := context.Background()
 			path := modeDB(t, mode, []string{"records"}, ids("seed", 1000)...)
 			app := modeConn(t, path, mode)
-			cfg := appConfig(path)
+			cfg, hk := hooked(appConfig(path))
 			cfg.Readers = 1
 			ix := open(t, cfg)
 			waitServing(t, ix)
-			quiet := quietCounter(t)
+			quiet := quietCounter(hk)
 
 			// The app commits until every asker made its calls (at most
 			// total rows).

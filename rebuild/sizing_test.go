@@ -17,11 +17,8 @@ import (
 // connection during the scan is found through the log either way.
 func TestRebuildSizesFromTheRowsRead(t *testing.T) {
 	ctx := context.Background()
-	for _, bound := range []int64{deferredRows, 1} {
+	for _, bound := range []int64{defaultDeferredRows, 1} {
 		t.Run(fmt.Sprintf("digests=%d", bound), func(t *testing.T) {
-			old := deferredRows
-			deferredRows = bound
-			defer func() { deferredRows = old }()
 			stored := ids("stored", 1000)
 			path := appDB(t, stored...)
 			db := rawDB(t, path)
@@ -32,19 +29,19 @@ func TestRebuildSizesFromTheRowsRead(t *testing.T) {
 			for i := range 5 {
 				mustExec(t, db, `INSERT INTO records (id, body) VALUES (?, 'blob')`, []byte(fmt.Sprint("blob", i)))
 			}
-			cfg := appConfig(path)
+			cfg, hk := hooked(appConfig(path))
 			cfg.Headroom = 3
+			cfg.knobs.deferredRows = bound
 			ix := open(t, cfg)
 			var once sync.Once
-			testHookScanRow = func(n int64) error {
+			hk.scanRow.Store(ptr(func(n int64) error {
 				once.Do(func() { mustExec(t, db, `INSERT INTO records (id, body) VALUES ('late', '')`) })
 				return nil
-			}
-			defer func() { testHookScanRow = nil }()
+			}))
 			if err := ix.Rebuild(ctx); err != nil {
 				t.Fatal(err)
 			}
-			testHookScanRow = nil
+			hk.scanRow.Store(nil)
 			st := ix.Stats()
 			if c := st.Capacity; c != 3*1012 && c != 3*1013 {
 				t.Fatalf("capacity %d, want 3 × 1,012 rows (or 1,013 if the count saw the late row)", c)
@@ -66,18 +63,16 @@ func TestRebuildSizesFromTheRowsRead(t *testing.T) {
 // sizes from it; the filter holds every key.
 func TestRebuildWaitsForTheCount(t *testing.T) {
 	ctx := context.Background()
-	old := deferredRows
-	deferredRows = 1
 	stored := ids("stored", 3*batchKeys)
 	path := appDB(t, stored...)
-	cfg := appConfig(path)
+	cfg, hk := hooked(appConfig(path))
 	cfg.Headroom = 3
+	cfg.knobs.deferredRows = 1
 	ix := open(t, cfg)
 	release := make(chan struct{})
 	waited := false
-	testHookBeforeCount = func() error { <-release; return nil } // the count starts only once the builder waits
-	testHookCountWait = func() { waited = true; close(release) }
-	defer func() { deferredRows, testHookBeforeCount, testHookCountWait = old, nil, nil }()
+	hk.beforeCount.Store(ptr(func() error { <-release; return nil })) // the count starts only once the builder waits
+	hk.countWait.Store(ptr(func() { waited = true; close(release) }))
 	if err := ix.Rebuild(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +96,8 @@ func TestFailedRebuildLeavesTheAppAlone(t *testing.T) {
 	ctx := context.Background()
 	stored := ids("stored", 2*batchKeys)
 	path := appDB(t, stored...)
-	ix := open(t, appConfig(path))
+	cfg, hk := hooked(appConfig(path))
+	ix := open(t, cfg)
 	if err := ix.Rebuild(ctx); err != nil { // writes the snapshot
 		t.Fatal(err)
 	}
@@ -111,20 +107,21 @@ func TestFailedRebuildLeavesTheAppAlone(t *testing.T) {
 		name string
 		set  func()
 	}{
-		{"count fails", func() { testHookBeforeCount = func() error { return injected } }},
+		{"count fails", func() { hk.beforeCount.Store(ptr(func() error { return injected })) }},
 		{"read fails inside a chunk", func() {
-			testHookScanRow = func(n int64) error {
+			hk.scanRow.Store(ptr(func(n int64) error {
 				if n > batchKeys {
 					return injected
 				}
 				return nil
-			}
+			}))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.set()
 			err := ix.Rebuild(ctx)
-			testHookBeforeCount, testHookScanRow = nil, nil
+			hk.beforeCount.Store(nil)
+			hk.scanRow.Store(nil)
 			if !errors.Is(err, injected) {
 				t.Fatalf("rebuild: %v, want the injected failure", err)
 			}

@@ -10,22 +10,28 @@ import (
 
 // This file is the index's state machine: every change of what the index
 // is doing happens here, under Index.mu, which is held only to swap the
-// state (never across SQL, a filter insert or a wait). The filter a
-// transition takes out of the state is returned to the caller, which
-// closes it after unlocking: each filter is closed exactly once, by the
-// transition that retired it.
+// state (never across SQL, a filter insert, a callback or a wait). The
+// filter a transition takes out of the state is returned to the caller,
+// which closes it after unlocking: each filter is closed exactly once, by
+// the transition that retired it.
 //
-//	            open (snapshot loaded, or first scan)
-//	                 │
-//	  ┌──────────► serving(F) ── drop (source changed, log compacted,
-//	  │              │  ▲        new file) ──► bypass
-//	  │      rebuild │  │ rebuild failed: F again                │
-//	  │              ▼  │                                        │ rebuild
-//	  └─ publish ── rebuilding(F) ◄───────────────────────────────┘
-//	                 │ rebuild failed, no F
-//	                 └──────────────► bypass
+//	              install (a snapshot loaded, or Reload)
+//	   bypass ───────────────────────────────────────┐
+//	     ▲ │                                         ▼
+//	drop │ │ rebuild                   ┌──────── serving(F) ◄─ install
+//	     │ ▼                  rebuild  │            ▲   │      (F replaced)
+//	 rebuilding(F or none) ◄──────────-┘            │   │ drop (the source
+//	     │ publish(F')                              │   │ changed, the log
+//	     └────────────────► serving(F') ────────────┘   │ compacted, a new
+//	     │ rebuild failed: F again (or bypass)          │ file) ──► bypass
+//	     └─────────────────────────────────────────────►┘
 //
-//	serving(F) ── reload ──► serving(F')       any ── Close ──► closed
+//	any ── Close ──► closed
+//
+// A filter in the state is not trusted by its presence alone: every
+// call checks that it covers the source as the call reads it (file,
+// source row, epoch) and that the log still holds what it read (its
+// mark's tag), and takes the log's newer entries in first (call.go).
 
 // mode is what the index is doing.
 type mode uint8
@@ -48,13 +54,51 @@ type state struct {
 	filter *serving // serving: the filter answering; rebuilding: the one to restore if the rebuild fails (may be nil)
 }
 
-// serving is a filter and what it covers: every key logged up to gen in
-// the log of source src, epoch epoch, of the database file file.
+// mark is how far a filter (or the stored spellings) has read the log:
+// every entry with seq <= gen, the one at gen tagged tag (0: the log was
+// empty, or the tag is not known: nothing at gen to check).
+type mark struct {
+	gen uint64
+	tag int64
+}
+
+// logMark is a mark that only moves forward, read and raised lock-free.
+type logMark struct{ p atomic.Pointer[mark] }
+
+// get returns the mark; the zero mark before any set.
+func (l *logMark) get() mark {
+	if m := l.p.Load(); m != nil {
+		return *m
+	}
+	return mark{}
+}
+
+// gen returns the mark's generation.
+func (l *logMark) gen() uint64 { return l.get().gen }
+
+// raise moves the mark to m if m is further; it reports whether it did.
+func (l *logMark) raise(m mark) bool {
+	for {
+		old := l.p.Load()
+		if old != nil && old.gen >= m.gen {
+			return false
+		}
+		if l.p.CompareAndSwap(old, &m) {
+			return true
+		}
+	}
+}
+
+// set replaces the mark, backwards too (a refill re-reads the log).
+func (l *logMark) set(m mark) { l.p.Store(&m) }
+
+// serving is a filter and what it covers: every key logged up to its mark
+// in the log of source src, epoch epoch, of the database file file.
 type serving struct {
-	id       uint64 // unique in the process (newServingID)
+	id       uint64 // unique in the process (newID)
 	f        *syncfilter.Filter
-	capacity uint64        // keys it was sized for
-	gen      atomic.Uint64 // every log entry with seq <= gen is in f
+	capacity uint64 // keys it was sized for
+	at       logMark
 	file     *file         // compared, and used only while a call holds a reference
 	src      *store.Source // the source as attached when it was built
 	epoch    uint64
@@ -62,12 +106,8 @@ type serving struct {
 	built    time.Time // when it was built or loaded
 
 	checkedOnes atomic.Uint64 // bits set when checkDue last scanned f (autorebuild.go)
-
-	// schema is the cookie of the schema f was last checked against the
-	// log in (refill: a restore in place changes it), floor the log's
-	// floor the last probe in that schema read.
-	schema atomic.Int64
-	floor  atomic.Uint64
+	floor       atomic.Uint64 // the log's floor when it last read the log: a refill needs the log not compacted since
+	suspect     atomic.Bool   // the log no longer holds what it read (a restore in place): not trusted until refilled
 }
 
 // lastID numbers filters and indexes: a reading connection's notes
@@ -112,8 +152,8 @@ func (ix *Index) startRebuilding() bool {
 	return true
 }
 
-// publish makes s the filter that answers and returns the one it replaces
-// (to close), or reports false if the index closed meanwhile (the caller
+// publish ends a rebuild: s answers, and the filter it replaces is
+// returned to close. false if the index closed meanwhile (the caller
 // closes s).
 func (ix *Index) publish(s *serving) (prev *serving, ok bool) {
 	ix.mu.Lock()
@@ -123,6 +163,25 @@ func (ix *Index) publish(s *serving) (prev *serving, ok bool) {
 		return nil, false
 	}
 	ix.state.Store(&state{mode: modeServing, filter: s})
+	return st.filter, true
+}
+
+// install makes s, read from a snapshot file, the filter: it answers, or,
+// during a rebuild, waits to be restored if the rebuild fails. It returns
+// the filter it replaces, to close; false if the index closed meanwhile
+// (the caller closes s).
+func (ix *Index) install(s *serving) (prev *serving, ok bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	st := ix.get()
+	switch st.mode {
+	case modeClosed:
+		return nil, false
+	case modeRebuilding: // the rebuild publishes its own; this one is restored if it fails
+		ix.state.Store(&state{mode: modeRebuilding, filter: s})
+	default:
+		ix.state.Store(&state{mode: modeServing, filter: s})
+	}
 	return st.filter, true
 }
 
@@ -172,15 +231,23 @@ func (ix *Index) toClosed() *serving {
 	return prev
 }
 
-// dropFilter stops trusting s (if the state still holds it), closes it and,
-// unless the app rebuilds by itself, asks for a rebuild.
+// dropFilter stops trusting s (if the state still holds it), closes it
+// and, unless the app rebuilds by itself, asks for a rebuild.
 func (ix *Index) dropFilter(s *serving, why error) {
+	if ix.retire(s, why) {
+		ix.askRepair(why.Error())
+	}
+}
+
+// retire stops trusting s (if the state still holds it) and closes it,
+// noting why; false if the state no longer held it.
+func (ix *Index) retire(s *serving, why error) bool {
 	if s == nil {
-		return
+		return false
 	}
 	prev := ix.drop(s)
 	if prev == nil {
-		return
+		return false
 	}
 	_ = prev.f.Close()
 	ix.m.drops.Add(1)
@@ -188,7 +255,5 @@ func (ix *Index) dropFilter(s *serving, why error) {
 	// it (asked first, a rebuild that ended at once had its success
 	// overwritten by the reason, and Wait returned it).
 	ix.m.setError(why)
-	if !ix.cfg.AutoRebuild.Off && !ix.db.cfg.ReadOnly {
-		ix.askRebuild(why.Error())
-	}
+	return true
 }

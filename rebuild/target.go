@@ -11,11 +11,6 @@ import (
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
-// databaseFiles are the suffixes of the files SQLite keeps beside a
-// database: the database itself, its write-ahead log, its shared-memory
-// index and its rollback journal.
-var databaseFiles = []string{"", "-wal", "-shm", "-journal"}
-
 // checkTarget refuses a snapshot path that must not be replaced, by the
 // one file rule (package internal/fsafe): the database or one of its
 // files under any spelling (symbolic links, "..", hard links; SQLite

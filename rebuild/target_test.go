@@ -146,6 +146,9 @@ func TestTempLikeAppFileSurvives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for range 3 {
 		if err := ix.Save(ctx); err != nil {
 			t.Fatal(err)
@@ -190,6 +193,7 @@ func TestFIFOAtTheSnapshotPath(t *testing.T) {
 			t.Errorf("read-only Open = %v", err)
 			return
 		}
+		_ = ix.Wait(ctx) // the load, in the background
 		st := ix.Stats()
 		if !errors.Is(st.SnapshotError, snapshot.ErrNotRegular) || !strings.Contains(st.SnapshotError.Error(), "FIFO") {
 			t.Errorf("read-only Open: snapshot error %v, want ErrNotRegular naming a FIFO", st.SnapshotError)
@@ -257,6 +261,9 @@ func TestSnapshotThroughALink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close(ctx)
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if st := ix.Stats(); !st.Serving || st.SnapshotError != nil {
 		t.Fatalf("Open through the link: serving %v, %v", st.Serving, st.SnapshotError)
 	}
@@ -289,7 +296,7 @@ func TestRecreatedDatabaseIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = app.Close()
-	for _, s := range databaseFiles {
+	for _, s := range []string{"", "-wal", "-shm", "-journal"} {
 		_ = os.Remove(path + s)
 	}
 	tgtDB(t, dir, 10)

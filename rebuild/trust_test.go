@@ -229,6 +229,7 @@ func TestSparseSnapshotIsRefusedBeforeAllocation(t *testing.T) {
 			if err == nil && mode == "Reload" {
 				err = ix.Reload(ctx)
 			} else if err == nil {
+				_ = ix.Wait(ctx) // the load, in the background
 				err = ix.Stats().SnapshotError
 			}
 		})

@@ -1,109 +1,178 @@
 package rebuild
 
 import (
-	"slices"
+	"context"
+	"errors"
 	"sync"
-	"time"
-
-	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
-// worker is the database's one background goroutine (not started for a
-// read-only database). In this order, it loads the snapshots of the
-// indexes DB.Index opened, writes the holds of new indexes
-// (syncfilter_holders: they tell Detach that a source is in use; a write,
-// kept off the open path), and runs the rebuilds the collections ask for
-// (a snapshot refused at open, a filter dropped, a filter due, triggers
-// found lost), one at a time and in the order asked; every third of a
-// lease's term it renews the holds. Close stops it: the rebuild in
-// progress is cancelled, and the loop returns.
+// A job's kind, in the order the worker runs them: every queued load
+// before any refill, every refill before any rebuild.
+const (
+	jobLoad    = iota // the opening load of a snapshot (Index.load)
+	jobRefill         // a filter read again after a restore in place (catchup.go, refill)
+	jobRebuild        // a rebuild the index asked for (rebuilder.go, background)
+	jobKinds
+)
+
+// worker is the database's goroutine for the indexes' long jobs: loads,
+// refills and rebuilds (a read-only database only loads), one at a time, in
+// the order of their kinds and, within a kind, asked. It runs only while
+// jobs are queued: started by the first ask, it ends when the queues are
+// empty, so an idle database runs nothing. Suspend pauses it: the job in
+// progress is interrupted and queued again, and nothing starts until
+// Resume. Close cancels the job in progress.
 type worker struct {
-	mu     sync.Mutex  // guards jobs
-	jobs   [jobs]queue // by kind, in the order they run
-	wakeup chan struct{}
+	db *DB
+	mu struct {
+		sync.Mutex // guards the fields below
+		queues     [jobKinds][]*Index
+		running    bool               // the goroutine runs
+		current    context.CancelFunc // interrupts the job in progress
+		paused     bool
+		stopped    chan struct{} // closed when the goroutine ends while paused
+	}
 }
 
-// A job's kind; the worker runs every load before any hold, every hold
-// before any rebuild.
-const (
-	jobLoad = iota
-	jobHold
-	jobRebuild
-	jobs
-)
+func newWorker(db *DB) *worker { return &worker{db: db} }
 
-// queue is the collections waiting for one kind of job, each once.
-type queue []*Index
-
-func newWorker() *worker { return &worker{wakeup: make(chan struct{}, 1)} }
-
-// ask queues a job of kind for ix (once, however often asked before it
-// runs).
+// ask queues a job of kind for ix, once however often it is asked before
+// it starts (ix.up.jobs counts it for Wait).
 func (w *worker) ask(kind int, ix *Index) {
-	w.mu.Lock()
-	if q := &w.jobs[kind]; !slices.Contains(*q, ix) {
-		*q = append(*q, ix)
+	if !ix.up.jobs[kind].Ask() {
+		return
 	}
+	w.mu.Lock()
+	w.mu.queues[kind] = append(w.mu.queues[kind], ix)
 	w.mu.Unlock()
 	w.wake()
 }
 
+// wake starts the goroutine if a job is queued and it is not running.
 func (w *worker) wake() {
-	select {
-	case w.wakeup <- struct{}{}:
-	default:
-	}
-}
-
-// next returns the next job to run, or nil if none is queued.
-func (w *worker) next() (kind int, ix *Index) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for kind := range w.jobs {
-		if q := &w.jobs[kind]; len(*q) > 0 {
-			ix = (*q)[0]
-			*q = (*q)[1:]
-			return kind, ix
-		}
+	if w.mu.running || w.mu.paused || !w.queuedLocked() || w.db.ctx.Err() != nil {
+		return
 	}
-	return 0, nil
+	if !w.db.life.Enter() {
+		return
+	}
+	w.mu.running = true
+	go w.run()
 }
 
-// run is the worker's loop; db.act counts it.
-func (w *worker) run(db *DB) {
-	defer db.act.leave()
-	renew := time.NewTicker(store.LeaseTerm / 3)
-	defer renew.Stop()
-	for {
-		select {
-		case <-db.ctx.Done():
-			return
-		case <-w.wakeup:
-		case <-renew.C:
-			db.renewHolds()
+func (w *worker) queuedLocked() bool {
+	for _, q := range w.mu.queues {
+		if len(q) > 0 {
+			return true
 		}
-		for kind, ix := w.next(); ix != nil && db.ctx.Err() == nil; kind, ix = w.next() {
-			switch kind {
-			case jobLoad:
-				ix.backgroundLoad()
-			case jobHold:
-				ix.renewHold()
-			case jobRebuild:
-				ix.background()
+	}
+	return false
+}
+
+// next takes the next job, or reports none (the goroutine then ends).
+func (w *worker) next() (kind int, ix *Index, ctx context.Context, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.mu.paused && w.db.ctx.Err() == nil {
+		for k := range w.mu.queues {
+			if q := w.mu.queues[k]; len(q) > 0 {
+				ix, w.mu.queues[k] = q[0], q[1:]
+				ctx, w.mu.current = context.WithCancel(ix.ctx)
+				return k, ix, ctx, true
 			}
 		}
 	}
+	w.mu.running = false
+	if w.mu.stopped != nil {
+		close(w.mu.stopped)
+		w.mu.stopped = nil
+	}
+	return 0, nil, nil, false
 }
 
-// renewHolds renews the holds of every open index of the database.
-func (db *DB) renewHolds() {
-	db.mu.Lock()
-	list := make([]*Index, 0, len(db.indexes))
-	for ix := range db.indexes {
-		list = append(list, ix)
+// run is the worker's goroutine; db.life counts it.
+func (w *worker) run() {
+	defer w.db.life.Leave()
+	for {
+		kind, ix, ctx, ok := w.next()
+		if !ok {
+			return
+		}
+		ix.up.jobs[kind].Start()
+		after := w.runJob(ctx, kind, ix)
+		w.mu.Lock()
+		w.mu.current()
+		w.mu.current = nil
+		requeue := w.mu.paused && ctx.Err() != nil && ix.ctx.Err() == nil // interrupted by Suspend
+		if requeue {
+			ix.up.jobs[kind].Ask()
+			w.mu.queues[kind] = append([]*Index{ix}, w.mu.queues[kind]...)
+		}
+		w.mu.Unlock()
+		ix.up.jobs[kind].Done()
+		if after != nil {
+			after()
+		}
 	}
-	db.mu.Unlock()
-	for _, ix := range list {
-		ix.renewHold()
+}
+
+// runJob runs one job of ix, unless ix is closing; after, if not nil,
+// runs once the job counts as done.
+func (w *worker) runJob(ctx context.Context, kind int, ix *Index) func() {
+	if !ix.life.Enter() {
+		return nil
 	}
+	var rest func()
+	switch kind {
+	case jobLoad:
+		ix.loadNow(ctx)
+	case jobRefill:
+		ix.refillNow(ctx)
+	case jobRebuild:
+		rest = ix.rebuildNow(ctx)
+	}
+	if rest == nil {
+		ix.life.Leave()
+		return nil
+	}
+	return func() {
+		defer ix.life.Leave()
+		rest()
+	}
+}
+
+// pause stops the goroutine: the job in progress is interrupted (and
+// queued again), nothing starts until resume (wake). It waits for the
+// goroutine to end until ctx ends.
+func (w *worker) pause(ctx context.Context) error {
+	w.mu.Lock()
+	w.mu.paused = true
+	if !w.mu.running {
+		w.mu.Unlock()
+		return nil
+	}
+	if w.mu.current != nil {
+		w.mu.current()
+	}
+	if w.mu.stopped == nil {
+		w.mu.stopped = make(chan struct{})
+	}
+	stopped := w.mu.stopped
+	w.mu.Unlock()
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+		return errors.Join(errors.New("the worker's job did not stop in time"), context.Cause(ctx))
+	}
+}
+
+// resume lets the worker run again.
+func (w *worker) resume() {
+	w.mu.Lock()
+	w.mu.paused = false
+	w.mu.Unlock()
+	w.wake()
 }

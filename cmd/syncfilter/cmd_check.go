@@ -36,6 +36,9 @@ func (a *app) check(ctx context.Context, args []string) error {
 		return explainReadOnly(*db, err)
 	}
 	defer ix.Close(context.WithoutCancel(ctx))
+	if *snap != "" {
+		_ = ix.Wait(ctx) // the snapshot loads in the background; its verdict is in Stats
+	}
 	switch st := ix.Stats(); {
 	case !st.Attached:
 		a.log.printf("syncfilter check: no filter attached to %s.%s; answering from SQLite alone", *table, *column)

@@ -188,7 +188,7 @@ func (d *demoRun) run(ctx context.Context, records int) error {
 		}
 		after := ix.Stats()
 		d.say("   page %2d %5d %5d  %12d  %9d  %6d  %9.2f ms  %9.2f ms",
-			p+1, len(page), len(fetch), after.DefiniteNegatives-before.DefiniteNegatives,
+			p+1, len(page), len(fetch), after.LookupsAvoided-before.LookupsAvoided,
 			after.ConfirmedPositives-before.ConfirmedPositives, after.FalsePositives-before.FalsePositives,
 			ms(with), ms(without))
 
@@ -231,7 +231,7 @@ func (d *demoRun) run(ctx context.Context, records int) error {
 	asked := st.Queries
 	d.say("")
 	d.say("4. the filter answered %d of %d questions alone (%.1f%%): %d SQLite lookups avoided.",
-		st.DefiniteNegatives, asked, 100*float64(st.DefiniteNegatives)/float64(max(asked, 1)), st.LookupsAvoided)
+		st.LookupsAvoided, asked, 100*float64(st.LookupsAvoided)/float64(max(asked, 1)), st.LookupsAvoided)
 	d.say("   %d maybes went to SQLite: %d confirmed fetched, %d false positives caught (never counted as fetched).",
 		st.ConfirmedPositives+st.FalsePositives, st.ConfirmedPositives, st.FalsePositives)
 	d.say("   time per page: %.2f ms with the filter, %.2f ms with a prepared SELECT per id (%.1fx).",

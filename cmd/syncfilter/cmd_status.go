@@ -23,7 +23,7 @@ type statusJSON struct {
 	Generation uint64        `json:"generation"`
 	LogFloor   uint64        `json:"log_floor"`
 	LogEntries int64         `json:"log_entries"`
-	Aliases    int64         `json:"aliases"`
+	Spellings  int64         `json:"spellings"`
 	Triggers   int           `json:"triggers"`
 	Records    int64         `json:"snapshot_records"`
 	Snapshot   *snapshotJSON `json:"snapshot,omitempty"`
@@ -147,7 +147,7 @@ func describe(ctx context.Context, db rebuild.DBConfig, src rebuild.Source) (sta
 		return statusJSON{}, err
 	}
 	out := statusJSON{Table: st.Table, Column: st.Column, Attached: st.Attached, Rows: st.Rows, Generation: st.Generation,
-		LogFloor: st.LogFloor, LogEntries: st.LogEntries, Aliases: st.Aliases, Triggers: st.Triggers, Records: st.Records}
+		LogFloor: st.LogFloor, LogEntries: st.LogEntries, Spellings: st.Spellings, Triggers: st.Triggers, Records: st.Records}
 	if st.Attached {
 		out.DatasetID = hex.EncodeToString(st.DatasetID[:])
 	}
@@ -174,7 +174,7 @@ func printStatus(w io.Writer, out statusJSON, db string) {
 		fmt.Fprintf(w, "attached        yes, dataset %s\n", out.DatasetID)
 		fmt.Fprintf(w, "triggers        %d of 2 present\n", out.Triggers)
 		fmt.Fprintf(w, "log             generation %d, %d entries kept, compacted up to %d\n", out.Generation, out.LogEntries, out.LogFloor)
-		fmt.Fprintf(w, "aliases         %d stored non-NFC spellings\n", out.Aliases)
+		fmt.Fprintf(w, "spellings       %d stored non-NFC spellings\n", out.Spellings)
 		fmt.Fprintf(w, "records         %d snapshot(s) vouched for\n", out.Records)
 	}
 	if out.DefaultSnapshot != "" {

@@ -407,7 +407,7 @@ func TestStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 		t.Fatal(err)
 	}
-	if !st.Attached || st.Table != "records" || st.Triggers != 2 || st.Rows != 5 || st.Aliases != 1 || st.Snapshot == nil ||
+	if !st.Attached || st.Table != "records" || st.Triggers != 2 || st.Rows != 5 || st.Spellings != 1 || st.Snapshot == nil ||
 		!st.Snapshot.Compatible || st.Snapshot.GenerationLag != 2 || st.Records != 1 || st.DatasetID == "" {
 		t.Fatalf("status --json: %s", r.stdout)
 	}

@@ -19,7 +19,7 @@ var sharedDDL = []string{
 		scanned    INTEGER NOT NULL DEFAULT 0,
 		created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
 		epoch      INTEGER NOT NULL DEFAULT 0,
-		alias_gen  INTEGER NOT NULL DEFAULT 0,
+		spellings_gen  INTEGER NOT NULL DEFAULT 0,
 		snapshot   TEXT,
 		tbl_rowid  INTEGER NOT NULL DEFAULT 0,
 		UNIQUE (tbl, col))`,
@@ -34,12 +34,6 @@ var sharedDDL = []string{
 		source     INTEGER NOT NULL,
 		token      BLOB NOT NULL,
 		generation INTEGER NOT NULL,
-		expires    INTEGER NOT NULL,
-		PRIMARY KEY (source, token)) WITHOUT ROWID`,
-	`CREATE TABLE IF NOT EXISTS ` + HoldersTable + ` (
-		source     INTEGER NOT NULL,
-		token      BLOB NOT NULL,
-		holder     TEXT NOT NULL,
 		expires    INTEGER NOT NULL,
 		PRIMARY KEY (source, token)) WITHOUT ROWID`,
 }
@@ -60,7 +54,7 @@ type AttachInfo struct {
 // the source again inside the transaction (another process may have
 // changed the schema or attached it meanwhile), creates the shared tables,
 // the source's row with a new
-// random dataset id the first time, its log and alias tables and its
+// random dataset id the first time, its log and spellings tables and its
 // triggers. A failure rolls everything back. Fresh (Source.Scanned false)
 // means no full scan vouches for the rows already there.
 func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed bool) (s *Source, info AttachInfo, err error) {
@@ -112,7 +106,7 @@ func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed b
 			return nil, info, err
 		}
 		// Rows written while the triggers were gone are in no log: no
-		// filter, snapshot or alias record of before vouches for them.
+		// filter, snapshot or spellings record of before vouches for them.
 		if err := exec(`UPDATE `+SourcesTable+` SET epoch = epoch + 1, scanned = 0 WHERE id = ?`, s.ID); err != nil {
 			return nil, info, err
 		}
@@ -137,10 +131,10 @@ func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed b
 		}
 		s.Row = true
 	}
-	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.Log + ` (seq INTEGER PRIMARY KEY, key TEXT NOT NULL)`); err != nil {
+	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.Log + ` (seq INTEGER PRIMARY KEY, key TEXT NOT NULL, tag INTEGER NOT NULL)`); err != nil {
 		return nil, info, err
 	}
-	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.Alias + ` (canon TEXT NOT NULL, stored TEXT NOT NULL, PRIMARY KEY (canon, stored)) WITHOUT ROWID`); err != nil {
+	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.Spellings + ` (canon TEXT NOT NULL, stored TEXT NOT NULL, PRIMARY KEY (canon, stored)) WITHOUT ROWID`); err != nil {
 		return nil, info, err
 	}
 	if err := exec(s.triggerSQL(s.Ins, "INSERT")); err != nil {
@@ -166,69 +160,4 @@ func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed b
 // completed leaves the database as it found it.
 func (db *DB) Undo(ctx context.Context, s *Source) error {
 	return db.detach(context.WithoutCancel(ctx), s.Table, s.Column, s.Own, false)
-}
-
-// AddAliases records stored spellings that are not NFC, found by a scan
-// still running (MarkScanned records the rest).
-func (db *DB) AddAliases(ctx context.Context, s *Source, epoch uint64, aliases [][2]string) error {
-	if len(aliases) == 0 {
-		return nil
-	}
-	return db.writeAliases(ctx, s, epoch, aliases, "", 0)
-}
-
-// MarkScanned records, in one transaction with the last stored spellings
-// found, that a full scan read every row committed up to gen: the alias
-// table is complete up to gen (alias_gen). Nothing is recorded if the
-// source's epoch is no longer epoch (it was attached again meanwhile: the
-// scan may have missed rows).
-func (db *DB) MarkScanned(ctx context.Context, s *Source, epoch, gen uint64, aliases [][2]string) error {
-	return db.writeAliases(ctx, s, epoch, aliases, `UPDATE `+SourcesTable+` SET scanned = 1, alias_gen = max(alias_gen, ?) WHERE id = ? AND epoch = ?`, gen)
-}
-
-// NoteAliases records stored spellings found in the log up to gen, and
-// that the alias table is complete up to gen, if it was complete up to
-// where the caller started reading (a full scan of the same epoch): the
-// log before gen is then no longer needed for aliases.
-func (db *DB) NoteAliases(ctx context.Context, s *Source, epoch, gen uint64, aliases [][2]string) error {
-	return db.writeAliases(ctx, s, epoch, aliases, `UPDATE `+SourcesTable+` SET alias_gen = max(alias_gen, ?) WHERE id = ? AND epoch = ? AND scanned = 1`, gen)
-}
-
-func (db *DB) writeAliases(ctx context.Context, s *Source, epoch uint64, aliases [][2]string, mark string, gen uint64) error {
-	if db.w == nil {
-		return fmt.Errorf("note aliases: database opened read-only")
-	}
-	tx, err := db.w.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("note aliases: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	var cur int64
-	if err := tx.QueryRowContext(ctx, `SELECT epoch FROM `+SourcesTable+` WHERE id = ?`, s.ID).Scan(&cur); err != nil {
-		return fmt.Errorf("note aliases: %w", err)
-	}
-	if uint64(cur) != epoch {
-		return nil // attached again meanwhile: what was read vouches for nothing
-	}
-	if len(aliases) > 0 {
-		st, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO `+s.Alias+` (canon, stored) VALUES (?, ?)`)
-		if err != nil {
-			return fmt.Errorf("note aliases: %w", err)
-		}
-		defer st.Close()
-		for _, p := range aliases {
-			if _, err := st.ExecContext(ctx, p[0], p[1]); err != nil {
-				return fmt.Errorf("note aliases: %w", err)
-			}
-		}
-	}
-	if mark != "" {
-		if _, err := tx.ExecContext(ctx, mark, int64(gen), s.ID, int64(epoch)); err != nil {
-			return fmt.Errorf("note aliases: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("note aliases: %w", err)
-	}
-	return nil
 }

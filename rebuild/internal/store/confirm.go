@@ -18,7 +18,7 @@ const (
 
 // confirmSQL returns the confirmation statement: one row, one column, the
 // JSON array of the keys found. Keys come back as the source stores them
-// (and, through the alias table, as the canonical spelling asked), and
+// (and, through the spellings table, as the canonical spelling asked), and
 // the caller compares them with the keys asked, byte for byte: a key
 // SQLite did not find, or found under other bytes, is never taken as
 // fetched. One row instead of a row per key found saves the driver's
@@ -27,29 +27,29 @@ const (
 // single is the variant for one key, bound as itself (?1 is the key, not
 // an array): json_each's table costs a few microseconds per statement,
 // half a single lookup.
-func (s *Source) confirmSQL(aliasTable, single bool) string {
+func (s *Source) confirmSQL(spellings, single bool) string {
 	in := ` IN (SELECT value FROM json_each(?1))`
 	if single {
 		in = ` = ?1`
 	}
 	q := `SELECT ` + s.QCol + ` AS v FROM ` + s.QTable + ` WHERE ` + s.QCol + in
-	if aliasTable {
-		q += ` UNION ALL SELECT a.canon FROM ` + s.Alias + ` a WHERE a.canon` + in + `
+	if spellings {
+		q += ` UNION ALL SELECT a.canon FROM ` + s.Spellings + ` a WHERE a.canon` + in + `
 			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = a.stored)`
 	}
 	return `SELECT json_group_array(v) FROM (` + q + `)`
 }
 
 // confirmShape is one variant of the confirmation statement.
-type confirmShape struct{ single, aliases bool }
+type confirmShape struct{ single, spellings bool }
 
 // Confirm looks keys up in the source and appends to found every key it
-// holds: a key asked that is stored as is, or (aliasTable: the source's
-// alias table has rows) a canonical key asked whose stored non-NFC
-// spelling the alias table names.
-func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, aliasTable bool, found []string) ([]string, error) {
+// holds: a key asked that is stored as is, or (spellings: the source's
+// spellings table has rows) a canonical key asked whose stored non-NFC
+// spelling the spellings table names.
+func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, spellings bool, found []string) ([]string, error) {
 	qs := s.queries().confirm
-	aliases := aliasTable && s.Logged
+	spellings = spellings && s.Logged
 	vals := make([]driver.Value, 1)
 	for start := 0; start < len(keys); {
 		end, size := start, 2
@@ -57,9 +57,9 @@ func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, aliasTable
 			size += len(keys[end]) + 3
 			end++
 		}
-		q, arg := qs[confirmShape{aliases: aliases}], ""
+		q, arg := qs[confirmShape{spellings: spellings}], ""
 		if end-start == 1 {
-			q, arg = qs[confirmShape{single: true, aliases: aliases}], keys[start]
+			q, arg = qs[confirmShape{single: true, spellings: spellings}], keys[start]
 		} else {
 			c.buf = appendKeyArray(c.buf[:0], keys[start:end])
 			arg = string(c.buf)

@@ -144,6 +144,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	return db, nil
 }
 
+// LogChunk is how many log entries one statement reads (Knobs.LogChunk).
+func (db *DB) LogChunk() int { return db.knobs.LogChunk }
+
 // ReadOnly reports whether the database was opened read-only.
 func (db *DB) ReadOnly() bool { return db.readOnly }
 
@@ -165,6 +168,30 @@ func (db *DB) Close() {
 	if db.w != nil {
 		_ = db.w.Close()
 	}
+}
+
+// Quiesce, on, makes the database keep no connection open while none is
+// in use: the idle ones are closed now, and every one released from now
+// on. Off, it pools them again. An open connection in WAL mode keeps a
+// shared lock on the -shm file (SQLite's "DMS" slot); a suspended app must
+// hold none (iOS ends an app suspended with a lock on a file of a shared
+// container). Connections in use close when they are released.
+func (db *DB) Quiesce(on bool) {
+	db.pool.quiesce(on)
+	writers, readers := 1, cap(db.pool.sem)+3
+	if on {
+		writers, readers = 0, 0
+	}
+	if db.w != nil {
+		db.w.SetMaxIdleConns(writers)
+	}
+	db.r.SetMaxIdleConns(readers)
+	db.dv <- struct{}{}
+	if on && db.dvConn != nil {
+		db.dvConn.close()
+		db.dvConn = nil
+	}
+	<-db.dv
 }
 
 // RemoveCreated removes the database file (and the files SQLite keeps

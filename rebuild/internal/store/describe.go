@@ -11,7 +11,7 @@ type Description struct {
 	Generation uint64
 	LogFloor   uint64
 	LogEntries int64
-	Aliases    int64
+	Spellings  int64
 	Triggers   int // of the source's two triggers, how many exist
 	Records    int64
 }
@@ -26,10 +26,10 @@ func (c *Conn) Describe(ctx context.Context, s *Source) (d Description, err erro
 		return d, nil
 	}
 	var head, floor int64
-	var logs, aliases int64 = 0, 0
+	var logs, spellings int64 = 0, 0
 	var exists [2]bool
 	if err := c.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?),
-		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, s.Log, s.Alias).Scan(&exists[0], &exists[1]); err != nil {
+		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, s.Log, s.Spellings).Scan(&exists[0], &exists[1]); err != nil {
 		return d, fmt.Errorf("describe source: %w", err)
 	}
 	if err := c.QueryRowContext(ctx, `SELECT log_floor, (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?))
@@ -42,11 +42,11 @@ func (c *Conn) Describe(ctx context.Context, s *Source) (d Description, err erro
 		}
 	}
 	if exists[1] {
-		if err := c.QueryRowContext(ctx, `SELECT count(*) FROM `+s.Alias).Scan(&aliases); err != nil {
+		if err := c.QueryRowContext(ctx, `SELECT count(*) FROM `+s.Spellings).Scan(&spellings); err != nil {
 			return d, fmt.Errorf("describe source: %w", err)
 		}
 	}
-	d.Generation, d.LogFloor, d.LogEntries, d.Aliases = uint64(head), uint64(floor), logs, aliases
+	d.Generation, d.LogFloor, d.LogEntries, d.Spellings = uint64(head), uint64(floor), logs, spellings
 	var ok bool
 	if err := c.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, SnapshotsTable).Scan(&ok); err != nil {
 		return d, fmt.Errorf("describe source: %w", err)

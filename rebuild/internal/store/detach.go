@@ -3,18 +3,19 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
 // Detach removes everything the library added to the database for one
-// source, in one transaction: its two triggers, its log and alias tables,
-// its row in syncfilter_sources and its records of snapshots, scans and
-// holds; with the last source gone, the shared tables too. For the
+// source, in one transaction: its two triggers, its log and spellings tables,
+// its row in syncfilter_sources and its records of snapshots and scans;
+// with the last source gone, the shared tables too. For the
 // library's own table (table and column empty), syncfilter_fetched goes
 // as well. The schema (sqlite_master) is then what it was before the
 // source was first attached. A source that is not attached gives
-// ErrNotAttached; one that an open index or a running scan holds gives
-// ErrHeld (naming them) unless force.
+// ErrNotAttached; one that a running scan holds gives ErrHeld (naming
+// it) unless force.
 func Detach(ctx context.Context, path, table, column string, drv *Driver, busy time.Duration, force bool) error {
 	own := table == ""
 	if own {
@@ -47,22 +48,22 @@ func (db *DB) detach(ctx context.Context, table, column string, own, respectHold
 		return fmt.Errorf("detach %s.%s in %s: %w", table, column, db.Path.Given, ErrNotAttached)
 	}
 	if respectHolds {
-		holders, err := holdersOf(ctx, tx, s.ID)
+		leases, err := leasesOf(ctx, tx, s.ID)
 		if err != nil {
 			return fmt.Errorf("detach: %w", err)
 		}
-		if len(holders) > 0 {
-			return heldError(table, holders)
+		if len(leases) > 0 {
+			return fmt.Errorf("detach %s: held by %s; let it finish, or force it: %w", table, strings.Join(leases, "; "), ErrHeld)
 		}
 	}
 	stmts := []string{
 		`DROP TRIGGER IF EXISTS ` + s.Ins,
 		`DROP TRIGGER IF EXISTS ` + s.Upd,
 		`DROP TABLE IF EXISTS ` + s.Log,
-		`DROP TABLE IF EXISTS ` + s.Alias,
+		`DROP TABLE IF EXISTS ` + s.Spellings,
 		`DELETE FROM ` + SourcesTable + ` WHERE id = ` + fmt.Sprint(s.ID),
 	}
-	for _, t := range []string{SnapshotsTable, ScansTable, HoldersTable} {
+	for _, t := range []string{SnapshotsTable, ScansTable} {
 		var exists bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, t).Scan(&exists); err != nil {
 			return fmt.Errorf("detach: %w", err)
@@ -84,7 +85,7 @@ func (db *DB) detach(ctx context.Context, table, column string, own, respectHold
 		return fmt.Errorf("detach: %w", err)
 	}
 	if left == 0 {
-		for _, t := range []string{SourcesTable, SnapshotsTable, ScansTable, HoldersTable} {
+		for _, t := range []string{SourcesTable, SnapshotsTable, ScansTable} {
 			if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS `+t); err != nil {
 				return fmt.Errorf("detach: %w", err)
 			}

@@ -10,7 +10,7 @@
 //
 //   - one writer (a database/sql pool of one connection): every write the
 //     library makes — attaching a source, snapshot records, scan leases,
-//     the alias table, log compaction — and nothing else;
+//     the spellings table, log compaction — and nothing else;
 //   - a few readers (Options.Readers), handed out one at a time, most
 //     recently used first so that a connection's page cache stays warm;
 //     each keeps its prepared statements;
@@ -32,9 +32,9 @@
 // # The library's tables
 //
 //	syncfilter_sources     one row per source: names, dataset id, log floor,
-//	                       epoch, how far the alias table is complete
+//	                       epoch, how far the spellings table is complete
 //	syncfilter_log_<n>     keys inserted or re-keyed, in commit order
-//	syncfilter_alias_<n>   stored spellings that are not NFC, by NFC form
+//	syncfilter_spellings_<n>   stored spellings that are not NFC, by NFC form
 //	syncfilter_snapshots   records of the snapshot files saved
 //	syncfilter_scans       leases of the scans in progress
 //	syncfilter_holders     open indexes that hold a source (Detach waits)

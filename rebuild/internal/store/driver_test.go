@@ -46,10 +46,10 @@ type fakeDriver struct{}
 
 func (fakeDriver) Open(string) (driver.Conn, error) { return nil, errors.New("fake") }
 
-// TestScanNonASCIIFindsKeysWithNUL: a stored key with a NUL before its
+// TestScanSpellingsFindsKeysWithNUL: a stored key with a NUL before its
 // first non-ASCII character is handed over (GLOB would stop at the NUL),
 // and ASCII keys are not.
-func TestScanNonASCIIFindsKeysWithNUL(t *testing.T) {
+func TestScanSpellingsFindsKeysWithNUL(t *testing.T) {
 	ctx := context.Background()
 	db, app := testDB(t, `CREATE TABLE t (id TEXT PRIMARY KEY)`)
 	want := []string{"nul\x00x/Sa\u0303o", "\x00\u00e9", "caf\u00e9", "a\x01\x1f\x7f\u0301", "\xed\xa0\x80"}
@@ -65,7 +65,7 @@ func TestScanNonASCIIFindsKeysWithNUL(t *testing.T) {
 	}
 	defer db.Release(c)
 	var got []string
-	if err := c.ScanNonASCII(ctx, s, func(k string) error { got = append(got, k); return nil }); err != nil {
+	if err := c.ScanSpellings(ctx, s, func(k string) error { got = append(got, k); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(distinct(got), distinct(want)) {

@@ -10,29 +10,41 @@ import (
 
 // Head is the state of a source's log, read in one statement.
 type Head struct {
-	Seq      uint64 // the newest log entry: the source's generation
-	Floor    uint64 // entries at or below may have been deleted (compaction)
-	Epoch    uint64 // moves on when the source is attached again
-	AliasGen uint64 // with Scanned: the alias table holds every stored non-NFC spelling logged up to here
-	Scanned  bool   // a full scan completed in this epoch
-	Aliases  bool   // the alias table has a row
+	Seq          uint64 // the newest log entry: the source's generation
+	Tag          int64  // the random tag of the entry at Seq (0: the log is empty)
+	Floor        uint64 // entries below may have been deleted (compaction); the one at Floor, if any, is kept
+	Epoch        uint64 // moves on when the source is attached again
+	SpellingsGen uint64 // with Scanned: the spellings table holds every stored non-NFC spelling logged up to here
+	Scanned      bool   // a full scan completed in this epoch
+	HasSpellings bool   // the spellings table has a row
 }
 
-// headCols are the columns that read a Head, in its order; s is the
-// source's row of SourcesTable.
+// Every log entry carries a random 64-bit tag, set by the trigger that
+// writes it. Sequence numbers are the table's rowids, which a backup
+// restored into the database in place gives out again: an entry a filter
+// read and the entry at the same number after a restore differ by their
+// tags (but for one chance in 2^64). A filter that remembers the tag of
+// the last entry it read knows, with one lookup, whether the log still
+// holds what it read (Probe.AfterTag).
+
+// headCols are the columns that read a Head, in readHead's order; s is
+// the source's row of SourcesTable.
 func (s *Source) headCols() string {
-	return `coalesce((SELECT max(seq) FROM ` + s.Log + `), 0), s.log_floor, s.epoch, s.alias_gen, s.scanned,
-		EXISTS (SELECT 1 FROM ` + s.Alias + `)`
+	return `coalesce((SELECT max(seq) FROM ` + s.Log + `), 0), s.log_floor, s.epoch, s.spellings_gen, s.scanned,
+		EXISTS (SELECT 1 FROM ` + s.Spellings + `), coalesce((SELECT tag FROM ` + s.Log + ` WHERE seq = (SELECT max(seq) FROM ` + s.Log + `)), 0)`
 }
+
+// headValues is how many values headCols reads.
+const headValues = 7
 
 // headSQL reads the source's Head.
 func (s *Source) headSQL() string {
 	return `SELECT ` + s.headCols() + ` FROM ` + SourcesTable + ` s WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 }
 
-// readHead reads the six values of headCols.
+// readHead reads the values of headCols.
 func readHead(vals []driver.Value) (Head, error) {
-	var n [6]int64
+	var n [headValues - 1]int64
 	for i := range n {
 		x, ok := vals[i].(int64)
 		if !ok || x < 0 {
@@ -40,12 +52,16 @@ func readHead(vals []driver.Value) (Head, error) {
 		}
 		n[i] = x
 	}
-	return Head{Seq: uint64(n[0]), Floor: uint64(n[1]), Epoch: uint64(n[2]), AliasGen: uint64(n[3]), Scanned: n[4] != 0, Aliases: n[5] != 0}, nil
+	tag, ok := vals[headValues-1].(int64)
+	if !ok {
+		return Head{}, fmt.Errorf("unexpected tag %v", vals[headValues-1])
+	}
+	return Head{Seq: uint64(n[0]), Tag: tag, Floor: uint64(n[1]), Epoch: uint64(n[2]), SpellingsGen: uint64(n[3]), Scanned: n[4] != 0, HasSpellings: n[5] != 0}, nil
 }
 
 // Head reads the source's log head.
 func (c *Conn) Head(ctx context.Context, s *Source) (Head, error) {
-	var v [6]driver.Value
+	var v [headValues]driver.Value
 	if err := c.first(ctx, s.queries().head, v[:]); err != nil {
 		if errors.Is(err, errNoRow) {
 			return Head{}, fmt.Errorf("read log head of %s: %w", s.Table, ErrNotAttached)
@@ -188,4 +204,15 @@ func (s *Source) logSQL(nonASCII bool) string {
 // bytes logged with ?1 < seq <= ?2.
 func (s *Source) longLogSQL(nonASCII bool) string {
 	return `SELECT json_quote(key) FROM ` + s.Log + ` WHERE seq > ?1 AND seq <= ?2 AND ` + logFilter(nonASCII) + ` AND octet_length(key) > ?3`
+}
+
+// TagAt returns the tag of the log entry at seq (0 if there is none).
+func (c *Conn) TagAt(ctx context.Context, s *Source, seq uint64) (int64, error) {
+	var vals [1]driver.Value
+	err := c.first(ctx, `SELECT coalesce((SELECT tag FROM `+s.Log+` WHERE seq = ?1), 0)`, vals[:], arg(1, int64(seq)))
+	if err != nil {
+		return 0, fmt.Errorf("read log tag of %s: %w", s.Table, err)
+	}
+	tag, _ := vals[0].(int64)
+	return tag, nil
 }

@@ -11,11 +11,12 @@ import (
 // pool hands out reading connections, the most recently released first
 // (its page cache is the warmest), at most size at a time.
 type pool struct {
-	db   *DB
-	sem  chan struct{} // a token per connection handed out
-	mu   sync.Mutex    // guards idle and closed
-	idle []*Conn
-	shut bool
+	db    *DB
+	sem   chan struct{} // a token per connection handed out
+	mu    sync.Mutex    // guards idle, shut and quiet
+	idle  []*Conn
+	shut  bool
+	quiet bool // Quiesce: connections released are closed, not kept
 }
 
 func newPool(db *DB, size int) *pool {
@@ -67,7 +68,7 @@ func (db *DB) Reader(ctx context.Context) (*Conn, error) {
 func (db *DB) Release(c *Conn) {
 	p := db.pool
 	p.mu.Lock()
-	if p.shut {
+	if p.shut || p.quiet {
 		p.mu.Unlock()
 		c.close()
 	} else {
@@ -82,6 +83,23 @@ func (p *pool) close() {
 	p.shut = true
 	idle := p.idle
 	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.close()
+	}
+}
+
+// quiesce closes the idle connections and, while on, every connection
+// released.
+func (p *pool) quiesce(on bool) {
+	p.mu.Lock()
+	p.quiet = on
+	idle := p.idle
+	if on {
+		p.idle = nil
+	} else {
+		idle = nil
+	}
 	p.mu.Unlock()
 	for _, c := range idle {
 		c.close()

@@ -18,6 +18,8 @@ import (
 //     the same connection (Version) reads the same value, no connection
 //     of any process committed since, and what the probe told still holds;
 //   - the source's log head and row (Head), when the source is logged;
+//   - the tag of the log entry at the caller's generation (Head.Tag), so
+//     that the caller knows the log still holds what it read;
 //   - the first chunk of the log after the caller's generation, so that a
 //     filter a little behind catches up without a second statement;
 //   - optionally, which of a list of keys the source holds (Confirm's
@@ -29,20 +31,31 @@ import (
 
 // ProbeOptions say what a probe reads besides the cookie.
 type ProbeOptions struct {
-	After    uint64   // read the log after this generation (logged sources)
-	NonASCII bool     // only the log's keys that may be stored in another spelling (no filter to feed)
-	Keys     []string // keys to confirm; empty: none
-	Aliases  bool     // confirm through the alias table too
+	After uint64 // read the log after this generation (logged sources), and the tag of the entry at it
+	Check uint64 // read the tag of the entry at this generation too
+	// Chunk is how many log entries after After to read (at most
+	// Knobs.LogChunk; 0: none). With Whole, they are read only if they
+	// reach the head: the caller takes the whole tail or nothing.
+	Chunk     int
+	Whole     bool
+	NonASCII  bool     // only the log's keys that may be stored in another spelling (no filter to feed)
+	Keys      []string // keys to confirm; empty: none
+	Spellings bool     // confirm through the spellings table too
 }
 
 // Probe is what one probe read.
 type Probe struct {
-	Schema  int64    // the schema cookie
-	Version int64    // the connection's data_version in the probe's read
-	Head    Head     // logged sources
-	Logged  []string // text keys logged after After, in order: the first chunk (up to Knobs.LogChunk entries)
-	Read    uint64   // the log read up to here (After if nothing): Read < Head.Seq means more to read
-	Found   []string // of Keys, those the source holds (as stored, or as asked through the alias table)
+	Schema  int64 // the schema cookie
+	Version int64 // the connection's data_version in the probe's read
+	Head    Head  // logged sources
+	// AfterTag and CheckTag are the tags of the log entries at After and
+	// Check (logged sources), AfterFound and CheckFound whether there are
+	// such entries.
+	AfterTag, CheckTag     int64
+	AfterFound, CheckFound bool
+	Logged                 []string // text keys logged after After, in order: the first chunk (up to Knobs.LogChunk entries)
+	Read                   uint64   // the log read up to here (After if nothing): Read < Head.Seq means more to read
+	Found                  []string // of Keys, those the source holds (as stored, or as asked through the spellings table)
 	// Confirmed: Found answers Keys. False when the keys were too many or
 	// too long for one statement: confirm them with Confirm.
 	Confirmed bool
@@ -50,23 +63,25 @@ type Probe struct {
 
 // probeShape is one variant of the probe statement.
 type probeShape struct {
-	single   bool // one key to confirm, bound as itself
-	confirm  bool // keys to confirm
-	aliases  bool // through the alias table too
-	nonASCII bool // the log's keys that may be stored in another spelling only
+	single    bool // one key to confirm, bound as itself
+	confirm   bool // keys to confirm
+	spellings bool // through the spellings table too
+	nonASCII  bool // the log's keys that may be stored in another spelling only
 }
 
 // probeSQL returns the probe statement of one variant. ?1 is the JSON
 // array of keys to confirm (single: the one key itself), ?2 the
 // generation to read the log after, ?3 the chunk's length, ?4 the longest
-// key read inside the chunk's array: a chunk holding a longer one reports
-// it (the long count), and the caller reads the log with ReadLog.
+// key read inside the chunk's array (a chunk holding a longer one reports
+// it, the long count, and the caller reads the log with ReadLog), ?5 the
+// generation whose tag is checked too, ?6 1 when the chunk is read only
+// if it reaches the head.
 func (s *Source) probeSQL(p probeShape) string {
 	cols := `(SELECT schema_version FROM pragma_schema_version()), (SELECT data_version FROM pragma_data_version())`
 	from := ""
 	if s.Logged {
 		f := logFilter(p.nonASCII)
-		cols += `, ` + s.headCols() + `, c.keys, c.long`
+		cols += `, ` + s.headCols() + `, c.keys, c.long, (SELECT tag FROM ` + s.Log + ` WHERE seq = ?2), (SELECT tag FROM ` + s.Log + ` WHERE seq = ?5)`
 		// The chunk is a range of sequence numbers, not "ORDER BY seq
 		// LIMIT n": SQLite runs a LIMIT subquery as a co-routine that
 		// costs ~10µs even when the log is empty, most of a call's
@@ -75,17 +90,18 @@ func (s *Source) probeSQL(p probeShape) string {
 		// head) as read, so a gap cannot stall a caller.
 		from = ` FROM ` + SourcesTable + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4) AS keys,
 			count(*) FILTER (WHERE ` + f + ` AND octet_length(key) > ?4) AS long
-			FROM ` + s.Log + ` WHERE seq > ?2 AND seq <= ?2 + ?3) c WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
+			FROM ` + s.Log + ` WHERE seq > ?2 AND seq <= ?2 + ?3 AND (?6 = 0 OR (SELECT max(seq) FROM ` + s.Log + `) <= ?2 + ?3)) c
+			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 	}
 	if p.confirm {
-		cols += `, (` + s.confirmSQL(p.aliases && s.Logged, p.single) + `)`
+		cols += `, (` + s.confirmSQL(p.spellings && s.Logged, p.single) + `)`
 	}
 	return `SELECT ` + cols + from
 }
 
 // Probe runs one probe (see the top of this file).
 func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
-	p := probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, aliases: o.Aliases, nonASCII: o.NonASCII}
+	p := probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, spellings: o.Spellings, nonASCII: o.NonASCII}
 	list := "[]"
 	switch {
 	case p.single:
@@ -99,23 +115,24 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 		}
 	}
 	if !p.confirm {
-		p.single, p.aliases = false, false
+		p.single, p.spellings = false, false
 	}
 	q := s.queries().probe[p]
-	var vals [11]driver.Value
+	var vals [2 + headValues + 4 + 1]driver.Value
 	n := 2
 	if s.Logged {
-		n += 8
+		n += headValues + 4
 	}
 	if p.confirm {
 		n++
 	}
-	chunk := uint64(c.db.knobs.LogChunk)
-	args := [4]driver.NamedValue{arg(1, list), arg(2, int64(o.After)), arg(3, int64(chunk)), arg(4, int64(c.db.knobs.ShortKey))}
+	chunk := uint64(max(0, min(o.Chunk, c.db.knobs.LogChunk)))
+	args := [6]driver.NamedValue{arg(1, list), arg(2, int64(o.After)), arg(3, int64(chunk)), arg(4, int64(c.db.knobs.ShortKey)),
+		arg(5, int64(o.Check)), arg(6, int64(b2i(o.Whole)))}
 	nargs := 0
 	switch {
 	case s.Logged:
-		nargs = 4
+		nargs = 6
 	case p.confirm:
 		nargs = 1
 	}
@@ -140,8 +157,11 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 			return fmt.Errorf("probe %s: %w", s.Table, err)
 		}
 		out.Read = o.After
-		if long, _ := vals[i+7].(int64); long == 0 { // else the chunk is read with ReadLog
-			list, _ := vals[i+6].(string)
+		out.AfterTag, out.AfterFound = vals[i+headValues+2].(int64)
+		out.CheckTag, out.CheckFound = vals[i+headValues+3].(int64)
+		whole := !o.Whole || out.Head.Seq <= o.After+chunk
+		if long, _ := vals[i+headValues+1].(int64); long == 0 && whole { // else the chunk is read with ReadLog
+			list, _ := vals[i+headValues].(string)
 			if out.Logged, err = parseKeyArray(list, out.Logged); err != nil {
 				return fmt.Errorf("probe %s: read log: %w", s.Table, err)
 			}
@@ -149,7 +169,7 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 				out.Read = min(o.After+chunk, out.Head.Seq)
 			}
 		}
-		i += 8
+		i += headValues + 4
 	}
 	if p.confirm {
 		list, _ := vals[i].(string)

@@ -47,7 +47,7 @@ func TestProbeReadsLogByRange(t *testing.T) {
 			if probes > 100 {
 				t.Fatalf("keys %q: the log never read to its head (at %d)", keys, after)
 			}
-			if err := c.Probe(ctx, s, ProbeOptions{After: after, Keys: keys}, &p); err != nil {
+			if err := c.Probe(ctx, s, ProbeOptions{After: after, Chunk: 4, Keys: keys}, &p); err != nil {
 				t.Fatal(err)
 			}
 			if p.Read > p.Head.Seq || p.Read < after {
@@ -103,7 +103,7 @@ func TestReadLogByRange(t *testing.T) {
 	}
 	// BLOB entries, then gaps: a prefix, one narrower than a chunk, one
 	// wider, and the end of the log.
-	if _, err := app.Exec(`INSERT INTO ` + s.Log + ` (key) VALUES (x'6b313030'), (x'ff')`); err != nil {
+	if _, err := app.Exec(`INSERT INTO ` + s.Log + ` (key, tag) VALUES (x'6b313030', 1), (x'ff', 2)`); err != nil {
 		t.Fatal(err)
 	}
 	for _, del := range []string{`seq <= 5`, `seq BETWEEN 30 AND 33`, `seq BETWEEN 50 AND 90`, `seq > 195`} {

@@ -273,6 +273,15 @@ func (c *Conn) walksIndex(ctx context.Context, q string) bool {
 	return err == nil && index
 }
 
+// Empty reports whether the source's table has no row.
+func (db *DB) Empty(ctx context.Context, s *Source) (bool, error) {
+	var any bool
+	if err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.QTable+`)`).Scan(&any); err != nil {
+		return false, fmt.Errorf("look at the source: %w", err)
+	}
+	return !any, nil
+}
+
 // CountAll counts the source's rows, NULL ids included: the bare count(*)
 // SQLite answers from the smallest b-tree's page headers (a WHERE would
 // make it read every entry). It sizes a rebuilt filter. It runs on a

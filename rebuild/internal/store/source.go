@@ -15,7 +15,6 @@ const (
 	SourcesTable   = "syncfilter_sources"
 	SnapshotsTable = "syncfilter_snapshots"
 	ScansTable     = "syncfilter_scans"
-	HoldersTable   = "syncfilter_holders"
 	OwnTable       = "syncfilter_fetched"
 	OwnColumn      = "key"
 )
@@ -43,7 +42,7 @@ type Source struct {
 	Scanned   bool   // a full scan completed since the last (re)attach
 
 	// Logged: both triggers are in place, exactly as the library created
-	// them, on this very table and column, the log and alias tables
+	// them, on this very table and column, the log and spellings tables
 	// exist, and the table is the one attached (see tableRow). Every
 	// write since the attach is then in the log.
 	Logged bool
@@ -56,7 +55,7 @@ type Source struct {
 	// attach.
 	tableRow int64
 
-	Log, Alias, Ins, Upd string // the source's object names (from ID)
+	Log, Spellings, Ins, Upd string // the source's object names (from ID)
 
 	once sync.Once
 	q    sourceSQL // the statements of the hot paths, built once (queries)
@@ -79,17 +78,17 @@ func (s *Source) queries() *sourceSQL {
 		q.head = s.headSQL()
 		q.confirm = map[confirmShape]string{}
 		q.probe = map[probeShape]string{}
-		for _, aliases := range []bool{false, true} {
+		for _, spellings := range []bool{false, true} {
 			for _, single := range []bool{false, true} {
-				q.confirm[confirmShape{single: single, aliases: aliases}] = s.confirmSQL(aliases, single)
+				q.confirm[confirmShape{single: single, spellings: spellings}] = s.confirmSQL(spellings, single)
 			}
 		}
 		for i, nonASCII := range []bool{false, true} {
 			q.log[i], q.longLog[i] = s.logSQL(nonASCII), s.longLogSQL(nonASCII)
 			q.probe[probeShape{nonASCII: nonASCII}] = s.probeSQL(probeShape{nonASCII: nonASCII})
-			for _, aliases := range []bool{false, true} {
+			for _, spellings := range []bool{false, true} {
 				for _, single := range []bool{false, true} {
-					p := probeShape{confirm: true, single: single, aliases: aliases, nonASCII: nonASCII}
+					p := probeShape{confirm: true, single: single, spellings: spellings, nonASCII: nonASCII}
 					q.probe[p] = s.probeSQL(p)
 				}
 			}
@@ -274,7 +273,7 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 	if s.OwnMissing {
 		return nil
 	}
-	rows, err := q.QueryContext(ctx, `SELECT name, type, coalesce(sql, '') FROM sqlite_master WHERE name IN (?, ?, ?, ?)`, s.Ins, s.Upd, s.Log, s.Alias)
+	rows, err := q.QueryContext(ctx, `SELECT name, type, coalesce(sql, '') FROM sqlite_master WHERE name IN (?, ?, ?, ?)`, s.Ins, s.Upd, s.Log, s.Spellings)
 	if err != nil {
 		return fmt.Errorf("find source: %w", err)
 	}
@@ -288,7 +287,7 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 		switch {
 		case name == s.Ins && typ == "trigger" && text == s.triggerSQL(s.Ins, "INSERT"),
 			name == s.Upd && typ == "trigger" && text == s.triggerSQL(s.Upd, "UPDATE OF "+s.QCol),
-			(name == s.Log || name == s.Alias) && typ == "table":
+			(name == s.Log || name == s.Spellings) && typ == "table":
 			found++
 		}
 	}
@@ -299,21 +298,21 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 	return nil
 }
 
-// setNames derives the names of the source's log and alias tables and
+// setNames derives the names of the source's log and spellings tables and
 // triggers from its row id.
 func (s *Source) setNames(id int64) {
 	s.ID = id
 	n := strconv.FormatInt(id, 10)
-	s.Log, s.Alias = "syncfilter_log_"+n, "syncfilter_alias_"+n
+	s.Log, s.Spellings = "syncfilter_log_"+n, "syncfilter_spellings_"+n
 	s.Ins, s.Upd = "syncfilter_ins_"+n, "syncfilter_upd_"+n
 }
 
 // triggerSQL is the text of one of the source's triggers, exactly as
 // sqlite_master keeps it: on an INSERT, or an UPDATE of the key column,
-// the new id goes to the log.
+// the new id goes to the log, with a random tag (see Head.Tag).
 func (s *Source) triggerSQL(name, event string) string {
 	return `CREATE TRIGGER ` + name + ` AFTER ` + event + ` ON ` + s.QTable +
-		` WHEN NEW.` + s.QCol + ` IS NOT NULL BEGIN INSERT INTO ` + s.Log + ` (key) VALUES (NEW.` + s.QCol + `); END`
+		` WHEN NEW.` + s.QCol + ` IS NOT NULL BEGIN INSERT INTO ` + s.Log + ` (key, tag) VALUES (NEW.` + s.QCol + `, random()); END`
 }
 
 // Listed is an attached source as syncfilter_sources records it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/fsafe"
@@ -12,6 +13,13 @@ import (
 	"github.com/syncfilter/syncfilter/snapshot"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
+
+// snapshots is where an index's snapshots may be saved, and how far the
+// last one saved or loaded covers the log.
+type snapshots struct {
+	targetErr atomic.Pointer[error] // why snapshot saves are refused, if they are
+	saved     atomic.Uint64         // generation of the last snapshot saved or loaded
+}
 
 // PlausibleFactor bounds the size of a snapshot the index loads: at most
 // this many times the bits a filter would need for every row the database
@@ -77,9 +85,15 @@ func (ix *Index) readSnapshot(ctx context.Context, c *call) (*serving, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load snapshot %s: %w", path, err)
 	}
+	// The entry at the snapshot's generation is this history's (the
+	// database vouches for the file): its tag is the filter's mark.
+	tag, err := conn.TagAt(ctx, src, snap.Generation)
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("load snapshot %s: %w", path, err)
+	}
 	s := &serving{id: newID(), f: f, capacity: snap.Capacity, file: c.f, src: src, epoch: c.h.Epoch, built: time.Now()}
-	s.gen.Store(snap.Generation)
-	s.schema.Store(c.pr.Schema) // the probe that read c.h
+	s.at.set(mark{gen: snap.Generation, tag: tag})
 	s.floor.Store(c.h.Floor)
 	return s, nil
 }
@@ -103,23 +117,47 @@ func (ix *Index) plausible(ctx context.Context, conn *store.Conn, m uint64) erro
 	return nil
 }
 
-// load serves from the snapshot file at open.
-func (ix *Index) load(ctx context.Context, c *call) error {
+// load serves from the snapshot file, caught up on the log: the worker's
+// load job at open, and Reload.
+func (ix *Index) load(ctx context.Context) error {
+	c, err := ix.look(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.end()
 	if err := c.head(ctx); err != nil {
 		return err
+	}
+	if !c.b.src.Logged {
+		return errors.New("the source's triggers are not in place: no snapshot can vouch for it")
 	}
 	s, err := ix.readSnapshot(ctx, c)
 	if err != nil {
 		return err
 	}
-	return ix.adopt(s)
+	prev, ok := ix.install(s)
+	if !ok {
+		_ = s.f.Close()
+		return ErrClosed
+	}
+	if prev != nil {
+		_ = prev.f.Close()
+	}
+	raise(&ix.snap.saved, s.at.gen())
+	ix.m.loads.Add(1)
+	ix.m.setSnapshotError(nil)
+	// Caught up before calls rely on it: the log the app wrote after the
+	// snapshot was saved (after a restart without Close, its last
+	// session's writes).
+	return c.head(ctx)
 }
 
 // Reload replaces the serving filter with the snapshot file, typically
-// after a cron job rebuilt it; the next call catches it up on everything
-// committed since. The current filter keeps answering until the new one
-// is published; if the file is refused, nothing changes and the reason is
-// returned.
+// after a cron job rebuilt it, and catches it up on everything committed
+// since. The current filter keeps answering until the new one is
+// published; if the file is refused, nothing changes and the reason is
+// returned. It waits for a rebuild of its own index in progress, not for
+// other collections'.
 func (ix *Index) Reload(ctx context.Context) error {
 	if err := ix.enter(); err != nil {
 		return err
@@ -128,58 +166,20 @@ func (ix *Index) Reload(ctx context.Context) error {
 	if ix.cfg.Snapshot == "" {
 		return fmt.Errorf("reload: no snapshot configured: %w", ErrBadConfig)
 	}
-	if err := ix.takeRebuildTurn(ctx); err != nil {
-		return fmt.Errorf("reload: %w", err)
-	}
-	defer ix.dropRebuildTurn()
-	c, err := ix.look(ctx)
+	release, err := ix.takeTurns(ctx, false)
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
-	defer c.end()
-	if err := c.head(ctx); err != nil {
+	defer release()
+	if err := ix.load(ctx); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
-	if !c.b.src.Logged {
-		return fmt.Errorf("reload: the source's triggers are not in place: no snapshot can vouch for it")
-	}
-	s, err := ix.readSnapshot(ctx, c)
-	if err == nil {
-		err = ix.adopt(s)
-	}
-	if err != nil {
-		return fmt.Errorf("reload: %w", err)
-	}
-	return nil
-}
-
-// adopt publishes a filter read from the snapshot file and closes the one
-// it replaces.
-func (ix *Index) adopt(s *serving) error {
-	gen := s.gen.Load()
-	ix.mu.Lock()
-	st := ix.get()
-	if st.mode == modeClosed {
-		ix.mu.Unlock()
-		_ = s.f.Close()
-		return ErrClosed
-	}
-	if st.mode == modeRebuilding { // a rebuild will publish its own; keep this one to restore
-		ix.state.Store(&state{mode: modeRebuilding, filter: s})
-	} else {
-		ix.state.Store(&state{mode: modeServing, filter: s})
-	}
-	ix.mu.Unlock()
-	if st.filter != nil {
-		_ = st.filter.f.Close()
-	}
-	raise(&ix.savedGen, gen)
-	ix.m.loads.Add(1)
 	return nil
 }
 
 // Save writes the serving filter to the snapshot file, atomically, and
-// the stored spellings the index learned from the log to the alias table.
+// the stored spellings the index learned from the log to the spellings
+// table.
 func (ix *Index) Save(ctx context.Context) error {
 	if err := ix.enter(); err != nil {
 		return err
@@ -210,7 +210,7 @@ func (ix *Index) saveNow(ctx context.Context, s *serving) error {
 	if err := ix.targetError(); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
-	gen := s.gen.Load() // read before the copy: the copy covers at least this
+	gen := s.at.gen() // read before the copy: the copy covers at least this
 	img, err := s.f.Image(ctx)
 	if errors.Is(err, syncfilter.ErrClosed) { // dropped or replaced meanwhile
 		return fmt.Errorf("save snapshot: %w", ErrNotServing)
@@ -218,21 +218,21 @@ func (ix *Index) saveNow(ctx context.Context, s *serving) error {
 	if err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
-	if m := ix.memo.Load(); m != nil && m.table && m.f == f && m.srcID == src.ID && m.epoch == s.epoch {
-		// The spellings learned from the log go to the alias table, so
-		// that the next open needs not read the log for them.
-		if err := f.st.NoteAliases(ctx, src, m.epoch, m.gen.Load(), m.pairs()); err != nil {
+	if sp := ix.sp.cur.Load(); sp != nil && sp.table && sp.f == f && sp.srcID == src.ID && sp.epoch == s.epoch {
+		// The spellings learned from the log go to the spellings table,
+		// so that the next open needs not read the log for them.
+		if err := f.st.NoteSpellings(ctx, src, sp.epoch, sp.at.gen(), sp.pairs()); err != nil {
 			return fmt.Errorf("save snapshot: %w", err)
 		}
 	}
-	h := snapshot.Header{Capacity: s.capacity, Generation: gen, DatasetID: src.DatasetID, Created: now()}
+	h := snapshot.Header{Capacity: s.capacity, Generation: gen, DatasetID: src.DatasetID, Created: ix.db.cfg.knobs.clock()}
 	record := func(sum [32]byte) error {
 		return f.st.RecordSnapshot(ctx, src, s.epoch, sum, gen, img.Params().M, ix.cfg.Snapshot)
 	}
 	if err := snapshot.WriteFileCommit(ix.cfg.Snapshot, h, img, ix.cfg.SnapshotMode, record, fsafe.DatabaseFiles(f.st.Path.Real)...); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
-	raise(&ix.savedGen, gen)
+	raise(&ix.snap.saved, gen)
 	return nil
 }
 
@@ -244,19 +244,16 @@ func (ix *Index) saveNow(ctx context.Context, s *serving) error {
 func (ix *Index) checkTarget(f *file, src *store.Source) {
 	err := checkTarget(ix.cfg.Snapshot, f.st.Path.Real, src.DatasetID, src.Row, ix.cfg.ReplaceForeignFile)
 	if err == nil {
-		ix.targetErr.Store(nil)
+		ix.snap.targetErr.Store(nil)
 		return
 	}
-	ix.targetErr.Store(&err)
+	ix.snap.targetErr.Store(&err)
 }
 
 // targetError returns why snapshots may not be saved, or nil.
 func (ix *Index) targetError() error {
-	if e := ix.targetErr.Load(); e != nil {
+	if e := ix.snap.targetErr.Load(); e != nil {
 		return *e
 	}
 	return nil
 }
-
-// now is the clock for snapshot creation times.
-var now = func() time.Time { return time.Now().UTC() }

@@ -1,0 +1,221 @@
+package rebuild
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// answer returns, for each canonical key, whether the source holds it
+// under any equivalent spelling. The filter rules out what it can; the
+// rest is confirmed in the statement that checks the call is fresh (the
+// probe), and, in one more, what the probe's catch-up turned into maybes,
+// what the filter ruled out if it stayed behind, and spellings learned
+// meanwhile.
+func (c *call) answer(ctx context.Context, keys []string) ([]bool, error) {
+	return retry(func() ([]bool, error) { return c.answerOnce(ctx, keys) })
+}
+
+// What the answer of one key came from, for the counters.
+const (
+	byFilter = iota // the filter ruled it out: no SQLite lookup
+	byMaybe         // the filter said maybe: SQLite confirmed or refuted it
+	bySQLite        // no filter could rule on it: SQLite alone
+)
+
+func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
+	ix := c.ix
+	by := make([]uint8, len(keys))
+	s := c.candidate()
+	var before uint64 // the filter's generation when it ruled keys out
+	ask := make([]int, 0, len(keys))
+	if s != nil {
+		before = s.at.gen()
+		maybe, err := s.f.MightContainBatch(make([]bool, 0, len(keys)), keys)
+		if err != nil {
+			return nil, err
+		}
+		for i, m := range maybe {
+			if m {
+				ask = append(ask, i)
+				by[i] = byMaybe
+			}
+		}
+	} else {
+		for i := range keys {
+			ask = append(ask, i)
+			by[i] = bySQLite
+		}
+	}
+	if s != nil && len(ask) == 0 && c.stillQuiet(ctx, s, before) {
+		if f := ix.db.cfg.knobs.quiet; f != nil {
+			f()
+		}
+		c.s = s
+		ix.m.count(by, nil)
+		return make([]bool, len(keys)), nil
+	}
+	list, spelled := c.withSpellings(keys, ask, ix.sp.cur.Load())
+	began := time.Now()
+	if err := c.probe(ctx, s, list, ix.costs.budget(len(keys)-len(ask), c.f.st.LogChunk()), ix.db.cfg.knobs.inline); err != nil {
+		return nil, err
+	}
+	got := c.pr.Found
+	if !c.pr.Confirmed && len(list) > 0 {
+		conn, err := c.reader(ctx) // given back if the probe waited in a flight
+		if err != nil {
+			return nil, err
+		}
+		if got, err = conn.Confirm(ctx, c.b.src, list, c.h.HasSpellings, nil); err != nil {
+			return nil, err
+		}
+	}
+	ix.costs.key.observe(time.Since(began), uint64(len(list)))
+	// Keys come back as stored (or as asked, through the spellings
+	// table); a page may hold a key twice.
+	holds := make(map[string]struct{}, len(got))
+	mark := func(got []string, spelled map[string]string) {
+		for _, k := range got {
+			if canon, ok := spelled[k]; ok {
+				k = canon
+			}
+			holds[k] = struct{}{}
+		}
+	}
+	mark(got, spelled)
+	found := make([]bool, len(keys))
+	for _, i := range ask {
+		_, found[i] = holds[keys[i]]
+	}
+	// One more statement, for what the filter does not rule out any more
+	// and for keys whose spellings the catch-up learned.
+	var more []int
+	switch {
+	case s != nil && c.s == nil: // the filter stayed behind: SQLite answers what it ruled out
+		for i := range keys {
+			if by[i] == byFilter {
+				more = append(more, i)
+				by[i] = bySQLite
+			}
+		}
+	case s != nil && s.at.gen() > before: // caught up (by this call or another): look again at what it ruled out
+		var ruledOut []string
+		var at []int
+		for i, k := range keys {
+			if by[i] == byFilter {
+				ruledOut = append(ruledOut, k)
+				at = append(at, i)
+			}
+		}
+		maybe, err := s.f.MightContainBatch(make([]bool, 0, len(ruledOut)), ruledOut)
+		if err != nil {
+			return nil, err
+		}
+		for j, m := range maybe {
+			if m {
+				more = append(more, at[j])
+				by[at[j]] = byMaybe
+			}
+		}
+	}
+	if c.sp != nil && c.sp.filled.Load() {
+		for _, i := range ask {
+			if !found[i] && len(c.sp.of(keys[i])) > 0 {
+				more = append(more, i)
+			}
+		}
+	}
+	if len(more) > 0 {
+		list2, spelled2 := c.withSpellings(keys, more, c.sp)
+		conn, err := c.reader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		began := time.Now()
+		got2, err := conn.Confirm(ctx, c.b.src, list2, c.h.HasSpellings, nil)
+		if err != nil {
+			return nil, err
+		}
+		ix.costs.key.observe(time.Since(began), uint64(len(list2)))
+		mark(got2, spelled2)
+		for _, i := range more {
+			_, found[i] = holds[keys[i]]
+		}
+	}
+	ix.m.count(by, found)
+	return found, nil
+}
+
+// withSpellings returns the keys at positions at, and after them the
+// stored spellings sp knows for them, with the map from spelling to
+// canonical key.
+func (c *call) withSpellings(keys []string, at []int, sp *spellingSet) (list []string, spelled map[string]string) {
+	list = make([]string, len(at))
+	for j, i := range at {
+		list[j] = keys[i]
+	}
+	if sp == nil || !sp.filled.Load() {
+		return list, nil
+	}
+	for _, i := range at {
+		for _, s := range sp.of(keys[i]) {
+			if spelled == nil {
+				spelled = map[string]string{}
+			}
+			spelled[s] = keys[i]
+			list = append(list, s)
+		}
+	}
+	return list, spelled
+}
+
+// costs are what the index measured its two exact ways of answering
+// about keys the filter rules out while it is behind the log to cost
+// (per entry taken in, per key confirmed in SQLite): a call compares them
+// (budget), with what the measures say on this database, driver and
+// machine, never with constants tuned elsewhere.
+type costs struct {
+	entry cost // reading a log entry, its canonical form and its bits
+	key   cost // confirming a key in SQLite (of a page's statement)
+}
+
+// cost is a smoothed time per unit, in nanoseconds (0: not measured yet).
+type cost struct{ ns atomic.Int64 }
+
+// minUnits is the least units an observation needs to count: a
+// statement's fixed cost would otherwise pass for a unit's.
+const minUnits = 16
+
+// observe folds d for n units in.
+func (c *cost) observe(d time.Duration, n uint64) {
+	if n < minUnits {
+		return
+	}
+	per := d.Nanoseconds() / int64(n)
+	for {
+		old := c.ns.Load()
+		v := per
+		if old > 0 {
+			v = (7*old + per) / 8
+		}
+		if c.ns.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// budget is how many log entries a call with ruledOut keys the filter
+// ruled out takes in rather than confirm those keys in SQLite: as many
+// as cost what confirming them would, at most limit. Until both costs are
+// measured, a call takes a chunk in (limit) when it rules keys out: the
+// measures come from doing both.
+func (c *costs) budget(ruledOut, limit int) int {
+	if ruledOut == 0 {
+		return 0
+	}
+	e, k := c.entry.ns.Load(), c.key.ns.Load()
+	if e <= 0 || k <= 0 {
+		return limit
+	}
+	return int(min(int64(limit), int64(ruledOut)*k/e))
+}

@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+)
+
+// syncfilter_scans(source, token, generation, expires): one row per
+// rebuild scan in progress (a lease), so that log compaction by any
+// process never deletes entries a running scan will need to catch up
+// from, and Detach does not pull a source from under the scan.
+
+// LeaseTerm is how long a scan's lease lasts unless renewed; a crashed
+// process's expires after it.
+const LeaseTerm = 10 * time.Minute
+
+// Lease is a scan's hold on the log: compaction keeps every entry after
+// its generation until it is released or expires.
+type Lease struct {
+	token   [16]byte
+	renewed time.Time
+}
+
+// TakeLease registers a scan about to start, at the log's current head:
+// the scan's own generation, read later, is at least that.
+func (db *DB) TakeLease(ctx context.Context, s *Source) (*Lease, error) {
+	l := &Lease{renewed: time.Now()}
+	_, _ = rand.Read(l.token[:])
+	_, err := db.w.ExecContext(ctx, `INSERT INTO `+ScansTable+` (source, token, generation, expires)
+		VALUES (?, ?, (SELECT coalesce(max(seq), 0) FROM `+s.Log+`), ?)`,
+		s.ID, l.token[:], time.Now().Add(LeaseTerm).Unix())
+	if err != nil {
+		return nil, fmt.Errorf("take scan lease: %w", err)
+	}
+	return l, nil
+}
+
+// RenewLease extends a lease held longer than a tenth of its term.
+func (db *DB) RenewLease(ctx context.Context, s *Source, l *Lease) error {
+	if time.Since(l.renewed) < LeaseTerm/10 {
+		return nil
+	}
+	l.renewed = time.Now()
+	if _, err := db.w.ExecContext(ctx, `UPDATE `+ScansTable+` SET expires = ? WHERE source = ? AND token = ?`,
+		time.Now().Add(LeaseTerm).Unix(), s.ID, l.token[:]); err != nil {
+		return fmt.Errorf("renew scan lease: %w", err)
+	}
+	return nil
+}
+
+// ReleaseLease ends a scan's hold (and sweeps expired leases).
+func (db *DB) ReleaseLease(ctx context.Context, s *Source, l *Lease) {
+	_, _ = db.w.ExecContext(context.WithoutCancel(ctx), `DELETE FROM `+ScansTable+` WHERE (source = ? AND token = ?) OR expires < ?`,
+		s.ID, l.token[:], time.Now().Unix())
+}
+
+// leasesOf lists the live scan leases of a source.
+func leasesOf(ctx context.Context, q querier, id int64) ([]string, error) {
+	var out []string
+	now := time.Now().Unix()
+	for _, t := range []struct{ table, what string }{{ScansTable, "'a rebuild scan'"}} {
+		var exists bool
+		if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, t.table).Scan(&exists); err != nil {
+			return nil, err
+		}
+		if !exists {
+			continue
+		}
+		rows, err := q.QueryContext(ctx, `SELECT `+t.what+`, expires FROM `+t.table+` WHERE source = ? AND expires >= ?`, id, now)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var who string
+			var exp int64
+			if err := rows.Scan(&who, &exp); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, fmt.Sprintf("%s (until %s unless renewed)", who, time.Unix(exp, 0).UTC().Format(time.RFC3339)))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

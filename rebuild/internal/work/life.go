@@ -1,0 +1,162 @@
+package work
+
+import (
+	"context"
+	"sync"
+)
+
+// Life counts the work in progress on an index or a database (public
+// calls and background jobs) so that Close can wait for it, and knows
+// which of it is parked in a callback of the app: a callback may call
+// Close, and Close must not wait for the work that is running the
+// callback. Close waits until nothing but parked work remains (its ctx
+// bounds the wait); the last piece of work to leave after that finishes
+// the closing (final) without the caller. final runs on a goroutine of its
+// own, since it may write and wait for the app's locks: Close's ctx bounds
+// the wait for it too, and work that leaves last never runs it itself.
+type Life struct {
+	mu      sync.Mutex // guards everything below
+	n       int        // work in progress
+	parked  int        // ... of which inside a callback
+	closing bool
+	waiting bool          // Close is waiting: it starts final itself
+	changed chan struct{} // closed when n or parked changes while Close or Idle waits
+	final   func()        // what remains of Close, run once
+	ran     bool
+}
+
+// Enter registers work; false once closing began.
+func (l *Life) Enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing {
+		return false
+	}
+	l.n++
+	return true
+}
+
+// Leave ends work registered by Enter; the last one out after Close gave
+// up waiting starts final.
+func (l *Life) Leave() {
+	l.mu.Lock()
+	l.n--
+	run := l.finishing()
+	l.signal()
+	l.mu.Unlock()
+	if run {
+		go l.final()
+	}
+}
+
+// Park marks the caller's work as inside a callback (+1) or back (-1).
+func (l *Life) Park(d int) {
+	l.mu.Lock()
+	l.parked += d
+	l.signal()
+	l.mu.Unlock()
+}
+
+// Closing reports whether closing began.
+func (l *Life) Closing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closing
+}
+
+// Idle waits until no work is in progress but parked work, or ctx ends
+// (its error). Work may enter again afterwards.
+func (l *Life) Idle(ctx context.Context) error {
+	l.mu.Lock()
+	for l.n > l.parked {
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		l.mu.Lock()
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// Close begins closing (only the first call; later ones return nil at
+// once) and waits until no work is in progress but parked work, or ctx
+// ends. final runs once no work at all remains: started here, and waited
+// for until ctx ends, or, if Close stopped waiting with work parked or in
+// progress, started by the last Leave. The error is ctx's, if it ended
+// first.
+func (l *Life) Close(ctx context.Context, final func()) error {
+	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closing, l.final, l.waiting = true, final, true
+	for l.n > l.parked {
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			l.mu.Lock()
+			l.waiting = false
+			run := l.finishing() // the work may have ended meanwhile
+			l.mu.Unlock()
+			if run {
+				return runFinal(ctx, final)
+			}
+			return context.Cause(ctx)
+		}
+		l.mu.Lock()
+	}
+	l.waiting = false
+	run := l.finishing()
+	l.mu.Unlock()
+	if run {
+		return runFinal(ctx, final)
+	}
+	return nil
+}
+
+// runFinal runs final on a goroutine of its own and waits for it until
+// ctx ends; then final finishes without the caller.
+func runFinal(ctx context.Context, final func()) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		final()
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// finishing reports whether final is to run now, and marks it run.
+// Callers hold mu.
+func (l *Life) finishing() bool {
+	if !l.closing || l.waiting || l.n > 0 || l.ran || l.final == nil {
+		return false
+	}
+	l.ran = true
+	return true
+}
+
+// signal wakes Close and Idle. Callers hold mu.
+func (l *Life) signal() {
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}

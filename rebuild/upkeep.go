@@ -1,0 +1,105 @@
+package rebuild
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"github.com/syncfilter/syncfilter/rebuild/internal/work"
+)
+
+// upkeep is an index's background work: the jobs asked of the database's
+// worker and not finished, why the next rebuild was asked for, the source
+// this index's open attached first (undone if its first scan fails), and
+// the flight in which one goroutine (a call or the follower) catches the
+// filter and the spellings up on the log for all.
+type upkeep struct {
+	jobs    [jobKinds]work.Pending       // by kind (worker.go); Wait waits for all
+	app     work.Pending                 // the app's Rebuild calls in progress; Wait waits for them too
+	why     atomic.Pointer[reason]       // why the queued rebuild is asked for
+	created atomic.Pointer[store.Source] // attached by this index's open, not yet scanned
+	catchUp work.Flight                  // catching up on the log (catchup.go)
+}
+
+// reason is why a rebuild runs: text for Stats, auto for an automatic
+// rebuild of a filter that filled up (sized for growth, spaced by cost).
+type reason struct {
+	text string
+	auto bool
+}
+
+// busy returns a channel closed when no job is pending (nil: none is).
+func (u *upkeep) busy() <-chan struct{} {
+	for k := range u.jobs {
+		if ch := u.jobs[k].Wait(); ch != nil {
+			return ch
+		}
+	}
+	return u.app.Wait()
+}
+
+// release ends every wait for the index's jobs (Close).
+func (u *upkeep) release() {
+	for k := range u.jobs {
+		u.jobs[k].Release()
+	}
+	u.app.Release()
+}
+
+// askRebuild asks the worker for a rebuild (the caller checked that the
+// index may rebuild by itself, or it is the first scan).
+func (ix *Index) askRebuild(r reason) {
+	if ix.db.cfg.ReadOnly || ix.life.Closing() {
+		return
+	}
+	ix.up.why.Store(&r)
+	ix.db.work.ask(jobRebuild, ix)
+}
+
+// askRepair asks for a rebuild because no filter can serve (a snapshot
+// refused, a filter dropped, the triggers put back), unless the app
+// rebuilds by itself (AutoRebuild.Off).
+func (ix *Index) askRepair(why string) {
+	if !ix.cfg.AutoRebuild.Off {
+		ix.askRebuild(reason{text: why})
+	}
+}
+
+// loadNow is the worker's load job: the snapshot, if the database vouches
+// for it, caught up on every key logged after it; otherwise the reason is
+// noted and a rebuild asked for.
+func (ix *Index) loadNow(ctx context.Context) {
+	err := ix.load(ctx)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil: // interrupted (Suspend, Close): done again later
+	default:
+		ix.m.setSnapshotError(err)
+		ix.askRepair("the snapshot could not be used")
+	}
+}
+
+// catchUp brings the filter and the spellings up to the log's head, as a
+// call does before it trusts them: the follower runs it between calls.
+// Its errors are the next call's to meet.
+func (ix *Index) catchUp(ctx context.Context) {
+	if ix.enter() != nil {
+		return
+	}
+	defer ix.leave()
+	if err := ix.catchUpNow(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		ix.m.setCatchUpError(err)
+	}
+}
+
+// catchUpNow brings the filter and the spellings up to the log's head
+// (the caller is inside the index's life).
+func (ix *Index) catchUpNow(ctx context.Context) error {
+	c, err := ix.look(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.end()
+	return c.head(ctx)
+}
