@@ -53,7 +53,7 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 	ix.up.app.Start()
 	err, wait := ix.rebuild(ctx, reason{text: "asked by the app"})
 	ix.up.app.Done() // ... but not for its last Progress call, which may call Wait
-	ix.life.Park(1) // Close, from a Progress callback, does not wait for this wait
+	ix.life.Park(1)  // Close, from a Progress callback, does not wait for this wait
 	p := wait()
 	ix.life.Park(-1)
 	if p != nil {
