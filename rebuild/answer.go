@@ -2,8 +2,11 @@ package rebuild
 
 import (
 	"context"
+
 	"sync/atomic"
 	"time"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
 // answer returns, for each canonical key, whether the source holds it
@@ -66,7 +69,7 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 		if err != nil {
 			return nil, err
 		}
-		if got, err = conn.Confirm(ctx, c.b.src, list, c.h.HasSpellings, nil); err != nil {
+		if got, err = c.confirm(ctx, conn, list); err != nil {
 			return nil, err
 		}
 	}
@@ -132,7 +135,7 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 			return nil, err
 		}
 		began := time.Now()
-		got2, err := conn.Confirm(ctx, c.b.src, list2, c.h.HasSpellings, nil)
+		got2, err := c.confirm(ctx, conn, list2)
 		if err != nil {
 			return nil, err
 		}
@@ -144,6 +147,15 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 	}
 	ix.m.count(by, found)
 	return found, nil
+}
+
+// confirm looks keys up in the source: on the app's pool when it can
+// (see DBConfig.DB), else on conn.
+func (c *call) confirm(ctx context.Context, conn *store.Conn, keys []string) ([]string, error) {
+	if c.f.n == 1 && c.f.st.AppFree() {
+		return c.f.st.AppConfirm(ctx, c.b.src, keys, c.h.HasSpellings, nil)
+	}
+	return conn.Confirm(ctx, c.b.src, keys, c.h.HasSpellings, nil)
 }
 
 // withSpellings returns the keys at positions at, and after them the

@@ -148,51 +148,52 @@ func TestCollectionsShareTheDatabase(t *testing.T) {
 func TestCollectionsRebuildInTurn(t *testing.T) {
 	ctx := context.Background()
 	path := collectionsDB(t, 3, 3000)
-	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{store: store.Knobs{ScanChunk: 500}}}) // a progress call per 500 keys
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(ctx)
 	var mu sync.Mutex
-	scanning := map[int]bool{}
-	peak := 0
+	active, peak := 0, 0
 	var others atomic.Bool // another collection was caught in bypass during a scan
-	var ixs []*Index
-	progress := func(i int) func(done, total int64) {
-		return func(done, total int64) {
-			mu.Lock()
-			scanning[i] = done < total
-			n := 0
-			for _, s := range scanning {
-				if s {
-					n++
-				}
-			}
-			peak = max(peak, n)
-			mu.Unlock()
-			time.Sleep(time.Millisecond) // widen the window
-			for _, ix := range ixs {
+	var ixs atomic.Pointer[[]*Index]
+	// The scans report to the database's hook from their own goroutines,
+	// at their start (n = 0) and with every chunk (500 keys, up to the
+	// 3,000 each collection holds).
+	scanRow := func(n int64) error {
+		mu.Lock()
+		switch {
+		case n == 0:
+			active++
+			peak = max(peak, active)
+		case n >= 3000:
+			active--
+		}
+		mu.Unlock()
+		time.Sleep(time.Millisecond) // widen the window
+		if list := ixs.Load(); list != nil {
+			for _, ix := range *list {
 				if st := ix.Stats(); !st.Serving && !st.Rebuilding {
 					others.Store(true)
 				}
 			}
 		}
+		return nil
 	}
+	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{store: store.Knobs{ScanChunk: 500}, scanRow: scanRow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	var list []*Index
 	for i := range 3 {
-		ix, err := db.Index(ctx, Source{Table: fmt.Sprintf("coll%d", i), Column: "id", ProgressEvery: 1})
+		ix, err := db.Index(ctx, Source{Table: fmt.Sprintf("coll%d", i), Column: "id"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := ix.Wait(ctx); err != nil { // built (no snapshot): none in bypass from now on
 			t.Fatal(err)
 		}
-		ixs = append(ixs, ix)
+		list = append(list, ix)
 	}
-	for i, ix := range ixs {
-		ix.cfg.Progress = progress(i) // no background work runs now
-	}
+	ixs.Store(&list)
 	var wg sync.WaitGroup
-	for _, ix := range ixs {
+	for _, ix := range list {
 		for range 3 {
 			wg.Add(1)
 			go func() {
@@ -210,7 +211,7 @@ func TestCollectionsRebuildInTurn(t *testing.T) {
 	if others.Load() {
 		t.Fatal("a collection was in bypass while another rebuilt")
 	}
-	for i, ix := range ixs {
+	for i, ix := range list {
 		expect(t, ix, set(ids(fmt.Sprintf("c%d", i), 3000)), append(ids(fmt.Sprintf("c%d", i), 50), ids("never", 50)...))
 	}
 }

@@ -1,6 +1,7 @@
 package rebuild
 
 import (
+	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"math"
@@ -35,6 +36,18 @@ type DBConfig struct {
 	// program links another SQLite (ErrSecondSQLite); no default without
 	// cgo (ErrNoDriver). Another driver: ErrUnsupportedDriver.
 	Driver driver.Driver
+
+	// DB is the app's own handle on this database (optional). The library
+	// then takes its driver (DB.Driver(): Driver may stay nil) and runs
+	// the statements that confirm a page's keys on its pool: a
+	// connection's page cache is dropped whenever another connection
+	// commits, so the library's own readers start cold after each of the
+	// app's commits, while the app's connection that just committed is
+	// warm. Everything else runs on the library's own connections. A call
+	// never waits for one of the app's connections: when the pool has
+	// none free (the app holds them, say in the transaction that calls
+	// Missing), the library's own reader confirms.
+	DB *sql.DB
 
 	// ReadOnly opens the database read-only and changes nothing in it or
 	// on disk: no tables or triggers, no snapshot saved, no rebuild. A

@@ -66,7 +66,11 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	drv, err := store.NewDriver(cfg.Driver)
+	d := cfg.Driver
+	if d == nil && cfg.DB != nil {
+		d = cfg.DB.Driver()
+	}
+	drv, err := store.NewDriver(d)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.Path, err)
 	}
@@ -90,7 +94,7 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 
 func (db *DB) storeOptions(create bool) store.Options {
 	return store.Options{Driver: db.drv, ReadOnly: db.cfg.ReadOnly, Create: create, Readers: db.cfg.Readers,
-		BusyTimeout: db.cfg.BusyTimeout, Knobs: db.cfg.knobs.store}
+		BusyTimeout: db.cfg.BusyTimeout, Knobs: db.cfg.knobs.store, App: db.cfg.DB}
 }
 
 // Path returns the database file as resolved at open: the file SQLite

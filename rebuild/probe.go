@@ -63,7 +63,17 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int,
 	default:
 		opts.Chunk, opts.Whole = budget, true
 	}
-	if err := conn.Probe(ctx, src, opts, &c.pr); err != nil {
+	// A page's confirmation runs on the app's pool when it can (warm
+	// pages, see DBConfig.DB), on the original file only: after the app
+	// replaced the file, its pool may still hold connections to the old.
+	onApp := len(keys) > 0 && c.f.n == 1 && c.f.st.AppFree()
+	var perr error
+	if onApp {
+		perr = c.f.st.AppProbe(ctx, src, opts, &c.pr)
+	} else {
+		perr = conn.Probe(ctx, src, opts, &c.pr)
+	}
+	if err := perr; err != nil {
 		// A table the statement names was dropped or the source detached
 		// meanwhile: the schema changed; resolve again.
 		if schema, serr := conn.Schema(ctx); serr == nil && schema != c.b.schema {
@@ -169,7 +179,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int,
 	c.s = s
 	if s != nil {
 		raise(&s.floor, h.Floor)
-		if c.conn == conn { // still the probing connection (a catch-up may give it back)
+		if !onApp && c.conn == conn { // still the probing connection (a catch-up may give it back)
 			conn.Note(ix.id, store.Note{Version: c.pr.Version, Filter: s.id, Binding: c.b.id, Head: h.Seq})
 		}
 		ix.checkDue(s)

@@ -6,6 +6,7 @@ package syncbench
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"time"
@@ -33,12 +34,15 @@ type LibIndex struct {
 // OpenLib opens the library on the app's table (Table, Column) of the
 // database at path, as an app does at start: one collection, the
 // snapshot file given (it need not exist yet).
-func OpenLib(ctx context.Context, d Driver, path, snapshot string) (*LibIndex, error) {
+//
+// app, if not nil, is the app's own pool (AppPool.DB): the library takes
+// its driver from it and confirms on it (rebuild.DBConfig.DB).
+func OpenLib(ctx context.Context, d Driver, path, snapshot string, app *sql.DB) (*LibIndex, error) {
 	drv, err := libDriver(d)
 	if err != nil {
 		return nil, err
 	}
-	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: path, Driver: drv}, rebuild.Source{Table: Table, Column: Column, Snapshot: snapshot})
+	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: path, Driver: drv, DB: app}, rebuild.Source{Table: Table, Column: Column, Snapshot: snapshot})
 	if err != nil {
 		return nil, fmt.Errorf("open library: %w", err)
 	}
@@ -116,12 +120,12 @@ type LibDB struct {
 }
 
 // OpenLibDB opens the database at path for several collections.
-func OpenLibDB(ctx context.Context, d Driver, path string) (*LibDB, error) {
+func OpenLibDB(ctx context.Context, d Driver, path string, app *sql.DB) (*LibDB, error) {
 	drv, err := libDriver(d)
 	if err != nil {
 		return nil, err
 	}
-	db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: path, Driver: drv})
+	db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: path, Driver: drv, DB: app})
 	if err != nil {
 		return nil, fmt.Errorf("open library database: %w", err)
 	}

@@ -35,7 +35,7 @@ func poolChild(ctx context.Context, r *ChildReport, t0 time.Time, driver, db, sn
 	defer func() { err = errors.Join(err, pool.Close()) }()
 	var got []bool
 	if r.Mode == ModeLibPool {
-		lib, err := OpenLib(ctx, d, db, snap)
+		lib, err := OpenLib(ctx, d, db, snap, pool.DB())
 		if err != nil {
 			return fmt.Errorf("cold child: %w", err)
 		}

@@ -183,7 +183,7 @@ func TestBothSidesPerPosition(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	lib, err := OpenLib(ctx, Mattn, cfg.DB, cfg.Snapshot)
+	lib, err := OpenLib(ctx, Mattn, cfg.DB, cfg.Snapshot, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestDriverNotLinkedRefused(t *testing.T) {
 	if err := CheckLibDriver(Modernc); err == nil {
 		t.Error("modernc, not linked: no error")
 	}
-	if _, err := OpenLib(context.Background(), Modernc, filepath.Join(t.TempDir(), "x.db"), ""); err == nil {
+	if _, err := OpenLib(context.Background(), Modernc, filepath.Join(t.TempDir(), "x.db"), "", nil); err == nil {
 		t.Error("OpenLib with modernc, not linked: no error")
 	}
 }

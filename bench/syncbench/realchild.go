@@ -168,7 +168,7 @@ func openRealRun(ctx context.Context, cfg RealConfig, rep *RealChildReport) (_ *
 		return nil, fmt.Errorf("real child: the table holds %d rows, the reference %d (pages before %d replayed)", n, r.gen.Ref.Len(), rep.Segment.From)
 	}
 	start = time.Now()
-	if r.lib, err = OpenLib(ctx, d, cfg.DB, cfg.Snapshot); err != nil {
+	if r.lib, err = OpenLib(ctx, d, cfg.DB, cfg.Snapshot, r.pool.DB()); err != nil {
 		return nil, err
 	}
 	rep.LibOpen = time.Since(start)

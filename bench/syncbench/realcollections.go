@@ -127,7 +127,7 @@ func buildCollections(ctx context.Context, d Driver, o CollectionsOptions, path 
 func openCollections(ctx context.Context, d Driver, path string, n int, page []string, ref *Reference) (open, first time.Duration, err error) {
 	want := ref.Truth(page)
 	start := time.Now()
-	db, err := OpenLibDB(ctx, d, path)
+	db, err := OpenLibDB(ctx, d, path, nil)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -60,7 +60,7 @@ func RealSingle(ctx context.Context, o SingleOptions) (_ *SingleResult, err erro
 	if err := pool.PrepareSelectOne(ctx); err != nil {
 		return nil, err
 	}
-	lib, err := OpenLib(ctx, d, cfg.DB, cfg.Snapshot)
+	lib, err := OpenLib(ctx, d, cfg.DB, cfg.Snapshot, pool.DB())
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,16 @@ type confirmShape struct{ single, spellings bool }
 // spellings table has rows) a canonical key asked whose stored non-NFC
 // spelling the spellings table names.
 func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, spellings bool, found []string) ([]string, error) {
+	return confirm(ctx, c, &c.buf, s, keys, spellings, found)
+}
+
+// AppConfirm is Confirm on the app's pool (Options.App).
+func (db *DB) AppConfirm(ctx context.Context, s *Source, keys []string, spellings bool, found []string) ([]string, error) {
+	var buf []byte
+	return confirm(ctx, db.app, &buf, s, keys, spellings, found)
+}
+
+func confirm(ctx context.Context, r runner, buf *[]byte, s *Source, keys []string, spellings bool, found []string) ([]string, error) {
 	qs := s.queries().confirm
 	spellings = spellings && s.Logged
 	vals := make([]driver.Value, 1)
@@ -61,11 +71,11 @@ func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, spellings 
 		if end-start == 1 {
 			q, arg = qs[confirmShape{single: true, spellings: spellings}], keys[start]
 		} else {
-			c.buf = appendKeyArray(c.buf[:0], keys[start:end])
-			arg = string(c.buf)
+			*buf = appendKeyArray((*buf)[:0], keys[start:end])
+			arg = string(*buf)
 		}
 		start = end
-		if err := c.first(ctx, q, vals, driver.NamedValue{Ordinal: 1, Value: arg}); err != nil {
+		if err := r.first(ctx, q, vals, driver.NamedValue{Ordinal: 1, Value: arg}); err != nil {
 			return found, fmt.Errorf("confirm: %w", err)
 		}
 		list, _ := vals[0].(string)

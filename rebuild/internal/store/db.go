@@ -19,6 +19,7 @@ type Options struct {
 	Readers     int           // reading connections, at least 1
 	BusyTimeout time.Duration // how long SQLite waits for a lock
 	Knobs       Knobs         // sizes the tests shrink
+	App         *sql.DB       // the app's own pool on this file: confirmations run on it (apppool.go)
 }
 
 // Knobs are sizes the tests shrink to reach their edge cases with small
@@ -56,6 +57,7 @@ type DB struct {
 	w    *writer // nil when read-only; one connection
 	r    *sql.DB // the readers' pool
 	pool *pool
+	app  *appRunner // the app's pool, if it handed it over
 	dataVersion
 }
 
@@ -80,6 +82,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	}
 	db := &DB{Path: p, Driver: opts.Driver, readOnly: opts.ReadOnly, created: statErr != nil, knobs: opts.Knobs.withDefaults()}
 	db.dv = make(chan struct{}, 1)
+	if opts.App != nil {
+		db.app = &appRunner{db: opts.App}
+	}
 	defer func() {
 		if err != nil {
 			db.Close()
@@ -162,6 +167,9 @@ func (db *DB) Close() {
 		db.dvConn = nil
 	}
 	<-db.dv
+	if db.app != nil {
+		db.app.close()
+	}
 	if db.r != nil {
 		_ = db.r.Close()
 	}

@@ -99,19 +99,36 @@ func (s *Source) probeSQL(p probeShape) string {
 	return `SELECT ` + cols + from
 }
 
-// Probe runs one probe (see the top of this file).
+// runner runs a statement and reads its first row: a library
+// connection (Conn) or the app's pool (appRunner).
+type runner interface {
+	first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error
+}
+
+// Probe runs one probe (see the top of this file) on the connection.
 func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
+	return probe(ctx, c, &c.buf, c.db.knobs, s, o, out)
+}
+
+// AppProbe runs one probe on the app's pool (Options.App; AppFree says
+// whether it would wait).
+func (db *DB) AppProbe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
+	var buf []byte
+	return probe(ctx, db.app, &buf, db.knobs, s, o, out)
+}
+
+func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o ProbeOptions, out *Probe) error {
 	p := probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, spellings: o.Spellings, nonASCII: o.NonASCII}
 	list := "[]"
 	switch {
 	case p.single:
 		list = o.Keys[0]
 	case p.confirm:
-		c.buf = appendKeyArray(c.buf[:0], o.Keys)
-		if len(o.Keys) > confirmMax || len(c.buf) > listBytes {
+		*buf = appendKeyArray((*buf)[:0], o.Keys)
+		if len(o.Keys) > confirmMax || len(*buf) > listBytes {
 			p.confirm = false // Confirm, in several statements
 		} else {
-			list = string(c.buf)
+			list = string(*buf)
 		}
 	}
 	if !p.confirm {
@@ -126,8 +143,8 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 	if p.confirm {
 		n++
 	}
-	chunk := uint64(max(0, min(o.Chunk, c.db.knobs.LogChunk)))
-	args := [6]driver.NamedValue{arg(1, list), arg(2, int64(o.After)), arg(3, int64(chunk)), arg(4, int64(c.db.knobs.ShortKey)),
+	chunk := uint64(max(0, min(o.Chunk, knobs.LogChunk)))
+	args := [6]driver.NamedValue{arg(1, list), arg(2, int64(o.After)), arg(3, int64(chunk)), arg(4, int64(knobs.ShortKey)),
 		arg(5, int64(o.Check)), arg(6, int64(b2i(o.Whole)))}
 	nargs := 0
 	switch {
@@ -136,7 +153,7 @@ func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe)
 	case p.confirm:
 		nargs = 1
 	}
-	if err := c.first(ctx, q, vals[:n], args[:nargs]...); err != nil {
+	if err := r.first(ctx, q, vals[:n], args[:nargs]...); err != nil {
 		if errors.Is(err, errNoRow) {
 			return fmt.Errorf("probe %s: %w", s.Table, ErrNotAttached)
 		}

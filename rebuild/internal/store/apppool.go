@@ -1,0 +1,100 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"sync"
+)
+
+// The app's pool. A connection's page cache is dropped whole whenever
+// another connection commits (SQLite re-reads every page after it sees the
+// WAL or the file change), so the library's own readers, which never
+// write, start cold after each of the app's commits, while the
+// connection that just committed stays warm: a page of keys confirmed on
+// the app's own pool reads what the app's INSERTs just touched from memory.
+// When the app hands over its *sql.DB (Options.App), the statements that
+// confirm keys (Probe, Confirm) run on it; everything else (the quiet
+// path's notes, catch-up, scans) stays on the library's connections.
+
+// appRunner runs statements on the app's pool, each prepared once on it
+// (database/sql prepares it again on each connection as needed).
+type appRunner struct {
+	db    *sql.DB
+	mu    sync.Mutex // guards stmts
+	stmts map[string]*sql.Stmt
+}
+
+// first runs q with args on the app's pool and reads its first row.
+func (a *appRunner) first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error {
+	st, err := a.prepared(ctx, q)
+	if err != nil {
+		return err
+	}
+	in := make([]any, len(args))
+	for i, v := range args {
+		in[i] = v.Value
+	}
+	out := make([]any, len(dest))
+	ptrs := make([]any, len(dest))
+	for i := range out {
+		ptrs[i] = &out[i]
+	}
+	if err := st.QueryRowContext(ctx, in...).Scan(ptrs...); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return errNoRow
+		}
+		return err
+	}
+	for i, v := range out {
+		// The library's statements return text (JSON) and integers only;
+		// a driver may hand text over as bytes.
+		if b, ok := v.([]byte); ok {
+			v = string(b)
+		}
+		dest[i] = v
+	}
+	return nil
+}
+
+func (a *appRunner) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st, ok := a.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := a.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if a.stmts == nil {
+		a.stmts = map[string]*sql.Stmt{}
+	}
+	a.stmts[q] = st
+	return st, nil
+}
+
+func (a *appRunner) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, st := range a.stmts {
+		_ = st.Close()
+	}
+	a.stmts = nil
+}
+
+// HasApp reports whether the app handed its pool over.
+func (db *DB) HasApp() bool { return db.app != nil }
+
+// AppFree reports whether a statement on the app's pool would get a
+// connection without waiting for one: an idle one, or room to open one.
+// A caller that holds the app's last connection (Missing inside the
+// app's own transaction, on a pool of one) must not wait for it.
+func (db *DB) AppFree() bool {
+	if db.app == nil {
+		return false
+	}
+	st := db.app.db.Stats()
+	return st.Idle > 0 || st.MaxOpenConnections == 0 || st.OpenConnections < st.MaxOpenConnections
+}
