@@ -153,9 +153,9 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 // (see DBConfig.DB), else on conn.
 func (c *call) confirm(ctx context.Context, conn *store.Conn, keys []string) ([]string, error) {
 	if c.f.n == 1 && c.f.st.AppFree() {
-		return c.f.st.AppConfirm(ctx, c.b.src, keys, c.h.HasSpellings, nil)
+		return c.f.st.AppConfirm(ctx, c.b.src, keys, maySpell, c.h.HasSpellings, nil)
 	}
-	return conn.Confirm(ctx, c.b.src, keys, c.h.HasSpellings, nil)
+	return conn.Confirm(ctx, c.b.src, keys, maySpell, c.h.HasSpellings, nil)
 }
 
 // withSpellings returns the keys at positions at, and after them the

@@ -33,6 +33,23 @@ func canonical(key string) (string, error) {
 	return c, nil
 }
 
+// maySpell reports whether a canonical key may be stored under another
+// spelling at all, so that a confirmation must ask the stored spellings
+// about it: one holding a character outside ASCII, or one of the three
+// ASCII characters that a character outside ASCII stands for canonically
+// (KELVIN SIGN for "K", GREEK QUESTION MARK for ";", GREEK VARIA for
+// "`": TestMaySpellCoversEveryEquivalent checks every code point). A key
+// of other ASCII characters has no other spelling.
+func maySpell(key string) bool {
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case c >= 0x80, c == 'K', c == ';', c == '`':
+			return true
+		}
+	}
+	return false
+}
+
 // canonicalStored returns the canonical form of a stored key (from a
 // scan or the log). A stored spelling may be longer than MaxKeyBytes
 // while its canonical form is not (NFC composes up to three bytes into

@@ -50,7 +50,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int,
 	if sp != nil {
 		spAt = sp.at.get()
 	}
-	opts := store.ProbeOptions{After: sAt.gen, Check: spAt.gen, Keys: keys, Spellings: ix.sp.table.Load()}
+	opts := store.ProbeOptions{After: sAt.gen, Check: spAt.gen, Keys: keys, Spellings: ix.sp.table.Load(), Spelled: maySpell}
 	switch {
 	case s == nil:
 		// No filter to feed: only the entries that may be stored spellings.

@@ -33,7 +33,7 @@ func TestConfirmAcrossStatements(t *testing.T) {
 	}
 	defer db.Release(c)
 	for _, prior := range [][]string{nil, {"found-before"}} {
-		got, err := c.Confirm(ctx, s, keys, false, slices.Clone(prior))
+		got, err := c.Confirm(ctx, s, keys, nil, false, slices.Clone(prior))
 		if err != nil {
 			t.Fatalf("prior %q: %v", prior, err)
 		}
@@ -61,7 +61,7 @@ func TestConfirmAcrossStatements(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.Confirm(ctx, s, many, false, nil)
+	got, err := c.Confirm(ctx, s, many, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

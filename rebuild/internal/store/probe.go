@@ -40,7 +40,10 @@ type ProbeOptions struct {
 	Whole     bool
 	NonASCII  bool     // only the log's keys that may be stored in another spelling (no filter to feed)
 	Keys      []string // keys to confirm; empty: none
-	Spellings bool     // confirm through the spellings table too
+	// Spellings: the spellings table has rows; the keys Spelled reports
+	// may be stored in another spelling are confirmed through it too.
+	Spellings bool
+	Spelled   func(key string) bool
 }
 
 // Probe is what one probe read.
@@ -94,7 +97,7 @@ func (s *Source) probeSQL(p probeShape) string {
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 	}
 	if p.confirm {
-		cols += `, (` + s.confirmSQL(p.spellings && s.Logged, p.single) + `)`
+		cols += `, (` + s.confirmSQL(p.spellings && s.Logged, p.single, "?7") + `)`
 	}
 	return `SELECT ` + cols + from
 }
@@ -118,17 +121,21 @@ func (db *DB) AppProbe(ctx context.Context, s *Source, o ProbeOptions, out *Prob
 }
 
 func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o ProbeOptions, out *Probe) error {
-	p := probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, spellings: o.Spellings, nonASCII: o.NonASCII}
-	list := "[]"
+	sub := spelledOf(o.Keys, o.Spelled, o.Spellings && s.Logged)
+	p := probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, spellings: len(sub) > 0, nonASCII: o.NonASCII}
+	list, slist := "[]", "[]"
 	switch {
 	case p.single:
-		list = o.Keys[0]
+		list, slist = o.Keys[0], o.Keys[0]
 	case p.confirm:
 		*buf = appendKeyArray((*buf)[:0], o.Keys)
 		if len(o.Keys) > confirmMax || len(*buf) > listBytes {
 			p.confirm = false // Confirm, in several statements
 		} else {
 			list = string(*buf)
+			if p.spellings {
+				slist = string(appendKeyArray(nil, sub))
+			}
 		}
 	}
 	if !p.confirm {
@@ -144,16 +151,17 @@ func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o
 		n++
 	}
 	chunk := uint64(max(0, min(o.Chunk, knobs.LogChunk)))
-	args := [6]driver.NamedValue{arg(1, list), arg(2, int64(o.After)), arg(3, int64(chunk)), arg(4, int64(knobs.ShortKey)),
-		arg(5, int64(o.Check)), arg(6, int64(b2i(o.Whole)))}
-	nargs := 0
-	switch {
-	case s.Logged:
-		nargs = 6
-	case p.confirm:
-		nargs = 1
+	args := make([]driver.NamedValue, 0, 7)
+	if s.Logged {
+		args = append(args, arg(1, list), arg(2, int64(o.After)), arg(3, int64(chunk)), arg(4, int64(knobs.ShortKey)),
+			arg(5, int64(o.Check)), arg(6, int64(b2i(o.Whole))))
+	} else if p.confirm {
+		args = append(args, arg(1, list))
 	}
-	if err := r.first(ctx, q, vals[:n], args[:nargs]...); err != nil {
+	if p.spellings {
+		args = append(args, arg(7, slist))
+	}
+	if err := r.first(ctx, q, vals[:n], args...); err != nil {
 		if errors.Is(err, errNoRow) {
 			return fmt.Errorf("probe %s: %w", s.Table, ErrNotAttached)
 		}

@@ -80,7 +80,7 @@ func (s *Source) queries() *sourceSQL {
 		q.probe = map[probeShape]string{}
 		for _, spellings := range []bool{false, true} {
 			for _, single := range []bool{false, true} {
-				q.confirm[confirmShape{single: single, spellings: spellings}] = s.confirmSQL(spellings, single)
+				q.confirm[confirmShape{single: single, spellings: spellings}] = s.confirmSQL(spellings, single, "?2")
 			}
 		}
 		for i, nonASCII := range []bool{false, true} {
