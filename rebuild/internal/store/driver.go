@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -98,7 +97,7 @@ func (d *Driver) pool(path, mode string, busy time.Duration) (*sql.DB, error) {
 		opts += "&_pragma=busy_timeout(" + ms + ")"
 	}
 	uri := URI(path, opts)
-	c := &connector{d: d, uri: uri, init: initSQL(mode)}
+	c := &connector{d: d, uri: uri}
 	if dc, ok := d.drv.(driver.DriverContext); ok {
 		inner, err := dc.OpenConnector(uri)
 		if err != nil {
@@ -113,34 +112,14 @@ func (d *Driver) pool(path, mode string, busy time.Duration) (*sql.DB, error) {
 type connector struct {
 	d     *Driver
 	uri   string
-	init  string           // run on each new connection ("": nothing)
 	inner driver.Connector // when the driver has connectors
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
-	var conn driver.Conn
-	var err error
 	if c.inner != nil {
-		conn, err = c.inner.Connect(ctx)
-	} else {
-		conn, err = c.d.drv.Open(c.uri)
+		return c.inner.Connect(ctx)
 	}
-	if err != nil || c.init == "" {
-		return conn, err
-	}
-	if err := execRaw(ctx, conn, c.init); err != nil {
-		_ = conn.Close()
-		return nil, err
-	}
-	return conn, nil
-}
-
-// initSQL is what a new connection of the library runs first.
-func initSQL(mode string) string {
-	if mode == "ro" {
-		return os.Getenv("SYNCFILTER_READER_INIT")
-	}
-	return ""
+	return c.d.drv.Open(c.uri)
 }
 
 func (c *connector) Driver() driver.Driver { return c.d.drv }
@@ -198,28 +177,4 @@ func versionNumber(v string) int {
 		n = n*1000 + x
 	}
 	return n
-}
-
-// execRaw runs one statement without arguments on a driver connection.
-func execRaw(ctx context.Context, conn driver.Conn, q string) error {
-	if ex, ok := conn.(driver.ExecerContext); ok {
-		_, err := ex.ExecContext(ctx, q, nil)
-		if err != driver.ErrSkip {
-			return err
-		}
-	}
-	st, err := prepare(ctx, conn, q)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if ex, ok := st.(driver.StmtExecContext); ok {
-		_, err = ex.ExecContext(ctx, nil)
-		return err
-	}
-	r, err := st.(driver.StmtQueryContext).QueryContext(ctx, nil)
-	if err != nil {
-		return err
-	}
-	return r.Close()
 }

@@ -36,10 +36,10 @@ type ProbeOptions struct {
 	// Chunk is how many log entries after After to read (at most
 	// Knobs.LogChunk; 0: none). With Whole, they are read only if they
 	// reach the head: the caller takes the whole tail or nothing.
-	Chunk     int
-	Whole     bool
-	NonASCII  bool     // only the log's keys that may be stored in another spelling (no filter to feed)
-	Keys      []string // keys to confirm; empty: none
+	Chunk    int
+	Whole    bool
+	NonASCII bool     // only the log's keys that may be stored in another spelling (no filter to feed)
+	Keys     []string // keys to confirm; empty: none
 	// Spellings: the spellings table has rows; the keys Spelled reports
 	// may be stored in another spelling are confirmed through it too.
 	Spellings bool
