@@ -9,7 +9,8 @@ FUZZ_TARGETS = \
 	./normalize:FuzzString \
 	./syncfilter:FuzzKeyedSumMatchesReference \
 	./snapshot:FuzzDecode \
-	./rebuild/internal/store:FuzzKeyArrayRoundTrip
+	./rebuild/internal/store:FuzzKeyArrayRoundTrip \
+	./rebuild/internal/store:FuzzParsePositions
 
 .PHONY: demo test no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real cross cross-deps
 

@@ -58,9 +58,27 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 		ix.m.count(by, nil)
 		return make([]bool, len(keys)), nil
 	}
-	list, spelled := c.withSpellings(keys, ask, ix.sp.cur.Load())
+	sp := ix.sp.cur.Load()
+	list, owner := c.withSpellings(keys, ask, sp)
+	// What the filter ruled out, for the probe to confirm in the same
+	// statement if the filter stays behind.
+	var other []string
+	var otherOwner []int
+	if s != nil && len(ask) < len(keys) {
+		ruledOut := make([]int, 0, len(keys)-len(ask))
+		for i := range keys {
+			if by[i] == byFilter {
+				ruledOut = append(ruledOut, i)
+			}
+		}
+		other, otherOwner = c.withSpellings(keys, ruledOut, sp)
+	}
 	began := time.Now()
-	if err := c.probe(ctx, s, list, ix.costs.budget(len(keys)-len(ask), c.f.st.LogChunk()), ix.db.cfg.knobs.inline); err != nil {
+	budget := ix.costs.budget(len(keys)-len(ask), c.f.st.LogChunk())
+	if ix.db.cfg.knobs.behind {
+		budget = 0
+	}
+	if err := c.probe(ctx, s, list, other, budget, ix.db.cfg.knobs.inline); err != nil {
 		return nil, err
 	}
 	got := c.pr.Found
@@ -74,21 +92,11 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 		}
 	}
 	ix.costs.key.observe(time.Since(began), uint64(len(list)))
-	// Keys come back as stored (or as asked, through the spellings
-	// table); a page may hold a key twice.
-	holds := make(map[string]struct{}, len(got))
-	mark := func(got []string, spelled map[string]string) {
-		for _, k := range got {
-			if canon, ok := spelled[k]; ok {
-				k = canon
-			}
-			holds[k] = struct{}{}
-		}
-	}
-	mark(got, spelled)
+	// SQLite names the positions in list of what it holds: a key asked,
+	// or a stored spelling of one (owner says which).
 	found := make([]bool, len(keys))
-	for _, i := range ask {
-		_, found[i] = holds[keys[i]]
+	for _, j := range got {
+		found[owner[j]] = true
 	}
 	// One more statement, for what the filter does not rule out any more
 	// and for keys whose spellings the catch-up learned.
@@ -97,8 +105,15 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 	case s != nil && c.s == nil: // the filter stayed behind: SQLite answers what it ruled out
 		for i := range keys {
 			if by[i] == byFilter {
-				more = append(more, i)
+				if !c.pr.OtherwiseConfirmed {
+					more = append(more, i)
+				}
 				by[i] = bySQLite
+			}
+		}
+		if c.pr.OtherwiseConfirmed { // by the probe
+			for _, j := range c.pr.OtherwiseFound {
+				found[otherOwner[j]] = true
 			}
 		}
 	case s != nil && s.at.gen() > before: // caught up (by this call or another): look again at what it ruled out
@@ -122,14 +137,20 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 		}
 	}
 	if c.sp != nil && c.sp.filled.Load() {
-		for _, i := range ask {
-			if !found[i] && len(c.sp.of(keys[i])) > 0 {
+		// Keys SQLite answered before the catch-up learned their
+		// spellings (those in more are asked with them).
+		inMore := make([]bool, len(keys))
+		for _, i := range more {
+			inMore[i] = true
+		}
+		for i := range keys {
+			if !found[i] && !inMore[i] && by[i] != byFilter && len(c.sp.of(keys[i])) > 0 {
 				more = append(more, i)
 			}
 		}
 	}
 	if len(more) > 0 {
-		list2, spelled2 := c.withSpellings(keys, more, c.sp)
+		list2, owner2 := c.withSpellings(keys, more, c.sp)
 		conn, err := c.reader(ctx)
 		if err != nil {
 			return nil, err
@@ -140,18 +161,17 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 			return nil, err
 		}
 		ix.costs.key.observe(time.Since(began), uint64(len(list2)))
-		mark(got2, spelled2)
-		for _, i := range more {
-			_, found[i] = holds[keys[i]]
+		for _, j := range got2 {
+			found[owner2[j]] = true
 		}
 	}
 	ix.m.count(by, found)
 	return found, nil
 }
 
-// confirm looks keys up in the source: on the app's pool when it can
-// (see DBConfig.DB), else on conn.
-func (c *call) confirm(ctx context.Context, conn *store.Conn, keys []string) ([]string, error) {
+// confirm looks keys up in the source and returns the positions of those
+// it holds: on the app's pool when it can (see DBConfig.DB), else on conn.
+func (c *call) confirm(ctx context.Context, conn *store.Conn, keys []string) ([]int, error) {
 	if c.f.n == 1 && c.f.st.AppFree() {
 		return c.f.st.AppConfirm(ctx, c.b.src, keys, maySpell, c.h.HasSpellings, nil)
 	}
@@ -159,26 +179,22 @@ func (c *call) confirm(ctx context.Context, conn *store.Conn, keys []string) ([]
 }
 
 // withSpellings returns the keys at positions at, and after them the
-// stored spellings sp knows for them, with the map from spelling to
-// canonical key.
-func (c *call) withSpellings(keys []string, at []int, sp *spellingSet) (list []string, spelled map[string]string) {
-	list = make([]string, len(at))
+// stored spellings sp knows for them; owner[j] is the position in keys of
+// the key list[j] asks about.
+func (c *call) withSpellings(keys []string, at []int, sp *spellingSet) (list []string, owner []int) {
+	list, owner = make([]string, len(at)), make([]int, len(at))
 	for j, i := range at {
-		list[j] = keys[i]
+		list[j], owner[j] = keys[i], i
 	}
 	if sp == nil || !sp.filled.Load() {
-		return list, nil
+		return list, owner
 	}
 	for _, i := range at {
 		for _, s := range sp.of(keys[i]) {
-			if spelled == nil {
-				spelled = map[string]string{}
-			}
-			spelled[s] = keys[i]
-			list = append(list, s)
+			list, owner = append(list, s), append(owner, i)
 		}
 	}
-	return list, spelled
+	return list, owner
 }
 
 // costs are what the index measured its two exact ways of answering

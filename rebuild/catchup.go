@@ -87,10 +87,10 @@ func (ix *Index) take(ctx context.Context, s *serving, sp *spellingSet, keys []s
 	return nil
 }
 
-// catchUpLog brings s (nil: only the spellings) and the call's spellings
-// up to the call's head, reading the log in chunks. The marks move only
-// once the whole read is known complete: a compaction (by any process)
-// that committed while the log was read in several statements may have
+// catchUpLog brings s and the call's spellings (either may be nil) up to
+// the call's head, reading the log in chunks. The marks move only once
+// the whole read is known complete: a compaction (by any process) that
+// committed while the log was read in several statements may have
 // deleted entries the read had not reached, and then (ErrCannotCatchUp)
 // neither s nor the spellings took everything: their marks stay where
 // they were, so that no call, waiting for this one or coming after it,
@@ -98,22 +98,25 @@ func (ix *Index) take(ctx context.Context, s *serving, sp *spellingSet, keys []s
 func (ix *Index) catchUpLog(ctx context.Context, c *call, s *serving) error {
 	h, sp := c.h, c.sp
 	done := func() bool {
-		return (s == nil || s.at.gen() >= h.Seq) && sp.at.gen() >= h.Seq
+		return (s == nil || s.at.gen() >= h.Seq) && (sp == nil || sp.at.gen() >= h.Seq)
+	}
+	if done() {
+		return nil
 	}
 	return ix.up.catchUp.Do(ctx, done, c.putReader, func() error {
 		conn, err := c.reader(ctx)
 		if err != nil {
 			return err
 		}
-		var sFrom uint64
+		// Each reads from its own mark; the read starts at the lower.
+		sFrom, spFrom := h.Seq, h.Seq
 		if s != nil {
 			sFrom = s.at.gen()
 		}
-		spFrom := sp.at.gen()
-		start := spFrom
-		if s != nil {
-			start = min(start, sFrom)
+		if sp != nil {
+			spFrom = sp.at.gen()
 		}
+		start := min(sFrom, spFrom)
 		began := time.Now()
 		err = readLog(ctx, conn, c.b.src, start, h.Seq, s == nil, func(read uint64, keys []string) error {
 			// A chunk is taken by whichever of s and the spellings does
@@ -141,7 +144,9 @@ func (ix *Index) catchUpLog(ctx context.Context, c *call, s *serving) error {
 				ix.m.caughtUp.Add(h.Seq - max(old, start))
 			}
 		}
-		sp.at.raise(at)
+		if sp != nil {
+			sp.at.raise(at)
+		}
 		return nil
 	})
 }

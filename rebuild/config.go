@@ -86,6 +86,8 @@ type knobs struct {
 	now          func() time.Time    // the clock of snapshot creation times (0: time.Now)
 	noFollow     bool                // no catch-up between calls (the follower): calls and jobs alone catch up
 	inline       bool                // a call takes in every log entry it lacks, whatever it costs
+	behind       bool                // a call never takes log entries in: it confirms what the filter rules out
+	spellingScan func()              // a scan of the table's keys for stored spellings starts
 }
 
 func (k knobs) clock() time.Time {

@@ -20,25 +20,31 @@ import (
 // probe runs the call's probe: in one statement it checks the schema,
 // reads the log's head and the tags at the filter's and the spellings'
 // marks, reads new log entries, and confirms keys (nil: none). It then
-// brings the call up to date: c.sp, the stored spellings, take every key
-// logged up to the head; and c.s is s (the filter the caller asked with,
-// or nil) if s takes them too, or nil if it stays behind. The filter is
-// caught up inline when full (the follower, the worker), or when the
-// entries it lacks number at most budget (a call: reading them costs
-// less than confirming the keys it rules out); otherwise the call
-// confirms every key and the follower catches the filter up. errStale:
-// the schema changed, or s no longer covers the source; start over.
-func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int, full bool) (err error) {
+// brings the call up to date: c.s is s (the filter the caller asked with,
+// or nil) if s takes every key logged up to the head, or nil if it stays
+// behind; c.sp, the stored spellings, take them too when the call needs
+// them (a key that may be stored in another spelling, maySpell; always
+// when full), else c.sp is nil. The filter is caught up inline when full
+// (the follower, the worker), or when the entries it lacks number at most
+// budget (a call: reading them costs less than confirming the keys it
+// rules out); otherwise the call confirms every key, the probe confirming
+// otherwise (what s ruled out) in the same statement, and the follower
+// catches the filter up. errStale: the schema changed, or s no longer
+// covers the source; start over.
+func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, budget int, full bool) (err error) {
 	ix := c.ix
-	c.s = nil
+	c.s, c.sp = nil, nil
 	conn, err := c.reader(ctx)
 	if err != nil {
 		return err
 	}
 	src := c.b.src
-	sp := ix.sp.cur.Load()
-	if sp != nil && !(src.Logged && sp.fits(c.f, src.ID)) {
-		sp = nil
+	needSp := full || anySpelled(keys) || anySpelled(otherwise)
+	var sp *spellingSet
+	if needSp {
+		if sp = ix.sp.cur.Load(); sp != nil && !(src.Logged && sp.fits(c.f, src.ID)) {
+			sp = nil
+		}
 	}
 	// The marks before the probe: a probe that began after they were read
 	// saw a head at least as far, so the probe's head is not behind them
@@ -52,6 +58,8 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int,
 	}
 	opts := store.ProbeOptions{After: sAt.gen, Check: spAt.gen, Keys: keys, Spellings: ix.sp.table.Load(), Spelled: maySpell}
 	switch {
+	case s == nil && !needSp:
+		// Nothing to feed: the head only.
 	case s == nil:
 		// No filter to feed: only the entries that may be stored spellings.
 		opts.After, opts.Check, opts.NonASCII, opts.Chunk = spAt.gen, sAt.gen, true, c.f.st.LogChunk()
@@ -61,7 +69,10 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int,
 	case full:
 		opts.Chunk = c.f.st.LogChunk()
 	default:
-		opts.Chunk, opts.Whole = budget, true
+		opts.Chunk, opts.Whole, opts.Otherwise = budget, true, otherwise
+		if needSp {
+			opts.Else = c.f.st.LogChunk()
+		}
 	}
 	// A page's confirmation runs on the app's pool when it can (warm
 	// pages, see DBConfig.DB), on the original file only: after the app
@@ -99,14 +110,16 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int,
 		if s != nil {
 			return errStale
 		}
-		c.sp, err = ix.tableSpellings(ctx, c)
+		if needSp {
+			c.sp, err = ix.tableSpellings(ctx, c)
+		}
 		return err
 	}
 	h := c.pr.Head
 	c.h = h
 	if h.HasSpellings != opts.Spellings {
 		ix.sp.table.Store(h.HasSpellings)
-		if len(keys) > 0 && h.HasSpellings {
+		if h.HasSpellings && (anySpelled(keys) || c.pr.OtherwiseConfirmed && anySpelled(otherwise)) {
 			return errStale // confirmed without the spellings table: again with it
 		}
 	}
@@ -123,7 +136,9 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int,
 		// backup (in place) or entries were deleted by hand. Entries
 		// logged from now on reuse sequence numbers the filter and the
 		// spellings count as read: neither may be trusted.
-		ix.sp.drop(sp)
+		if sp != nil {
+			ix.sp.drop(sp)
+		}
 		if s != nil && h.Seq < sAt.gen {
 			ix.dropFilter(s, fmt.Errorf("the log's head went back from %d to %d (a backup restored into the database?): %w", sAt.gen, h.Seq, ErrCannotCatchUp))
 		}
@@ -141,15 +156,21 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int,
 		ix.sp.drop(sp)
 		return errStale
 	}
-	fresh := sp == nil || !sp.fitsHead(c.f, src.ID, h)
-	if c.sp, err = ix.logSpellings(ctx, c); err != nil {
-		return err
-	}
-	if fresh && len(keys) > 0 && c.sp.filled.Load() {
-		return errStale // the confirmation lacked spellings the new set knows
+	if needSp {
+		fresh := sp == nil || !sp.fitsHead(c.f, src.ID, h)
+		if c.sp, err = ix.logSpellings(ctx, c); err != nil {
+			return err
+		}
+		if fresh && (len(keys) > 0 || c.pr.OtherwiseConfirmed) && c.sp.filled.Load() {
+			return errStale // the confirmation lacked spellings the new set knows
+		}
 	}
 	if c.pr.Read > opts.After { // the chunk of the log the probe read
-		if err := ix.apply(ctx, c, s, opts.After, c.pr.Read, c.pr.Logged); err != nil {
+		feed := s
+		if c.pr.NonASCIIOnly {
+			feed = nil // the entries that may be stored spellings only
+		}
+		if err := ix.apply(ctx, c, feed, opts.After, c.pr.Read, c.pr.Logged); err != nil {
 			return err
 		}
 	}
@@ -161,7 +182,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int,
 	default:
 		s = nil // behind by more than the call would read: SQLite answers every key
 	}
-	if c.sp.at.gen() < h.Seq || s != nil && !caughtUp {
+	if c.sp != nil && c.sp.at.gen() < h.Seq || s != nil && !caughtUp {
 		err := ix.catchUpLog(ctx, c, s)
 		if errors.Is(err, ErrCannotCatchUp) {
 			// Compacted while it was read (by another process): the
@@ -169,7 +190,9 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int,
 			if s != nil {
 				ix.dropFilter(s, err)
 			}
-			ix.sp.drop(c.sp)
+			if c.sp != nil {
+				ix.sp.drop(c.sp)
+			}
 			return errStale
 		}
 		if err != nil {
@@ -185,6 +208,17 @@ func (c *call) probe(ctx context.Context, s *serving, keys []string, budget int,
 		ix.checkDue(s)
 	}
 	return nil
+}
+
+// anySpelled reports whether a key of keys may be stored in another
+// spelling (maySpell).
+func anySpelled(keys []string) bool {
+	for _, k := range keys {
+		if maySpell(k) {
+			return true
+		}
+	}
+	return false
 }
 
 // holds reports whether the log entry at m's generation still has m's

@@ -177,6 +177,9 @@ func (ix *Index) spellingsFor(ctx context.Context, c *call, fits func(*spellingS
 // scanSpellings fills m from the table's keys that may be stored in
 // another spelling.
 func (ix *Index) scanSpellings(ctx context.Context, c *call, m *spellingSet) error {
+	if f := ix.db.cfg.knobs.spellingScan; f != nil {
+		f()
+	}
 	conn, err := c.reader(ctx)
 	if err != nil {
 		return err

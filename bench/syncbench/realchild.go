@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"time"
 )
@@ -97,7 +99,12 @@ func RealChild(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	stop, err := profile(rep.Segment.From)
+	if err != nil {
+		return err
+	}
 	runErr := r.pages(ctx, &rep)
+	stop()
 	rep.End = r.lib.Stats()
 	rep.PoolConns = r.pool.DB().Stats().OpenConnections
 	if runErr == nil && rep.Segment.Abandon {
@@ -110,6 +117,28 @@ func RealChild(ctx context.Context, args []string) error {
 		return err
 	}
 	return writeJSON(*out, rep)
+}
+
+// EnvCPUProfile names a directory: each child of the real loop writes a
+// CPU profile of its pages there (cpu-<first page>.out).
+const EnvCPUProfile = "SYNCBENCH_CPUPROFILE"
+
+// profile starts the child's CPU profile, if EnvCPUProfile asks for one,
+// and returns what stops it.
+func profile(from int) (stop func(), err error) {
+	dir := os.Getenv(EnvCPUProfile)
+	if dir == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cpu-%d.out", from)))
+	if err != nil {
+		return nil, fmt.Errorf("real child: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("real child: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func writeJSON(path string, v any) error {
@@ -221,14 +250,24 @@ func (r *realRun) event(ctx context.Context, n int) (*RealEvent, error) {
 	return &RealEvent{Name: name, Page: n, Took: took}, nil
 }
 
-// page asks both sides about page n (the library first on even pages),
+// libFirst reports whether the library answers page n first: the order
+// alternates between the pages of each kind (kinds take turns, so the
+// page's parity alone would give each kind one order).
+func libFirst(n, kinds int) bool {
+	if kinds < 1 {
+		kinds = 1
+	}
+	return (n%kinds+n/kinds)%2 == 0
+}
+
+// page asks both sides about page n (the order alternating, libFirst),
 // judges both, waits, and stores the page's new ids.
 func (r *realRun) page(ctx context.Context, n int) (RealPage, error) {
 	pg, err := r.gen.Next(n)
 	if err != nil {
 		return RealPage{}, err
 	}
-	p := RealPage{Page: n, Kind: pg.Kind, Size: len(pg.IDs), New: len(pg.New), Params: InListParams(pg.IDs), LibFirst: n%2 == 0}
+	p := RealPage{Page: n, Kind: pg.Kind, Size: len(pg.IDs), New: len(pg.New), Params: InListParams(pg.IDs), LibFirst: libFirst(n, len(r.cfg.Kinds))}
 	if _, err := r.pool.PrepareInList(ctx, p.Params); err != nil {
 		return p, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"strconv"
 )
 
 // confirmMax is the most keys one confirmation statement carries, and
@@ -17,49 +18,56 @@ const (
 )
 
 // confirmSQL returns the confirmation statement: one row, one column, the
-// JSON array of the keys found. Keys come back as the source stores them
-// (and, through the spellings table, as the canonical spelling asked), and
-// the caller compares them with the keys asked, byte for byte: a key
-// SQLite did not find, or found under other bytes, is never taken as
-// fetched. One row instead of a row per key found saves the driver's
-// per-row cost.
+// JSON array of the positions (in the array of keys asked, ?1) of the
+// keys the source holds. The source's column has
+// TEXT affinity and BINARY collation (checkTable), so "=" is byte
+// equality: a key SQLite did not find under the very bytes asked is never
+// taken as fetched. Positions, not the keys found, come back: no string
+// to copy out of SQLite or to match again in Go, and no ephemeral table
+// of the keys, which IN (SELECT …) would build.
 //
-// single is the variant for one key, bound as itself (?1 is the key, not
-// an array): json_each's table costs a few microseconds per statement,
-// half a single lookup. The spellings table is asked only about the keys
-// in sp (a parameter of its own, an array, or with single the key): the
-// caller's, which may be stored in another spelling at all.
-func (s *Source) confirmSQL(spellings, single bool, sp string) string {
-	in, spIn := ` IN (SELECT value FROM json_each(?1))`, ` IN (SELECT value FROM json_each(`+sp+`))`
+// keys is the parameter of the keys asked; single is the variant for one
+// key, bound as itself (keys is the key, not an array): json_each's table
+// costs a few microseconds per statement, half a single lookup. The
+// spellings table is asked about a key only if the source does not hold
+// it as asked and it is one of the keys in sp (a parameter of its own:
+// the JSON array of their positions, or with single 1), those which may
+// be stored in another spelling at all.
+func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
+	val, inSp := `j.value`, `j.key IN (SELECT value FROM json_each(`+sp+`))`
 	if single {
-		in, spIn = ` = ?1`, ` = `+sp
+		val, inSp = keys, sp+` = 1`
 	}
-	q := `SELECT ` + s.QCol + ` AS v FROM ` + s.QTable + ` WHERE ` + s.QCol + in
+	cond := `EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = ` + val + `)`
 	if spellings {
-		q += ` UNION ALL SELECT a.canon FROM ` + s.Spellings + ` a WHERE a.canon` + spIn + `
-			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = a.stored)`
+		cond += ` OR (` + inSp + ` AND EXISTS (SELECT 1 FROM ` + s.Spellings + ` a WHERE a.canon = ` + val + `
+			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = a.stored)))`
 	}
-	return `SELECT json_group_array(v) FROM (` + q + `)`
+	if single {
+		return `SELECT CASE WHEN ` + cond + ` THEN '[0]' ELSE '[]' END`
+	}
+	return `SELECT json_group_array(j.key) FROM json_each(` + keys + `) j WHERE ` + cond
 }
 
 // confirmShape is one variant of the confirmation statement.
 type confirmShape struct{ single, spellings bool }
 
-// Confirm looks keys up in the source and appends to found every key it
-// holds: a key asked that is stored as is, or (spelled says which keys,
-// spellings whether the source's spellings table has rows) a canonical
-// key asked whose stored non-NFC spelling the spellings table names.
-func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, spelled func(string) bool, spellings bool, found []string) ([]string, error) {
+// Confirm looks keys up in the source and appends to found the position
+// in keys of every key it holds: a key stored as is,
+// or (spelled says which keys, spellings whether the source's spellings
+// table has rows) a canonical key whose stored non-NFC spelling the
+// spellings table names.
+func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
 	return confirm(ctx, c, &c.buf, s, keys, spelled, spellings, found)
 }
 
 // AppConfirm is Confirm on the app's pool (Options.App).
-func (db *DB) AppConfirm(ctx context.Context, s *Source, keys []string, spelled func(string) bool, spellings bool, found []string) ([]string, error) {
+func (db *DB) AppConfirm(ctx context.Context, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
 	var buf []byte
 	return confirm(ctx, db.app, &buf, s, keys, spelled, spellings, found)
 }
 
-func confirm(ctx context.Context, r runner, buf *[]byte, s *Source, keys []string, spelled func(string) bool, spellings bool, found []string) ([]string, error) {
+func confirm(ctx context.Context, r runner, buf *[]byte, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
 	qs := s.queries().confirm
 	spellings = spellings && s.Logged
 	vals := make([]driver.Value, 1)
@@ -71,50 +79,66 @@ func confirm(ctx context.Context, r runner, buf *[]byte, s *Source, keys []strin
 			end++
 		}
 		chunk := keys[start:end]
+		base := start
 		start = end
-		sub := spelledOf(chunk, spelled, spellings)
-		shape := confirmShape{single: len(chunk) == 1, spellings: len(sub) > 0}
-		q, arg, sarg := qs[shape], "", ""
+		var sp []byte
+		if spellings {
+			sp = appendSpelled(sbuf[:0], chunk, spelled)
+			sbuf = sp
+		}
+		shape := confirmShape{single: len(chunk) == 1, spellings: sp != nil}
+		args := make([]driver.NamedValue, 1, 2)
 		if shape.single {
-			arg, sarg = chunk[0], chunk[0]
+			args[0] = arg(1, chunk[0])
 		} else {
 			*buf = appendKeyArray((*buf)[:0], chunk)
-			arg = string(*buf)
-			if shape.spellings {
-				sbuf = appendKeyArray(sbuf[:0], sub)
-				sarg = string(sbuf)
-			}
+			args[0] = arg(1, string(*buf))
 		}
-		args := []driver.NamedValue{{Ordinal: 1, Value: arg}}
 		if shape.spellings {
-			args = append(args, driver.NamedValue{Ordinal: 2, Value: sarg})
+			args = append(args, spelledArg(2, shape.single, sp))
 		}
-		if err := r.first(ctx, q, vals, args...); err != nil {
+		if err := r.first(ctx, qs[shape], vals, args...); err != nil {
 			return found, fmt.Errorf("confirm: %w", err)
 		}
 		list, _ := vals[0].(string)
 		var err error
-		if found, err = parseKeyArray(list, found); err != nil {
+		if found, err = parsePositions(list, base, len(chunk), found); err != nil {
 			return found, fmt.Errorf("confirm: %w", err)
 		}
 	}
 	return found, nil
 }
 
-// spelledOf returns the keys the spellings table is asked about: those
-// spelled reports may be stored in another spelling, when the table has
-// rows.
-func spelledOf(keys []string, spelled func(string) bool, spellings bool) []string {
-	if !spellings || spelled == nil {
+// appendSpelled appends to b the JSON array of the positions of the keys
+// that spelled reports may be stored in another spelling (every key, if
+// spelled is nil), and returns nil if there is none: the spellings table
+// is then not asked at all.
+func appendSpelled(b []byte, keys []string, spelled func(string) bool) []byte {
+	b = append(b, '[')
+	n := 0
+	for i, k := range keys {
+		if spelled != nil && !spelled(k) {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(i), 10)
+		n++
+	}
+	if n == 0 {
 		return nil
 	}
-	var out []string
-	for _, k := range keys {
-		if spelled(k) {
-			out = append(out, k)
-		}
+	return append(b, ']')
+}
+
+// spelledArg is the spellings parameter at ordinal n: the array sp, or
+// for a single key 1 (sp is never empty when asked).
+func spelledArg(n int, single bool, sp []byte) driver.NamedValue {
+	if single {
+		return arg(n, int64(1))
 	}
-	return out
+	return arg(n, string(sp))
 }
 
 func b2i(b bool) int {

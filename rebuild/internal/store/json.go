@@ -95,6 +95,33 @@ func parseKeyArray(list string, out []string) ([]string, error) {
 	return out, nil
 }
 
+// parsePositions appends base+i for every position i of a JSON array of
+// positions below n, as json_group_array writes them, to out.
+func parsePositions(list string, base, n int, out []int) ([]int, error) {
+	if len(list) < 2 || list[0] != '[' || list[len(list)-1] != ']' {
+		return out, errKeyArray
+	}
+	body := list[1 : len(list)-1]
+	for i := 0; i < len(body); {
+		if i > 0 {
+			if body[i] != ',' {
+				return out, errKeyArray
+			}
+			i++
+		}
+		v, start := 0, i
+		for i < len(body) && body[i] >= '0' && body[i] <= '9' && i-start < 10 {
+			v = v*10 + int(body[i]-'0')
+			i++
+		}
+		if i == start || i < len(body) && body[i] != ',' || v >= n {
+			return out, errKeyArray
+		}
+		out = append(out, base+v)
+	}
+	return out, nil
+}
+
 // unescape decodes the escapes of a JSON string's contents.
 func unescape(s string) (string, error) {
 	var b strings.Builder

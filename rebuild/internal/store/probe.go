@@ -44,6 +44,12 @@ type ProbeOptions struct {
 	// may be stored in another spelling are confirmed through it too.
 	Spellings bool
 	Spelled   func(key string) bool
+	// With Whole, when the tail after After does not fit in Chunk: the
+	// entries that may be stored spellings among the next Else entries
+	// are read instead (Probe.NonASCIIOnly), and Otherwise is confirmed
+	// (Probe.OtherwiseFound): the keys a filter left behind ruled out.
+	Else      int
+	Otherwise []string
 }
 
 // Probe is what one probe read.
@@ -58,18 +64,28 @@ type Probe struct {
 	AfterFound, CheckFound bool
 	Logged                 []string // text keys logged after After, in order: the first chunk (up to Knobs.LogChunk entries)
 	Read                   uint64   // the log read up to here (After if nothing): Read < Head.Seq means more to read
-	Found                  []string // of Keys, those the source holds (as stored, or as asked through the spellings table)
+	// NonASCIIOnly: Logged holds only the entries up to Read that may be
+	// stored spellings (ProbeOptions.Else): spellings may take them, a
+	// filter may not.
+	NonASCIIOnly bool
+	Found        []int // the positions in Keys of those the source holds (as asked, or through the spellings table)
 	// Confirmed: Found answers Keys. False when the keys were too many or
 	// too long for one statement: confirm them with Confirm.
 	Confirmed bool
+	// OtherwiseConfirmed: OtherwiseFound answers ProbeOptions.Otherwise
+	// (the tail did not fit), with the positions of those held.
+	OtherwiseConfirmed bool
+	OtherwiseFound     []int
 }
 
 // probeShape is one variant of the probe statement.
 type probeShape struct {
-	single    bool // one key to confirm, bound as itself
-	confirm   bool // keys to confirm
-	spellings bool // through the spellings table too
-	nonASCII  bool // the log's keys that may be stored in another spelling only
+	single     bool // one key to confirm, bound as itself
+	confirm    bool // keys to confirm
+	spellings  bool // through the spellings table too
+	nonASCII   bool // the log's keys that may be stored in another spelling only
+	otherwise  bool // keys to confirm when the tail does not fit
+	otherwiseS bool // through the spellings table too
 }
 
 // probeSQL returns the probe statement of one variant. ?1 is the JSON
@@ -78,7 +94,10 @@ type probeShape struct {
 // key read inside the chunk's array (a chunk holding a longer one reports
 // it, the long count, and the caller reads the log with ReadLog), ?5 the
 // generation whose tag is checked too, ?6 1 when the chunk is read only
-// if it reaches the head.
+// if it reaches the head, ?7 the positions of the keys to confirm through
+// the spellings table too, ?8 how far to read the entries that may be
+// stored spellings when the tail does not fit, ?9 the keys to confirm
+// then and ?10 those of them to confirm through the spellings table too.
 func (s *Source) probeSQL(p probeShape) string {
 	cols := `(SELECT schema_version FROM pragma_schema_version()), (SELECT data_version FROM pragma_data_version())`
 	from := ""
@@ -90,14 +109,20 @@ func (s *Source) probeSQL(p probeShape) string {
 		// costs ~10µs even when the log is empty, most of a call's
 		// probe. Whatever seq numbers the range holds, every entry in
 		// it is read: Probe reports the range's end (bounded by the
-		// head) as read, so a gap cannot stall a caller.
+		// head) as read, so a gap cannot stall a caller. The head is an
+		// uncorrelated subquery: SQLite reads it once.
+		fits := `(SELECT max(seq) FROM ` + s.Log + `) <= ?2 + ?3`
 		from = ` FROM ` + SourcesTable + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4) AS keys,
 			count(*) FILTER (WHERE ` + f + ` AND octet_length(key) > ?4) AS long
-			FROM ` + s.Log + ` WHERE seq > ?2 AND seq <= ?2 + ?3 AND (?6 = 0 OR (SELECT max(seq) FROM ` + s.Log + `) <= ?2 + ?3)) c
+			FROM ` + s.Log + ` WHERE seq > ?2 AND seq <= ?2 + max(?3, ?8)
+				AND (?6 = 0 OR ` + fits + ` OR seq <= ?2 + ?8 AND ` + nonASCIIKey("key") + `)) c
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
+		if p.otherwise {
+			cols += `, CASE WHEN NOT (` + fits + `) THEN (` + s.confirmSQL(p.otherwiseS, false, "?9", "?10") + `) END`
+		}
 	}
 	if p.confirm {
-		cols += `, (` + s.confirmSQL(p.spellings && s.Logged, p.single, "?7") + `)`
+		cols += `, (` + s.confirmSQL(p.spellings && s.Logged, p.single, "?1", "?7") + `)`
 	}
 	return `SELECT ` + cols + from
 }
@@ -121,45 +146,72 @@ func (db *DB) AppProbe(ctx context.Context, s *Source, o ProbeOptions, out *Prob
 }
 
 func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o ProbeOptions, out *Probe) error {
-	sub := spelledOf(o.Keys, o.Spelled, o.Spellings && s.Logged)
-	p := probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, spellings: len(sub) > 0, nonASCII: o.NonASCII}
-	list, slist := "[]", "[]"
+	p := probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII}
+	list := "[]"
+	var sp []byte
 	switch {
 	case p.single:
-		list, slist = o.Keys[0], o.Keys[0]
+		list = o.Keys[0]
 	case p.confirm:
 		*buf = appendKeyArray((*buf)[:0], o.Keys)
 		if len(o.Keys) > confirmMax || len(*buf) > listBytes {
 			p.confirm = false // Confirm, in several statements
 		} else {
 			list = string(*buf)
-			if p.spellings {
-				slist = string(appendKeyArray(nil, sub))
+		}
+	}
+	spellings := o.Spellings && s.Logged
+	if !p.confirm {
+		p.single = false
+	} else if spellings {
+		sp = appendSpelled(nil, o.Keys, o.Spelled)
+		p.spellings = sp != nil
+	}
+	var other string
+	var otherSp []byte
+	if s.Logged && o.Whole && len(o.Otherwise) > 0 && len(o.Otherwise) <= confirmMax {
+		if b := appendKeyArray(nil, o.Otherwise); len(b) <= listBytes {
+			p.otherwise, other = true, string(b)
+			if spellings {
+				otherSp = appendSpelled(nil, o.Otherwise, o.Spelled)
+				p.otherwiseS = otherSp != nil
 			}
 		}
 	}
-	if !p.confirm {
-		p.single, p.spellings = false, false
-	}
-	q := s.queries().probe[p]
-	var vals [2 + headValues + 4 + 1]driver.Value
+	q := s.queries().probeSQL(s, p)
+	var vals [2 + headValues + 4 + 2]driver.Value
 	n := 2
 	if s.Logged {
 		n += headValues + 4
+		if p.otherwise {
+			n++
+		}
 	}
 	if p.confirm {
 		n++
 	}
 	chunk := uint64(max(0, min(o.Chunk, knobs.LogChunk)))
-	args := make([]driver.NamedValue, 0, 7)
-	if s.Logged {
-		args = append(args, arg(1, list), arg(2, int64(o.After)), arg(3, int64(chunk)), arg(4, int64(knobs.ShortKey)),
-			arg(5, int64(o.Check)), arg(6, int64(b2i(o.Whole))))
-	} else if p.confirm {
-		args = append(args, arg(1, list))
+	var elseChunk uint64
+	if o.Whole {
+		elseChunk = uint64(max(0, min(o.Else, knobs.LogChunk)))
 	}
-	if p.spellings {
-		args = append(args, arg(7, slist))
+	// Every parameter up to the highest the statement names is bound
+	// (NULL where unused): drivers count them up to the highest.
+	var args []driver.NamedValue
+	if s.Logged {
+		args = []driver.NamedValue{arg(1, list), arg(2, int64(o.After)), arg(3, int64(chunk)), arg(4, int64(knobs.ShortKey)),
+			arg(5, int64(o.Check)), arg(6, int64(b2i(o.Whole))), arg(7, nil), arg(8, int64(elseChunk))}
+		if p.spellings {
+			args[6] = spelledArg(7, p.single, sp)
+		}
+		if p.otherwise {
+			args = append(args, arg(9, other))
+			if p.otherwiseS {
+				args = append(args, arg(10, string(otherSp)))
+			}
+		}
+	} else if p.confirm {
+		args = []driver.NamedValue{arg(1, list)}
 	}
 	if err := r.first(ctx, q, vals[:n], args...); err != nil {
 		if errors.Is(err, errNoRow) {
@@ -167,7 +219,7 @@ func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o
 		}
 		return fmt.Errorf("probe %s: %w", s.Table, err)
 	}
-	*out = Probe{Logged: out.Logged[:0], Found: out.Found[:0], Confirmed: p.confirm}
+	*out = Probe{Logged: out.Logged[:0], Found: out.Found[:0], OtherwiseFound: out.OtherwiseFound[:0], Confirmed: p.confirm}
 	var ok bool
 	if out.Schema, ok = vals[0].(int64); !ok {
 		return fmt.Errorf("probe %s: schema cookie %v", s.Table, vals[0])
@@ -184,22 +236,36 @@ func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o
 		out.Read = o.After
 		out.AfterTag, out.AfterFound = vals[i+headValues+2].(int64)
 		out.CheckTag, out.CheckFound = vals[i+headValues+3].(int64)
-		whole := !o.Whole || out.Head.Seq <= o.After+chunk
-		if long, _ := vals[i+headValues+1].(int64); long == 0 && whole { // else the chunk is read with ReadLog
+		end, fits := o.After+chunk, !o.Whole || out.Head.Seq <= o.After+chunk
+		if !fits && elseChunk > 0 {
+			end, out.NonASCIIOnly = o.After+elseChunk, true
+		}
+		if long, _ := vals[i+headValues+1].(int64); long == 0 && (fits || out.NonASCIIOnly) { // else the chunk is read with ReadLog
 			list, _ := vals[i+headValues].(string)
 			if out.Logged, err = parseKeyArray(list, out.Logged); err != nil {
 				return fmt.Errorf("probe %s: read log: %w", s.Table, err)
 			}
 			if out.Head.Seq > o.After {
-				out.Read = min(o.After+chunk, out.Head.Seq)
+				out.Read = min(end, out.Head.Seq)
 			}
+		} else {
+			out.NonASCIIOnly = false
 		}
 		i += headValues + 4
+		if p.otherwise {
+			if list, ok := vals[i].(string); ok {
+				if out.OtherwiseFound, err = parsePositions(list, 0, len(o.Otherwise), out.OtherwiseFound); err != nil {
+					return fmt.Errorf("probe %s: read found keys: %w", s.Table, err)
+				}
+				out.OtherwiseConfirmed = true
+			}
+			i++
+		}
 	}
 	if p.confirm {
 		list, _ := vals[i].(string)
 		var err error
-		if out.Found, err = parseKeyArray(list, out.Found); err != nil {
+		if out.Found, err = parsePositions(list, 0, len(o.Keys), out.Found); err != nil {
 			return fmt.Errorf("probe %s: read found keys: %w", s.Table, err)
 		}
 	}

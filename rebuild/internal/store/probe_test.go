@@ -65,8 +65,69 @@ func TestProbeReadsLogByRange(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("keys %q: read %q, want %q", keys, got, want)
 		}
-		if keys != nil && (!p.Confirmed || !slices.Equal(p.Found, []string{"k00", "k07"})) {
-			t.Fatalf("confirmed %v found %q, want k00 and k07", p.Confirmed, p.Found)
+		if keys != nil && (!p.Confirmed || !slices.Equal(p.Found, []int{0, 1})) {
+			t.Fatalf("confirmed %v found %v, want positions 0 and 1 (k00 and k07)", p.Confirmed, p.Found)
+		}
+	}
+}
+
+// TestProbeWholeOrElse: with Whole, a tail that fits the chunk is read
+// whole and Otherwise is not confirmed; a tail that does not is read for
+// the entries that may be stored spellings only (up to Else), and
+// Otherwise is confirmed in the same statement, through the spellings
+// table for the keys Spelled names.
+func TestProbeWholeOrElse(t *testing.T) {
+	ctx := context.Background()
+	db, app := testDBWith(t, Knobs{LogChunk: 64}, `CREATE TABLE t (id TEXT PRIMARY KEY)`)
+	s := attach(t, db, "t", "id", false)
+	stored := []string{"a0", "cafe\u0301", "a1", "\u212a-1", "a2", "a3"}
+	for _, k := range stored {
+		if _, err := app.Exec(`INSERT INTO t (id) VALUES (?)`, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A stored spelling the spellings table records (as a scan would).
+	if _, err := app.Exec(`INSERT INTO t (id) VALUES (?)`, "nai\u0308ve"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(`INSERT INTO `+s.Spellings+` (canon, stored) VALUES (?, ?)`, "na\u00efve", "nai\u0308ve"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.Reader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Release(c)
+	other := []string{"a1", "never", "na\u00efve", "a3"}
+	spelled := func(k string) bool { return strings.ContainsFunc(k, func(r rune) bool { return r > 0x7f }) }
+	for _, tc := range []struct {
+		chunk, els int
+		wantLogged []string
+		nonASCII   bool
+		wantOther  []int // nil: not confirmed
+	}{
+		{chunk: 7, els: 64, wantLogged: append(slices.Clone(stored), "nai\u0308ve")},
+		{chunk: 3, els: 64, wantLogged: []string{"cafe\u0301", "\u212a-1", "nai\u0308ve"}, nonASCII: true, wantOther: []int{0, 2, 3}},
+		{chunk: 3, els: 2, wantLogged: []string{"cafe\u0301"}, nonASCII: true, wantOther: []int{0, 2, 3}},
+		{chunk: 3, els: 0, wantOther: []int{0, 2, 3}},
+	} {
+		var p Probe
+		o := ProbeOptions{Chunk: tc.chunk, Whole: true, Else: tc.els, Otherwise: other, Spellings: true, Spelled: spelled}
+		if err := c.Probe(ctx, s, o, &p); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(p.Logged, tc.wantLogged) || p.NonASCIIOnly != tc.nonASCII {
+			t.Errorf("chunk %d, else %d: read %q (only those that may be spellings: %v), want %q (%v)", tc.chunk, tc.els, p.Logged, p.NonASCIIOnly, tc.wantLogged, tc.nonASCII)
+		}
+		wantRead := uint64(len(tc.wantLogged))
+		if tc.nonASCII {
+			wantRead = min(uint64(tc.els), p.Head.Seq)
+		}
+		if p.Read != wantRead {
+			t.Errorf("chunk %d, else %d: read up to %d, want %d", tc.chunk, tc.els, p.Read, wantRead)
+		}
+		if got := p.OtherwiseFound; p.OtherwiseConfirmed != (tc.wantOther != nil) || !slices.Equal(got, tc.wantOther) {
+			t.Errorf("chunk %d, else %d: otherwise confirmed %v, found %v; want %v", tc.chunk, tc.els, p.OtherwiseConfirmed, got, tc.wantOther)
 		}
 	}
 }

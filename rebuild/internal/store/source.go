@@ -66,9 +66,18 @@ type sourceSQL struct {
 	head                string
 	confirm             map[confirmShape]string
 	log, longLog        [2]string // by nonASCII
-	probe               map[probeShape]string
+	probe               sync.Map  // probeShape → string, built at first use
 	scanFirst, scanNext string
 	longFirst, longNext string
+}
+
+// probeSQL returns the probe statement of shape p, built at first use.
+func (q *sourceSQL) probeSQL(s *Source, p probeShape) string {
+	if v, ok := q.probe.Load(p); ok {
+		return v.(string)
+	}
+	v, _ := q.probe.LoadOrStore(p, s.probeSQL(p))
+	return v.(string)
 }
 
 // queries returns the source's hot statements.
@@ -77,21 +86,13 @@ func (s *Source) queries() *sourceSQL {
 		q := &s.q
 		q.head = s.headSQL()
 		q.confirm = map[confirmShape]string{}
-		q.probe = map[probeShape]string{}
 		for _, spellings := range []bool{false, true} {
 			for _, single := range []bool{false, true} {
-				q.confirm[confirmShape{single: single, spellings: spellings}] = s.confirmSQL(spellings, single, "?2")
+				q.confirm[confirmShape{single: single, spellings: spellings}] = s.confirmSQL(spellings, single, "?1", "?2")
 			}
 		}
 		for i, nonASCII := range []bool{false, true} {
 			q.log[i], q.longLog[i] = s.logSQL(nonASCII), s.longLogSQL(nonASCII)
-			q.probe[probeShape{nonASCII: nonASCII}] = s.probeSQL(probeShape{nonASCII: nonASCII})
-			for _, spellings := range []bool{false, true} {
-				for _, single := range []bool{false, true} {
-					p := probeShape{confirm: true, single: single, spellings: spellings, nonASCII: nonASCII}
-					q.probe[p] = s.probeSQL(p)
-				}
-			}
 		}
 		q.scanFirst, q.scanNext = s.scanSQL(">="), s.scanSQL(">")
 		q.longFirst, q.longNext = s.longSQL(">="), s.longSQL(">")
