@@ -5,8 +5,6 @@ import (
 
 	"sync/atomic"
 	"time"
-
-	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
 // answer returns, for each canonical key, whether the source holds it
@@ -83,11 +81,8 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 	}
 	got := c.pr.Found
 	if !c.pr.Confirmed && len(list) > 0 {
-		conn, err := c.reader(ctx) // given back if the probe waited in a flight
-		if err != nil {
-			return nil, err
-		}
-		if got, err = c.confirm(ctx, conn, list); err != nil {
+		var err error
+		if got, err = c.confirm(ctx, list); err != nil {
 			return nil, err
 		}
 	}
@@ -151,12 +146,8 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 	}
 	if len(more) > 0 {
 		list2, owner2 := c.withSpellings(keys, more, c.sp)
-		conn, err := c.reader(ctx)
-		if err != nil {
-			return nil, err
-		}
 		began := time.Now()
-		got2, err := c.confirm(ctx, conn, list2)
+		got2, err := c.confirm(ctx, list2)
 		if err != nil {
 			return nil, err
 		}
@@ -170,10 +161,15 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 }
 
 // confirm looks keys up in the source and returns the positions of those
-// it holds: on the app's pool when it can (see DBConfig.DB), else on conn.
-func (c *call) confirm(ctx context.Context, conn *store.Conn, keys []string) ([]int, error) {
+// it holds: on the app's pool when it can (see DBConfig.DB), else on the
+// call's reading connection.
+func (c *call) confirm(ctx context.Context, keys []string) ([]int, error) {
 	if c.f.n == 1 && c.f.st.AppFree() {
 		return c.f.st.AppConfirm(ctx, c.b.src, keys, maySpell, c.h.HasSpellings, nil)
+	}
+	conn, err := c.reader(ctx) // given back if the probe waited in a flight
+	if err != nil {
+		return nil, err
 	}
 	return conn.Confirm(ctx, c.b.src, keys, maySpell, c.h.HasSpellings, nil)
 }

@@ -43,3 +43,39 @@ func TestConfirmOnTheAppsPool(t *testing.T) {
 		t.Fatal("Missing waited for the connection the app's transaction holds")
 	}
 }
+
+// TestCallOnTheAppsPoolTakesNoReader: a page confirmed on the app's pool
+// takes none of the library's reading connections, so a call never waits
+// for one that a long read of the library holds meanwhile (here every
+// reader is held).
+func TestCallOnTheAppsPoolTakesNoReader(t *testing.T) {
+	ctx := context.Background()
+	path := modeDB(t, "WAL", []string{"records"}, ids("seed", 500)...)
+	app := modeConn(t, path, "WAL")
+	cfg := appConfig(path)
+	cfg.DB, cfg.Driver, cfg.Readers = app, nil, 1
+	ix := open(t, cfg)
+	insertInto(t, app, "records", ids("later", 20)...)
+	f := ix.db.cur.Load()
+	held, err := f.st.Reader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.st.Release(held)
+	done := make(chan error, 1)
+	go func() {
+		got, err := missingList(ctx, ix, append(append(ids("seed", 20), ids("later", 20)...), "never"))
+		if err == nil && (len(got) != 1 || got[0] != "never") {
+			t.Errorf("Missing = %q, want [never]", got)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(callBound):
+		t.Fatal("Missing on the app's pool waited for the library's reading connection")
+	}
+}

@@ -34,12 +34,27 @@ import (
 func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, budget int, full bool) (err error) {
 	ix := c.ix
 	c.s, c.sp = nil, nil
-	conn, err := c.reader(ctx)
-	if err != nil {
-		return err
-	}
 	src := c.b.src
-	needSp := full || anySpelled(keys) || anySpelled(otherwise)
+	if !src.Logged {
+		// Never attached (read-only), detached, or its triggers were lost
+		// and are not back yet (what the binding saw at its schema, a fact
+		// of the file's history whatever came after): no log and no
+		// filter can vouch for anything. The filter of this file goes (a
+		// rebuild attaches the source again, unless it was detached),
+		// before the probe confirms anything with it.
+		if old := ix.filter(); old != nil && old.file == c.f {
+			if c.b.detached {
+				ix.retire(old, errors.New("the source was detached"))
+			} else {
+				ix.dropFilter(old, errors.New("the source's triggers are not in place"))
+			}
+		}
+		if s != nil {
+			return errStale // the keys it ruled out are SQLite's to answer
+		}
+	}
+	spelled := anySpelled(keys) || anySpelled(otherwise)
+	needSp := spelled || full && src.Logged // no log: nothing to keep current
 	var sp *spellingSet
 	if needSp {
 		if sp = ix.sp.cur.Load(); sp != nil && !(src.Logged && sp.fits(c.f, src.ID)) {
@@ -56,7 +71,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, 
 	if sp != nil {
 		spAt = sp.at.get()
 	}
-	opts := store.ProbeOptions{After: sAt.gen, Check: spAt.gen, Keys: keys, Spellings: ix.sp.table.Load(), Spelled: maySpell}
+	opts := store.ProbeOptions{After: sAt.gen, Check: spAt.gen, Keys: keys, Spellings: ix.sp.table.Load(), Spelled: maySpell, Schema: c.b.schema}
 	switch {
 	case s == nil && !needSp:
 		// Nothing to feed: the head only.
@@ -77,17 +92,21 @@ func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, 
 	// A page's confirmation runs on the app's pool when it can (warm
 	// pages, see DBConfig.DB), on the original file only: after the app
 	// replaced the file, its pool may still hold connections to the old.
+	// The library's own reading connection is taken only when the probe
+	// runs on it: a call on the app's pool never waits for one (a scan
+	// may hold some).
 	onApp := len(keys) > 0 && c.f.n == 1 && c.f.st.AppFree()
+	var conn *store.Conn
 	var perr error
 	if onApp {
 		perr = c.f.st.AppProbe(ctx, src, opts, &c.pr)
-	} else {
+	} else if conn, perr = c.reader(ctx); perr == nil {
 		perr = conn.Probe(ctx, src, opts, &c.pr)
 	}
 	if err := perr; err != nil {
 		// A table the statement names was dropped or the source detached
 		// meanwhile: the schema changed; resolve again.
-		if schema, serr := conn.Schema(ctx); serr == nil && schema != c.b.schema {
+		if schema, serr := c.schema(ctx); serr == nil && schema != c.b.schema {
 			return c.rebind(ctx)
 		}
 		return err
@@ -96,20 +115,6 @@ func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, 
 		return c.rebind(ctx)
 	}
 	if !src.Logged {
-		// Never attached (read-only), detached, or its triggers were lost
-		// and are not back yet: no log and no filter can vouch for
-		// anything. The filter of this file goes (a rebuild attaches the
-		// source again, unless it was detached).
-		if old := ix.filter(); old != nil && old.file == c.f {
-			if c.b.detached {
-				ix.retire(old, errors.New("the source was detached"))
-			} else {
-				ix.dropFilter(old, errors.New("the source's triggers are not in place"))
-			}
-		}
-		if s != nil {
-			return errStale
-		}
 		if needSp {
 			c.sp, err = ix.tableSpellings(ctx, c)
 		}
@@ -202,7 +207,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, 
 	c.s = s
 	if s != nil {
 		raise(&s.floor, h.Floor)
-		if !onApp && c.conn == conn { // still the probing connection (a catch-up may give it back)
+		if conn != nil && c.conn == conn { // still the probing connection (a catch-up may give it back)
 			conn.Note(ix.id, store.Note{Version: c.pr.Version, Filter: s.id, Binding: c.b.id, Head: h.Seq})
 		}
 		ix.checkDue(s)

@@ -180,12 +180,9 @@ func (ix *Index) scanSpellings(ctx context.Context, c *call, m *spellingSet) err
 	if f := ix.db.cfg.knobs.spellingScan; f != nil {
 		f()
 	}
-	conn, err := c.reader(ctx)
-	if err != nil {
-		return err
-	}
+	c.putReader() // the scan reads on a connection of its own
 	var pairs [][2]string
-	err = conn.ScanSpellings(ctx, c.b.src, func(key string) error {
+	err := c.f.st.ScanSpellings(ctx, c.b.src, func(key string) error {
 		if canon, err := canonicalStored(key); err == nil && canon != key {
 			pairs = append(pairs, [2]string{canon, key})
 		}

@@ -122,9 +122,10 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	}
 	readers := max(opts.Readers, 1)
 	// The readers, and, never waiting for a reader: DataVersion's, a
-	// rebuild's scan (Scan) and the count beside it (CountAll).
-	db.r.SetMaxOpenConns(readers + 3)
-	db.r.SetMaxIdleConns(readers + 3)
+	// rebuild's scan (Scan) and the count beside it (CountAll), and a scan
+	// for stored spellings (ScanSpellings).
+	db.r.SetMaxOpenConns(readers + 4)
+	db.r.SetMaxIdleConns(readers + 4)
 	db.r.SetConnMaxLifetime(0)
 	db.pool = newPool(db, readers)
 	// The file SQLite opened is the one at Real now: a file replaced

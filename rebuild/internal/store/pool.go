@@ -45,9 +45,20 @@ func (db *DB) Reader(ctx context.Context) (*Conn, error) {
 		return c, nil
 	}
 	p.mu.Unlock()
-	// A new connection opens the file by its name: only while the name is
-	// still this file's (checked before and after), or it would read the
-	// file the app put there instead under this one's schema and log.
+	c, err := db.ownConn(ctx)
+	if err != nil {
+		<-p.sem
+		return nil, err
+	}
+	return c, nil
+}
+
+// ownConn takes a reading connection outside the readers' pool (for a
+// long read: a scan), which the caller closes. A new connection opens the
+// file by its name: only while the name is still this file's (checked
+// before and after), or it would read the file the app put there instead
+// under this one's schema and log.
+func (db *DB) ownConn(ctx context.Context) (*Conn, error) {
 	err := db.SameFile()
 	var sc *sql.Conn
 	if err == nil {
@@ -60,7 +71,6 @@ func (db *DB) Reader(ctx context.Context) (*Conn, error) {
 		}
 		c.close()
 	}
-	<-p.sem
 	return nil, fmt.Errorf("open reading connection: %w", err)
 }
 

@@ -50,6 +50,9 @@ type ProbeOptions struct {
 	// (Probe.OtherwiseFound): the keys a filter left behind ruled out.
 	Else      int
 	Otherwise []string
+	// Schema is the schema cookie the caller resolved the source at: a
+	// probe that reads another confirms nothing.
+	Schema int64
 }
 
 // Probe is what one probe read.
@@ -97,8 +100,12 @@ type probeShape struct {
 // if it reaches the head, ?7 the positions of the keys to confirm through
 // the spellings table too, ?8 how far to read the entries that may be
 // stored spellings when the tail does not fit, ?9 the keys to confirm
-// then and ?10 those of them to confirm through the spellings table too.
+// then and ?10 those of them to confirm through the spellings table too,
+// ?11 the schema cookie the caller resolved the source at: a probe that
+// finds another confirms nothing (the caller resolves the source again
+// and asks again), rather than confirm keys for a view it discards.
 func (s *Source) probeSQL(p probeShape) string {
+	const sameSchema = `(SELECT schema_version FROM pragma_schema_version()) = ?11`
 	cols := `(SELECT schema_version FROM pragma_schema_version()), (SELECT data_version FROM pragma_data_version())`
 	from := ""
 	if s.Logged {
@@ -118,11 +125,11 @@ func (s *Source) probeSQL(p probeShape) string {
 				AND (?6 = 0 OR ` + fits + ` OR seq <= ?2 + ?8 AND ` + nonASCIIKey("key") + `)) c
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 		if p.otherwise {
-			cols += `, CASE WHEN NOT (` + fits + `) THEN (` + s.confirmSQL(p.otherwiseS, false, "?9", "?10") + `) END`
+			cols += `, CASE WHEN NOT (` + fits + `) AND ` + sameSchema + ` THEN (` + s.confirmSQL(p.otherwiseS, false, "?9", "?10") + `) END`
 		}
 	}
 	if p.confirm {
-		cols += `, (` + s.confirmSQL(p.spellings && s.Logged, p.single, "?1", "?7") + `)`
+		cols += `, CASE WHEN ` + sameSchema + ` THEN (` + s.confirmSQL(p.spellings && s.Logged, p.single, "?1", "?7") + `) END`
 	}
 	return `SELECT ` + cols + from
 }
@@ -197,21 +204,40 @@ func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o
 	}
 	// Every parameter up to the highest the statement names is bound
 	// (NULL where unused): drivers count them up to the highest.
-	var args []driver.NamedValue
-	if s.Logged {
-		args = []driver.NamedValue{arg(1, list), arg(2, int64(o.After)), arg(3, int64(chunk)), arg(4, int64(knobs.ShortKey)),
-			arg(5, int64(o.Check)), arg(6, int64(b2i(o.Whole))), arg(7, nil), arg(8, int64(elseChunk))}
+	top := 0
+	switch {
+	case p.confirm || p.otherwise:
+		top = 11
+	case s.Logged:
+		top = 8
+	}
+	args := make([]driver.NamedValue, top)
+	for i := range args {
+		args[i] = arg(i+1, nil)
+	}
+	set := func(n int, v any) { args[n-1].Value = v }
+	if p.confirm {
+		set(1, list)
 		if p.spellings {
 			args[6] = spelledArg(7, p.single, sp)
 		}
+	}
+	if s.Logged {
+		set(2, int64(o.After))
+		set(3, int64(chunk))
+		set(4, int64(knobs.ShortKey))
+		set(5, int64(o.Check))
+		set(6, int64(b2i(o.Whole)))
+		set(8, int64(elseChunk))
 		if p.otherwise {
-			args = append(args, arg(9, other))
+			set(9, other)
 			if p.otherwiseS {
-				args = append(args, arg(10, string(otherSp)))
+				set(10, string(otherSp))
 			}
 		}
-	} else if p.confirm {
-		args = []driver.NamedValue{arg(1, list)}
+	}
+	if top == 11 {
+		set(11, o.Schema)
 	}
 	if err := r.first(ctx, q, vals[:n], args...); err != nil {
 		if errors.Is(err, errNoRow) {
@@ -263,6 +289,10 @@ func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o
 		}
 	}
 	if p.confirm {
+		if out.Schema != o.Schema {
+			out.Confirmed = false // not asked: the caller's view is out of date
+			return nil
+		}
 		list, _ := vals[i].(string)
 		var err error
 		if out.Found, err = parsePositions(list, 0, len(o.Keys), out.Found); err != nil {

@@ -39,6 +39,10 @@ func TestProbeReadsLogByRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Release(c)
+	schema, err := c.Schema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, keys := range [][]string{nil, {"k00", "k07", "nope"}} {
 		var got []string
 		var p Probe
@@ -47,7 +51,7 @@ func TestProbeReadsLogByRange(t *testing.T) {
 			if probes > 100 {
 				t.Fatalf("keys %q: the log never read to its head (at %d)", keys, after)
 			}
-			if err := c.Probe(ctx, s, ProbeOptions{After: after, Chunk: 4, Keys: keys}, &p); err != nil {
+			if err := c.Probe(ctx, s, ProbeOptions{After: after, Chunk: 4, Keys: keys, Schema: schema}, &p); err != nil {
 				t.Fatal(err)
 			}
 			if p.Read > p.Head.Seq || p.Read < after {
@@ -98,6 +102,10 @@ func TestProbeWholeOrElse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Release(c)
+	schema, err := c.Schema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	other := []string{"a1", "never", "na\u00efve", "a3"}
 	spelled := func(k string) bool { return strings.ContainsFunc(k, func(r rune) bool { return r > 0x7f }) }
 	for _, tc := range []struct {
@@ -112,7 +120,7 @@ func TestProbeWholeOrElse(t *testing.T) {
 		{chunk: 3, els: 0, wantOther: []int{0, 2, 3}},
 	} {
 		var p Probe
-		o := ProbeOptions{Chunk: tc.chunk, Whole: true, Else: tc.els, Otherwise: other, Spellings: true, Spelled: spelled}
+		o := ProbeOptions{Chunk: tc.chunk, Whole: true, Else: tc.els, Otherwise: other, Spellings: true, Spelled: spelled, Schema: schema}
 		if err := c.Probe(ctx, s, o, &p); err != nil {
 			t.Fatal(err)
 		}
@@ -226,4 +234,43 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// TestProbeOfAnotherSchemaConfirmsNothing: a probe made for a schema the
+// database no longer has (the app migrated since the caller resolved the
+// source) reports the new cookie and confirms nothing, neither its keys
+// nor what the filter ruled out.
+func TestProbeOfAnotherSchemaConfirmsNothing(t *testing.T) {
+	ctx := context.Background()
+	db, app := testDB(t, `CREATE TABLE t (id TEXT PRIMARY KEY)`)
+	s := attach(t, db, "t", "id", false)
+	for _, k := range []string{"a", "b"} {
+		if _, err := app.Exec(`INSERT INTO t (id) VALUES (?)`, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := db.Reader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Release(c)
+	schema, err := c.Schema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(`ALTER TABLE t ADD COLUMN extra INTEGER`); err != nil {
+		t.Fatal(err)
+	}
+	for _, keys := range [][]string{{"a"}, {"a", "b", "c"}} {
+		var p Probe
+		if err := c.Probe(ctx, s, ProbeOptions{Keys: keys, Whole: true, Otherwise: []string{"b"}, Schema: schema}, &p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Schema == schema {
+			t.Fatalf("the probe read the old schema cookie %d after ALTER TABLE", schema)
+		}
+		if p.Confirmed || p.OtherwiseConfirmed || len(p.Found) > 0 || len(p.OtherwiseFound) > 0 {
+			t.Fatalf("keys %q: confirmed %v %v, found %v %v under a schema the caller did not resolve", keys, p.Confirmed, p.OtherwiseConfirmed, p.Found, p.OtherwiseFound)
+		}
+	}
 }

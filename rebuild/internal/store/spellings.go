@@ -13,10 +13,16 @@ import (
 // out without handing them over. It is how an index finds stored non-NFC spellings when no
 // complete spellings table vouches for them (a source never attached, or
 // attached again after its triggers were lost). It reads every row of
-// the table: O(rows), once per such event.
-func (c *Conn) ScanSpellings(ctx context.Context, s *Source, fn func(key string) error) error {
+// the table: O(rows), once per such event, on a connection of its own
+// (outside the readers' pool, which calls keep meanwhile).
+func (db *DB) ScanSpellings(ctx context.Context, s *Source, fn func(key string) error) error {
+	c, err := db.ownConn(ctx)
+	if err != nil {
+		return fmt.Errorf("scan stored spellings: %w", err)
+	}
+	defer c.close()
 	dest := make([]driver.Value, 1)
-	err := c.each(ctx, `SELECT json_quote(`+s.QCol+`) FROM `+s.QTable+` WHERE typeof(`+s.QCol+`) = 'text' AND `+nonASCIIKey(s.QCol)+
+	err = c.each(ctx, `SELECT json_quote(`+s.QCol+`) FROM `+s.QTable+` WHERE typeof(`+s.QCol+`) = 'text' AND `+nonASCIIKey(s.QCol)+
 		` AND octet_length(`+s.QCol+`) <= `+strconv.Itoa(tooLong), dest, func() error {
 		js, _ := dest[0].(string)
 		k, err := parseString(js)
