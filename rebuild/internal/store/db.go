@@ -44,6 +44,11 @@ func (k Knobs) withDefaults() Knobs {
 	return k
 }
 
+// ownConns is how many reading connections the database keeps beside
+// the readers' pool: DataVersion's, a rebuild's scan and its count, and a
+// scan for stored spellings.
+const ownConns = 4
+
 // DB is one database file opened by the library (see the package doc for
 // its connections). Its methods are safe for concurrent use.
 type DB struct {
@@ -124,8 +129,8 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	// The readers, and, never waiting for a reader: DataVersion's, a
 	// rebuild's scan (Scan) and the count beside it (CountAll), and a scan
 	// for stored spellings (ScanSpellings).
-	db.r.SetMaxOpenConns(readers + 4)
-	db.r.SetMaxIdleConns(readers + 4)
+	db.r.SetMaxOpenConns(readers + ownConns)
+	db.r.SetMaxIdleConns(readers + ownConns)
 	db.r.SetConnMaxLifetime(0)
 	db.pool = newPool(db, readers)
 	// The file SQLite opened is the one at Real now: a file replaced
@@ -187,7 +192,7 @@ func (db *DB) Close() {
 // container). Connections in use close when they are released.
 func (db *DB) Quiesce(on bool) {
 	db.pool.quiesce(on)
-	writers, readers := 1, cap(db.pool.sem)+3
+	writers, readers := 1, cap(db.pool.sem)+ownConns
 	if on {
 		writers, readers = 0, 0
 	}

@@ -1,0 +1,184 @@
+package rebuild
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+)
+
+// TestSuspendLetsGoOfTheDatabase: once Suspend returns, the library holds
+// no descriptor of the database's files (so no SQLite lock or
+// transaction), background work stops where it is (a rebuild's scan
+// interrupted, asked again), calls are still answered exactly, each
+// letting go of what it opened before it returns, and after Resume the
+// interrupted rebuild completes.
+func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 1000)...)
+	started, release := make(chan struct{}), make(chan struct{})
+	first := true
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{
+		store: store.Knobs{ScanChunk: 16},
+		scanRow: func(n int64) error {
+			if n == 0 && first { // the first scan waits until Suspend is under way
+				first = false
+				close(started)
+				<-release
+			}
+			return nil
+		},
+	}}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
+	db, err := OpenDB(ctx, cfg.DBConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	ix, err := db.Index(ctx, cfg.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(callBound):
+		t.Fatal("the first scan never started")
+	}
+	suspended := make(chan error, 1)
+	go func() { suspended <- db.Suspend(ctx) }()
+	time.Sleep(20 * time.Millisecond) // Suspend is waiting for the scan
+	close(release)
+	select {
+	case err := <-suspended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(callBound):
+		t.Fatal("Suspend did not return")
+	}
+	if st := ix.Stats(); st.Serving || !strings.Contains(st.Upkeep, "rebuild") {
+		t.Fatalf("after Suspend: serving %v, upkeep %q; want the interrupted rebuild still asked for", st.Serving, st.Upkeep)
+	}
+	checkNoFiles := func(when string) {
+		t.Helper()
+		if _, all := openFiles(t, path); all > 0 {
+			t.Fatalf("%s: the library still holds %d descriptors of the database's files", when, all)
+		}
+	}
+	checkNoFiles("after Suspend")
+
+	// The app writes while the library is suspended, and asks.
+	app, err := testdriver.Open(path, testdriver.App{JournalMode: "WAL", BusyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertIDs(t, app, ids("while", 50)...)
+	if err := app.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, set(ids("seed", 1000), ids("while", 50)), slices.Concat(ids("seed", 30), ids("while", 50), ids("never", 30)))
+	checkNoFiles("after calls made while suspended")
+	time.Sleep(50 * time.Millisecond) // nothing starts meanwhile
+	if st := ix.Stats(); st.Serving || st.Rebuilds != 0 {
+		t.Fatalf("while suspended: serving %v after %d rebuilds: background work ran", st.Serving, st.Rebuilds)
+	}
+	checkNoFiles("while suspended")
+
+	db.Resume()
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatalf("after Resume: %v", err)
+	}
+	if st := ix.Stats(); !st.Serving {
+		t.Fatalf("after Resume: no filter serving (upkeep %q)", st.Upkeep)
+	}
+	expect(t, ix, set(ids("seed", 1000), ids("while", 50)), slices.Concat(ids("seed", 30), ids("while", 50), ids("never", 30)))
+}
+
+// TestIdleDatabaseRunsNothing: once the app stops calling, the follower
+// ends after its window and nothing of the library runs: its only
+// goroutine left is the filters' writer, blocked on its queue (no timer,
+// no polling), until the next call starts the follower again.
+func TestIdleDatabaseRunsNothing(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 500)...)
+	ix := open(t, appConfig(path))
+	app := rawDB(t, path)
+	for i := range 5 { // a short sync: the pauses set a short window
+		insertIDs(t, app, ids("page"+string(rune('a'+i)), 10)...)
+		if _, err := ix.Missing(ctx, ids("seed", 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	following := func() bool {
+		f := &ix.db.follow
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.mu.running
+	}
+	if !following() {
+		t.Fatal("the follower does not run right after calls")
+	}
+	deadline := time.Now().Add(followMax + 10*time.Second)
+	for following() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the follower still runs %v after the last call", followMax+10*time.Second)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// What of the library is left: goroutines with a frame in it.
+	time.Sleep(50 * time.Millisecond)
+	buf := make([]byte, 1<<20)
+	dump := string(buf[:runtime.Stack(buf, true)])
+	var ours []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		if strings.Contains(g, "github.com/syncfilter/syncfilter/") && !strings.Contains(g, "testing.tRunner") && !strings.Contains(g, "_test.go") {
+			ours = append(ours, g)
+		}
+	}
+	if len(ours) != 1 || !strings.Contains(ours[0], "(*Writer)") || !strings.Contains(ours[0], "[chan receive") && !strings.Contains(ours[0], "[select") {
+		t.Fatalf("an idle database keeps %d goroutines of the library (want the writer, blocked):\n%s", len(ours), strings.Join(ours, "\n\n"))
+	}
+	// The next call starts the follower again and sees the app's commits.
+	insertIDs(t, app, ids("after", 5)...)
+	expect(t, ix, set(ids("seed", 500), ids("after", 5)), append(ids("after", 5), "never"))
+	if !following() {
+		t.Fatal("a call after the idle time did not start the follower")
+	}
+}
+
+// TestFollowerCatchesUpBetweenCalls: after a call, the app's commits are
+// taken into the filter while the engine waits on the network, without a
+// call: the next call finds the filter at the log's head (its probe reads
+// no entry).
+func TestFollowerCatchesUpBetweenCalls(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 500)...)
+	ix := open(t, appConfig(path))
+	app := rawDB(t, path)
+	if _, err := ix.Missing(ctx, ids("seed", 20)); err != nil { // the call that starts the window
+		t.Fatal(err)
+	}
+	before := ix.Stats()
+	insertIDs(t, app, ids("page", 200)...) // the page's records, stored after the call
+	deadline := time.Now().Add(callBound)
+	for ix.Stats().CaughtUp < before.CaughtUp+200 {
+		if time.Now().After(deadline) {
+			st := ix.Stats()
+			t.Fatalf("without a call, the filter took %d of the 200 entries logged", st.CaughtUp-before.CaughtUp)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if st := ix.Stats(); st.Queries != before.Queries {
+		t.Fatalf("%d keys asked meanwhile: the catch-up was a call's", st.Queries-before.Queries)
+	}
+	// The next call's answers rest on the filter, current: the 200 new
+	// ids are maybes confirmed, the never-stored ones ruled out.
+	expect(t, ix, set(ids("seed", 500), ids("page", 200)), append(ids("page", 200), ids("never", 50)...))
+	if st := ix.Stats(); st.BypassLookups != before.BypassLookups {
+		t.Fatalf("%d keys answered without the filter: it was behind", st.BypassLookups-before.BypassLookups)
+	}
+}
