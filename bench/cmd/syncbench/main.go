@@ -1,6 +1,6 @@
-// Command syncbench runs the harnesses of issue 20 that a `go test
-// -bench` loop cannot: the initial sync of an empty table, and the cold
-// start of fresh processes.
+// Command syncbench runs the harnesses that a `go test -bench` loop
+// cannot: the real sync loop, the initial sync of an empty table, the cold
+// start of fresh processes, and an idle app's CPU.
 //
 //	go run ./cmd/syncbench initial-sync [-pages 200] [-page 1000] [-sleep 0] [-capacity 0] [-csv pages.csv] [-no-inlist] [-no-library]
 //	go run ./cmd/syncbench cold-start [-rows 1000000] [-reps 7] [-modes lib,sql] [-conds warm,cold] [-driver mattn] [-md] [-v]
@@ -11,6 +11,7 @@
 //	go run ./cmd/syncbench real-initial [-rows 200000] [-page 1000] [-waits 0,100ms]
 //	go run ./cmd/syncbench real-single [-rows 1000000] [-ops 2000] [-waits 5ms]
 //	go run ./cmd/syncbench real-collections [-rows 100000] [-n 10] [-reps 5] [-page 1000]
+//	go run ./cmd/syncbench idle [-rows 200000] [-pages 50] [-idle 30s] [-driver mattn]
 //
 // The real commands are the real sync loop and its extra rows (package
 // syncbench, real*.go): each prints Markdown tables for
@@ -54,7 +55,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("want a command: initial-sync, cold-start, table, real, real-initial, real-single, real-collections: %w", flag.ErrHelp)
+		return fmt.Errorf("want a command: initial-sync, cold-start, table, real, real-initial, real-single, real-collections, idle: %w", flag.ErrHelp)
 	}
 	switch args[0] {
 	case "initial-sync":
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string) error {
 		return realSingle(ctx, args[1:])
 	case "real-collections":
 		return realCollections(ctx, args[1:])
+	case "idle":
+		return idle(ctx, args[1:])
 	case "real-child":
 		return syncbench.RealChild(ctx, args[1:])
 	default:

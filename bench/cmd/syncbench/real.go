@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/syncfilter/syncfilter/bench/syncbench"
 )
@@ -222,4 +223,21 @@ func realCollections(ctx context.Context, args []string) error {
 		return err
 	}
 	return syncbench.WriteCollectionsTable(os.Stdout, []*syncbench.CollectionsResult{res})
+}
+
+func idle(ctx context.Context, args []string) error {
+	var o syncbench.IdleOptions
+	fs := flag.NewFlagSet("idle", flag.ContinueOnError)
+	fs.StringVar(&o.Driver, "driver", "mattn", "the app's SQLite driver")
+	fs.Int64Var(&o.Rows, "rows", 200_000, "rows of the base table (random UUIDs)")
+	fs.IntVar(&o.Pages, "pages", 50, "pages of the sync before the idle time")
+	fs.DurationVar(&o.Idle, "idle", 30*time.Second, "how long the app stays idle with the library open")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	res, err := syncbench.Idle(ctx, o)
+	if err != nil {
+		return err
+	}
+	return syncbench.WriteIdleTable(os.Stdout, res)
 }
