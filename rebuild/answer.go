@@ -48,11 +48,8 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 			by[i] = bySQLite
 		}
 	}
-	if s != nil && len(ask) == 0 && c.stillQuiet(ctx, s, before) {
-		if f := ix.db.cfg.knobs.quiet; f != nil {
-			f()
-		}
-		c.s = s
+	if s != nil && len(ask) == 0 && c.quiet(ctx, s, before) {
+		// Nothing committed since a probe caught s up: its "absent" holds.
 		ix.m.count(by, nil)
 		return make([]bool, len(keys)), nil
 	}
@@ -158,6 +155,24 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 	}
 	ix.m.count(by, found)
 	return found, nil
+}
+
+// quiet reports whether the call's keys, all ruled out by s, are
+// answered without a probe (quietNote): nothing was committed since the
+// noted probe, by the connection's data_version.
+func (c *call) quiet(ctx context.Context, s *serving, gen uint64) bool {
+	q, ok := c.quietNote(s, gen)
+	if !ok {
+		return false
+	}
+	if v, err := c.conn.Version(ctx); err != nil || v != q.Version {
+		return false
+	}
+	if f := c.ix.db.cfg.knobs.quiet; f != nil {
+		f()
+	}
+	c.s = s
+	return true
 }
 
 // confirm looks keys up in the source and returns the positions of those

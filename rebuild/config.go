@@ -78,7 +78,7 @@ type knobs struct {
 	store store.Knobs // chunk sizes of the SQL layer
 
 	scanRow      func(n int64) error // a scan's start (n = 0) and every chunk it reads: an error fails the scan as SQLite would
-	quiet        func()              // a call answered without a probe (stillQuiet)
+	quiet        func()              // a call answered without a probe (call.quiet)
 	countWait    func()              // a rebuild's builder is about to wait for the count (its digests reached deferredRows)
 	beforeCount  func() error        // before the count starts; an error is the count's
 	catchUpChunk func()              // after every chunk a catch-up reads

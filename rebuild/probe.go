@@ -241,27 +241,31 @@ func holds(p *store.Probe, opts store.ProbeOptions, m mark) bool {
 	return true
 }
 
-// stillQuiet reports whether the filter's "absent" for every key of the
-// call needs no probe: the last probe of this index on the call's
-// connection (store.Conn.Note) checked the schema, bound the source
-// (the same binding as the call's), validated s for it and caught s up
-// to the head it read; nothing was committed since (the connection's
-// data_version is the same: any commit of any connection or process,
-// the library's writer included, changes it); and s had reached that
-// head when it ruled the keys out (gen: a call may rule its keys out
-// while the probe that notes is still catching s up, and take the
-// connection after it). Another filter or binding, or any error, sends
-// the call through its probe. A new file at the path has connections of
-// its own.
-func (c *call) stillQuiet(ctx context.Context, s *serving, gen uint64) bool {
-	conn, err := c.reader(ctx)
-	if err != nil {
-		return false
+// quietNote returns the note that lets the call skip its probe, if
+// nothing was committed since it was taken (the caller reads the
+// connection's data_version and compares it with the note's): then the
+// filter's "absent" holds for every key it ruled out. The last probe
+// of this index on the connection (store.Conn.Note) checked the schema,
+// bound the source (the same binding as the call's), validated s for it
+// and caught s up to the head it read; any commit of any connection or
+// process, the library's writer included, changes the data_version; and
+// s had reached that head when it ruled the keys out (gen: a call may
+// rule its keys out while the probe that notes is still catching s up,
+// and take the connection after it). Another filter or binding, or no
+// idle connection (the call never waits for one here), sends the call
+// through its probe. A new file at the path has connections of its own.
+func (c *call) quietNote(s *serving, gen uint64) (store.Note, bool) {
+	conn := c.conn
+	if conn == nil {
+		var ok bool
+		if conn, ok = c.f.st.IdleReader(); !ok {
+			return store.Note{}, false
+		}
+		c.conn = conn
 	}
 	q, ok := conn.Noted(c.ix.id)
 	if !ok || q.Filter != s.id || q.Binding != c.b.id || gen < q.Head {
-		return false
+		return store.Note{}, false
 	}
-	v, err := conn.Version(ctx)
-	return err == nil && v == q.Version
+	return q, true
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
-// quietCounter counts the calls answered without a probe (stillQuiet)
+// quietCounter counts the calls answered without a probe (call.quiet)
 // on the database whose hooks h are.
 func quietCounter(h *hooks) *atomic.Int64 {
 	var n atomic.Int64
@@ -197,7 +197,7 @@ func TestQuietAnswersPerCollection(t *testing.T) {
 // id committed before the call began is fetched, one never written is
 // missing). A call that ruled its keys out while another call's probe was
 // still catching the filter up must not take that probe's note as its
-// own (stillQuiet's gen).
+// own (quietNote's gen).
 func TestQuietAnswersUnderWriters(t *testing.T) {
 	for _, mode := range []string{"WAL", "DELETE"} {
 		t.Run(mode, func(t *testing.T) {

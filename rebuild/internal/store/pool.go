@@ -23,6 +23,27 @@ func newPool(db *DB, size int) *pool {
 	return &pool{db: db, sem: make(chan struct{}, size)}
 }
 
+// IdleReader takes a reading connection idle in the pool, if there is
+// one and the pool has room, without waiting or opening one. Release it
+// when done.
+func (db *DB) IdleReader() (*Conn, bool) {
+	p := db.pool
+	select {
+	case p.sem <- struct{}{}:
+	default:
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.idle); n > 0 && !p.shut {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		return c, true
+	}
+	<-p.sem
+	return nil, false
+}
+
 // Reader takes a reading connection, waiting for one while every one is
 // in use (ctx bounds the wait). Release it when done.
 func (db *DB) Reader(ctx context.Context) (*Conn, error) {

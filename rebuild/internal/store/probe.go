@@ -58,7 +58,7 @@ type ProbeOptions struct {
 // Probe is what one probe read.
 type Probe struct {
 	Schema  int64 // the schema cookie
-	Version int64 // the connection's data_version in the probe's read
+	Version int64 // the connection's data_version in the probe's read (Conn.Probe; 0 on the app's pool)
 	Head    Head  // logged sources
 	// AfterTag and CheckTag are the tags of the log entries at After and
 	// Check (logged sources), AfterFound and CheckFound whether there are
@@ -89,6 +89,7 @@ type probeShape struct {
 	nonASCII   bool // the log's keys that may be stored in another spelling only
 	otherwise  bool // keys to confirm when the tail does not fit
 	otherwiseS bool // through the spellings table too
+	noVersion  bool // on the app's pool: its connections' data_version tells the library nothing
 }
 
 // probeSQL returns the probe statement of one variant. ?1 is the JSON
@@ -107,6 +108,9 @@ type probeShape struct {
 func (s *Source) probeSQL(p probeShape) string {
 	const sameSchema = `(SELECT schema_version FROM pragma_schema_version()) = ?11`
 	cols := `(SELECT schema_version FROM pragma_schema_version()), (SELECT data_version FROM pragma_data_version())`
+	if p.noVersion {
+		cols = `(SELECT schema_version FROM pragma_schema_version()), 0`
+	}
 	from := ""
 	if s.Logged {
 		f := logFilter(p.nonASCII)
@@ -142,18 +146,18 @@ type runner interface {
 
 // Probe runs one probe (see the top of this file) on the connection.
 func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
-	return probe(ctx, c, &c.buf, c.db.knobs, s, o, out)
+	return probe(ctx, c, &c.buf, c.db.knobs, s, o, out, true)
 }
 
 // AppProbe runs one probe on the app's pool (Options.App; AppFree says
 // whether it would wait).
 func (db *DB) AppProbe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
 	var buf []byte
-	return probe(ctx, db.app, &buf, db.knobs, s, o, out)
+	return probe(ctx, db.app, &buf, db.knobs, s, o, out, false)
 }
 
-func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o ProbeOptions, out *Probe) error {
-	p := probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII}
+func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o ProbeOptions, out *Probe, version bool) error {
+	p := probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII, noVersion: !version}
 	list := "[]"
 	var sp []byte
 	switch {

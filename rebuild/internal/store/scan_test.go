@@ -16,12 +16,12 @@ import (
 
 // testDB creates a database at a new path with the given schema, through a
 // plain connection as the app would, and opens it as the library does.
-func testDB(t *testing.T, schema ...string) (*DB, *sql.DB) {
+func testDB(t testing.TB, schema ...string) (*DB, *sql.DB) {
 	return testDBWith(t, Knobs{}, schema...)
 }
 
 // testDBWith is testDB with the library's sizes set to knobs.
-func testDBWith(t *testing.T, knobs Knobs, schema ...string) (*DB, *sql.DB) {
+func testDBWith(t testing.TB, knobs Knobs, schema ...string) (*DB, *sql.DB) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "app.db")
 	app, err := testdriver.Open(path, testdriver.App{})
@@ -38,7 +38,7 @@ func testDBWith(t *testing.T, knobs Knobs, schema ...string) (*DB, *sql.DB) {
 }
 
 // openStore opens path as the library does, with the tests' driver.
-func openStore(t *testing.T, path string, knobs Knobs) *DB {
+func openStore(t testing.TB, path string, knobs Knobs) *DB {
 	t.Helper()
 	d, err := NewDriver(testdriver.Driver())
 	if err != nil {
@@ -53,7 +53,7 @@ func openStore(t *testing.T, path string, knobs Knobs) *DB {
 }
 
 // attach resolves and attaches table.column.
-func attach(t *testing.T, db *DB, table, column string, allowUnindexed bool) *Source {
+func attach(t testing.TB, db *DB, table, column string, allowUnindexed bool) *Source {
 	t.Helper()
 	s, _, err := db.Attach(context.Background(), table, column, allowUnindexed)
 	if err != nil {
