@@ -15,8 +15,9 @@ import (
 // app's recent pauses between calls, the follower watches PRAGMA
 // data_version (one statement of a few microseconds, on a connection of
 // its own that never writes: its value changes exactly when another
-// connection commits), polling every millisecond at first and backing off
-// to every 32 ms; when a commit changes it, the follower runs, for each
+// connection commits), polling every millisecond for the first few
+// milliseconds after a call or a commit (when the app stores a page's
+// records) and backing off to every 32 ms; when a commit changes it, the follower runs, for each
 // index called within the window, what a call would before trusting its
 // filter (Index.catchUp: the probe, catch-up, a migration seen). Once the
 // window passes without a call, it stops: an idle database runs nothing.
@@ -43,6 +44,7 @@ const (
 	followMax   = 5 * time.Second
 	followPolls = 4 // the window is this many of the app's pauses between calls
 	pollFirst   = time.Millisecond
+	pollSteady  = 8 // polls at pollFirst after a call or a commit, before backing off
 	pollSlowest = 32 * time.Millisecond
 )
 
@@ -107,7 +109,7 @@ func (f *follower) wake() {
 // run is the follower's goroutine; db.life counts it.
 func (f *follower) run(ctx context.Context) {
 	defer f.db.life.Leave()
-	poll := pollFirst
+	poll, steady := pollFirst, 0
 	var seen int64
 	known := false
 	timer := time.NewTimer(poll)
@@ -117,7 +119,7 @@ func (f *follower) run(ctx context.Context) {
 		case <-ctx.Done():
 		case <-timer.C:
 		case <-f.mu.kick:
-			poll = pollFirst // a call came: the app writes again soon
+			poll, steady = pollFirst, 0 // a call came: the app writes again soon
 		}
 		indexes, stop := f.due()
 		if stop {
@@ -128,8 +130,8 @@ func (f *follower) run(ctx context.Context) {
 			for _, ix := range indexes {
 				ix.catchUp(ctx)
 			}
-			poll = pollFirst
-		} else {
+			poll, steady = pollFirst, 0
+		} else if steady++; steady >= pollSteady {
 			poll = min(2*poll, pollSlowest)
 		}
 		timer.Reset(poll)

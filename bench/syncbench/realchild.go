@@ -261,7 +261,8 @@ func libFirst(n, kinds int) bool {
 }
 
 // page asks both sides about page n (the order alternating, libFirst),
-// judges both, waits, and stores the page's new ids.
+// judges both, waits for the records, stores the page's new ids and
+// waits for the next page (RealConfig.After).
 func (r *realRun) page(ctx context.Context, n int) (RealPage, error) {
 	pg, err := r.gen.Next(n)
 	if err != nil {
@@ -301,18 +302,29 @@ func (r *realRun) page(ctx context.Context, n int) (RealPage, error) {
 	after := r.lib.Stats()
 	p.Bypass, p.FalsePos = after.Bypass-before.Bypass, after.FalsePositives-before.FalsePositives
 	p.Serving, p.EstFPR = after.Serving, after.EstimatedFPR
-	if p.Wait = r.cfg.Wait.For(r.cfg.Seed, n); p.Wait > 0 {
-		select {
-		case <-time.After(p.Wait):
-		case <-ctx.Done():
-			return p, ctx.Err()
-		}
+	p.Wait = r.cfg.Wait.For(r.cfg.Seed, n)
+	next := time.Duration(float64(p.Wait) * min(max(r.cfg.After, 0), 1))
+	if err := sleep(ctx, p.Wait-next); err != nil { // the records' fetch
+		return p, err
 	}
 	if p.Insert, err = r.pool.Store(ctx, pg.New); err != nil {
 		return p, err
 	}
 	r.gen.Stored(pg)
-	return p, nil
+	return p, sleep(ctx, next) // the next page of ids
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (r *realRun) close(ctx context.Context) error {

@@ -15,7 +15,12 @@ type RealConfig struct {
 	Driver       string
 	DB, Snapshot string // the run's copy of the app's database and its snapshot
 	Pages        int
-	Wait         WaitSpec // between a page's answers and the app's INSERTs: the records' fetch
+	Wait         WaitSpec // the network: the records' fetch, then the next page of ids
+	// After is the share of each page's wait spent after the app's
+	// INSERTs (the next page of ids on its way); the rest comes before
+	// them (the records' fetch). 0: the INSERTs come right before the
+	// next page's call, the hardest case for catching up between calls.
+	After float64
 	// The events, each before the page of that number (-1: none).
 	AddColumnAt, RebuildAt int
 	// RestartAt: the process that answered the pages before it closes;

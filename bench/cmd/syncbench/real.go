@@ -82,7 +82,8 @@ func realLoop(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.MinSize, "min", 100, "fewest ids per page")
 	fs.IntVar(&cfg.MaxSize, "max", 1000, "most ids per page")
 	fs.IntVar(&cfg.CrashPages, "crash-pages", 3, "pages the process that exits without Close answers")
-	waits := fs.String("waits", "0,5ms,20ms-50ms", "network waits between a page's answers and the app's INSERTs, one run each (a range is drawn uniformly)")
+	waits := fs.String("waits", "0,5ms,20ms-50ms", "network waits per page, one run each (a range is drawn uniformly): the records' fetch, then the next page of ids (-after)")
+	fs.Float64Var(&cfg.After, "after", 0.5, "share of each wait after the app's INSERTs (the next page of ids); 0: the INSERTs come right before the next call")
 	variants := fs.String("variants", "mixed,all-new", "mixed: the four kinds taking turns; all-new: 100% new random UUIDs")
 	events := fs.String("events", "add-column,rebuild,restart", "in the middle of each run, at 1/4, 1/2 and 3/4 of it (\"\": none)")
 	if err := fs.Parse(args); err != nil {
@@ -150,6 +151,7 @@ func realInitial(ctx context.Context, args []string) error {
 	rows := fs.Int64("rows", 200_000, "rows the initial sync stores")
 	page := fs.Int("page", 1000, "new ids per page")
 	waits := fs.String("waits", "0,100ms", "network waits per page, one run each")
+	after := fs.Float64("after", 0.5, "share of each wait after the app's INSERTs (the next page of ids)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -163,7 +165,9 @@ func realInitial(ctx context.Context, args []string) error {
 	}
 	var cells []*syncbench.RealCell
 	for _, w := range ws {
-		cell, err := rr.Run(ctx, "initial", syncbench.InitialConfig(rf.driver, *rows, *page, w, rf.seed))
+		cfg := syncbench.InitialConfig(rf.driver, *rows, *page, w, rf.seed)
+		cfg.After = *after
+		cell, err := rr.Run(ctx, "initial", cfg)
 		if err != nil {
 			return err
 		}
