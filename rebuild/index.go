@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -167,7 +168,7 @@ func (ix *Index) open(ctx context.Context) error {
 			ix.m.setSnapshotError(errors.New("no snapshot configured"))
 			return nil
 		}
-		ix.db.work.ask(jobLoad, ix)
+		ix.askLoad()
 	case !src.Logged:
 		// The first open of the source (or one after its triggers were
 		// lost): attach before answering, so that every row written from
@@ -189,12 +190,24 @@ func (ix *Index) open(ctx context.Context) error {
 		return ix.firstScan(ctx, c)
 	case ix.cfg.Snapshot != "":
 		ix.checkTarget(c.f, src)
-		ix.db.work.ask(jobLoad, ix)
+		ix.askLoad()
 	default:
 		ix.m.setSnapshotError(errors.New("no snapshot configured"))
 		ix.askRepair("no snapshot configured")
 	}
 	return nil
+}
+
+// askLoad asks for the opening load: once the first call is answered
+// when the snapshot file is there (worker.askAfterCall), at once when it
+// is not (the load finds nothing to load and asks for a rebuild, which
+// takes long: it starts right away).
+func (ix *Index) askLoad() {
+	if _, err := os.Stat(ix.cfg.Snapshot); err == nil {
+		ix.db.work.askAfterCall(jobLoad, ix)
+		return
+	}
+	ix.db.work.ask(jobLoad, ix)
 }
 
 // firstScan asks for the first scan of the source, in the background; an
@@ -228,6 +241,7 @@ func (ix *Index) firstScan(ctx context.Context, c *call) error {
 // could not be saved is not an error here (Stats.LastError says). Once
 // Close began, it returns ErrClosed.
 func (ix *Index) Wait(ctx context.Context) error {
+	ix.db.work.called(ix)
 	for {
 		if ix.life.Closing() {
 			return ErrClosed

@@ -31,6 +31,7 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 	}
 	ix.m.queries.Add(1)
 	ix.db.follow.called(ix)
+	ix.db.work.called(ix)
 	return found[0], nil
 }
 
@@ -77,6 +78,7 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
 		ix.m.invalid.Add(uint64(len(p.bad.Keys)))
 	}
 	ix.db.follow.called(ix)
+	ix.db.work.called(ix)
 	missing := p.missing(found)
 	if p.bad != nil {
 		return missing, fmt.Errorf("missing: %w", p.bad)

@@ -105,6 +105,10 @@ func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
 func TestIdleDatabaseRunsNothing(t *testing.T) {
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 500)...)
+	before := map[string]bool{}
+	for id := range libraryGoroutines() {
+		before[id] = true
+	}
 	ix := open(t, appConfig(path))
 	app := rawDB(t, path)
 	for i := range 5 { // a short sync: the pauses set a short window
@@ -129,13 +133,12 @@ func TestIdleDatabaseRunsNothing(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	// What of the library is left: goroutines with a frame in it.
+	// What of the library is left: goroutines with a frame in it, other
+	// than those that were there before the test opened the database.
 	time.Sleep(50 * time.Millisecond)
-	buf := make([]byte, 1<<20)
-	dump := string(buf[:runtime.Stack(buf, true)])
 	var ours []string
-	for _, g := range strings.Split(dump, "\n\n") {
-		if strings.Contains(g, "github.com/syncfilter/syncfilter/") && !strings.Contains(g, "testing.tRunner") && !strings.Contains(g, "_test.go") {
+	for id, g := range libraryGoroutines() {
+		if !before[id] {
 			ours = append(ours, g)
 		}
 	}
@@ -180,5 +183,70 @@ func TestFollowerCatchesUpBetweenCalls(t *testing.T) {
 	expect(t, ix, set(ids("seed", 500), ids("page", 200)), append(ids("page", 200), ids("never", 50)...))
 	if st := ix.Stats(); st.BypassLookups != before.BypassLookups {
 		t.Fatalf("%d keys answered without the filter: it was behind", st.BypassLookups-before.BypassLookups)
+	}
+}
+
+// libraryGoroutines returns the stacks of the goroutines with a frame in
+// the library (not the tests'), by goroutine id.
+func libraryGoroutines() map[string]string {
+	buf := make([]byte, 1<<22)
+	dump := string(buf[:runtime.Stack(buf, true)])
+	out := map[string]string{}
+	for _, g := range strings.Split(dump, "\n\n") {
+		if !strings.Contains(g, "github.com/syncfilter/syncfilter/") || strings.Contains(g, "testing.tRunner") || strings.Contains(g, "_test.go") {
+			continue
+		}
+		id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
+		out[id] = g
+	}
+	return out
+}
+
+// TestLoadWaitsForTheFirstCall: an index opened with its snapshot file
+// there loads it once the app's first call is answered (or the app waits
+// for it), not before: the first answer, from SQLite, does not share the
+// machine with the load, and an index opened and never asked loads
+// nothing.
+func TestLoadWaitsForTheFirstCall(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 2000)...)
+	cfg := appConfig(path)
+	warm := open(t, cfg) // the first scan, and the snapshot saved at Close
+	if err := warm.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, first := range []string{"Missing", "Wait"} {
+		ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if st := ix.Stats(); st.Serving || st.Upkeep != "load" {
+			t.Fatalf("before any call: serving %v, upkeep %q; want the load asked, not run", st.Serving, st.Upkeep)
+		}
+		switch first {
+		case "Missing":
+			got, err := missingList(ctx, ix, append(ids("seed", 10), "never"))
+			if err != nil || len(got) != 1 || got[0] != "never" {
+				t.Fatalf("the first call, before the load: %q, %v", got, err)
+			}
+			deadline := time.Now().Add(callBound)
+			for !ix.Stats().Serving {
+				if time.Now().After(deadline) {
+					t.Fatal("no filter serving after the first call")
+				}
+				time.Sleep(time.Millisecond)
+			}
+		case "Wait":
+			if err := ix.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !ix.Stats().Serving {
+				t.Fatal("no filter serving after Wait")
+			}
+		}
+		if err := ix.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

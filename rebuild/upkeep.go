@@ -20,6 +20,9 @@ type upkeep struct {
 	why     atomic.Pointer[reason]       // why the queued rebuild is asked for
 	created atomic.Pointer[store.Source] // attached by this index's open, not yet scanned
 	catchUp work.Flight                  // catching up on the log (catchup.go)
+	// deferred is the kind of a job asked to start after the next call
+	// (worker.askAfterCall), plus one; 0: none.
+	deferred atomic.Int32
 }
 
 // reason is why a rebuild runs: text for Stats, auto for an automatic

@@ -48,6 +48,34 @@ func (w *worker) ask(kind int, ix *Index) {
 	w.wake()
 }
 
+// askAfterCall asks for a job of kind for ix that starts once the app
+// calls the index (after the call's answer: a call, Wait, Rebuild) and
+// not before: the opening load waits for the first call to be answered,
+// so that the app's first answer, from SQLite, does not share the machine
+// with it, and the load runs in the time the app then waits on the
+// network. Until then the job counts as asked (Stats.Upkeep).
+func (w *worker) askAfterCall(kind int, ix *Index) {
+	if !ix.up.jobs[kind].Ask() {
+		return
+	}
+	ix.up.deferred.Store(int32(kind) + 1)
+}
+
+// called starts ix's job asked with askAfterCall, if one waits.
+func (w *worker) called(ix *Index) {
+	if ix.up.deferred.Load() == 0 {
+		return
+	}
+	kind := int(ix.up.deferred.Swap(0)) - 1
+	if kind < 0 {
+		return
+	}
+	w.mu.Lock()
+	w.mu.queues[kind] = append(w.mu.queues[kind], ix)
+	w.mu.Unlock()
+	w.wake()
+}
+
 // wake starts the goroutine if a job is queued and it is not running.
 func (w *worker) wake() {
 	w.mu.Lock()
