@@ -215,7 +215,7 @@ func TestManyCollectionsUnderLoad(t *testing.T) {
 	// a fixed few whatever the number of collections.
 	const goroutineBudget = 8
 	readers := min(4, max(2, runtime.GOMAXPROCS(0)))
-	connBudget := readers + 4 // the readers, the writer, a rebuild's scan and its count, the data_version reader
+	connBudget := readers + 5 // the readers, the writer, a rebuild's scan and its count, a scan for stored spellings, the data_version reader
 	base := settledGoroutines()
 	db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: path})
 	if err != nil {
@@ -471,7 +471,7 @@ func TestManyCollectionsUnderLoad(t *testing.T) {
 	}
 	sampleConns()
 	if n := maxConns.Load(); n > int64(connBudget) {
-		t.Fatalf("the app held %d connections to the database, budget %d (readers %d, the writer, a scan, its count, the data_version reader)", n, connBudget, readers)
+		t.Fatalf("the app held %d connections to the database, budget %d (readers %d, the writer, a scan, its count, a spellings scan, the data_version reader)", n, connBudget, readers)
 	}
 	if err := db.Close(ctx); err != nil {
 		t.Fatal(err)
