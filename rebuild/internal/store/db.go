@@ -184,7 +184,8 @@ func (db *DB) Close() {
 // on. Off, it pools them again. An open connection in WAL mode keeps a
 // shared lock on the -shm file (SQLite's "DMS" slot); a suspended app must
 // hold none (iOS ends an app suspended with a lock on a file of a shared
-// container). Connections in use close when they are released.
+// container). Connections in use close when they are released. Quiesce
+// waits for no statement.
 func (db *DB) Quiesce(on bool) {
 	db.pool.quiesce(on)
 	writers, readers := 1, cap(db.pool.sem)+3
@@ -195,12 +196,7 @@ func (db *DB) Quiesce(on bool) {
 		db.w.SetMaxIdleConns(writers)
 	}
 	db.r.SetMaxIdleConns(readers)
-	db.dv <- struct{}{}
-	if on && db.dvConn != nil {
-		db.dvConn.close()
-		db.dvConn = nil
-	}
-	<-db.dv
+	db.closeQuietDV() // after the flag: a reader in progress closes it itself
 }
 
 // RemoveCreated removes the database file (and the files SQLite keeps
