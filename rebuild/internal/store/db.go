@@ -61,6 +61,12 @@ type DB struct {
 	dataVersion
 }
 
+// ownConns is how many reading connections the pool of a DB holds beside
+// the readers, so that none of them waits for a reader: DataVersion's, a
+// rebuild's scan (Scan) and the count beside it (CountAll), and a scan for
+// stored spellings (ScanSpellings).
+const ownConns = 4
+
 // Open opens the database at path. A file that does not exist is an error
 // wrapping ErrNoSource and os.ErrNotExist unless opts.Create; a file with
 // more than one name (hard links: SQLite would keep a journal beside each
@@ -121,11 +127,8 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	readers := max(opts.Readers, 1)
-	// The readers, and, never waiting for a reader: DataVersion's, a
-	// rebuild's scan (Scan) and the count beside it (CountAll), and a scan
-	// for stored spellings (ScanSpellings).
-	db.r.SetMaxOpenConns(readers + 4)
-	db.r.SetMaxIdleConns(readers + 4)
+	db.r.SetMaxOpenConns(readers + ownConns)
+	db.r.SetMaxIdleConns(readers + ownConns)
 	db.r.SetConnMaxLifetime(0)
 	db.pool = newPool(db, readers)
 	// The file SQLite opened is the one at Real now: a file replaced
@@ -188,7 +191,7 @@ func (db *DB) Close() {
 // waits for no statement.
 func (db *DB) Quiesce(on bool) {
 	db.pool.quiesce(on)
-	writers, readers := 1, cap(db.pool.sem)+3
+	writers, readers := 1, cap(db.pool.sem)+ownConns
 	if on {
 		writers, readers = 0, 0
 	}
