@@ -199,6 +199,15 @@ type AutoRebuild struct {
 // whenDue reports whether the index rebuilds a due filter by itself.
 func (a AutoRebuild) whenDue() bool { return !a.Off && !a.NotWhenDue }
 
+// driver is the driver the library opens the database with: Driver, or
+// the driver of the app's DB (nil: the default).
+func (c DBConfig) driver() driver.Driver {
+	if c.Driver == nil && c.DB != nil {
+		return c.DB.Driver()
+	}
+	return c.Driver
+}
+
 func bad(format string, args ...any) error {
 	return fmt.Errorf("check config: "+format+": %w", append(args, ErrBadConfig)...)
 }

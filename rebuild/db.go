@@ -65,11 +65,7 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := cfg.Driver
-	if d == nil && cfg.DB != nil {
-		d = cfg.DB.Driver()
-	}
-	drv, err := store.NewDriver(d)
+	drv, err := store.NewDriver(cfg.driver())
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.Path, err)
 	}

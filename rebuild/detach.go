@@ -24,7 +24,7 @@ type DetachOptions struct {
 // was before the source was first attached. Names match as SQLite's do,
 // case-insensitively. A source that is not attached gives ErrNotAttached
 // and changes nothing. db says which database and how to open it (Path,
-// Driver, BusyTimeout).
+// Driver or DB, BusyTimeout).
 //
 // While a rebuild scans the source (in any process), Detach refuses with
 // ErrHeld; a process killed during its scan leaves the scan's lease until
@@ -57,7 +57,7 @@ func DetachWith(ctx context.Context, db DBConfig, table, column string, opts Det
 	if err != nil {
 		return fmt.Errorf("detach: %w", err)
 	}
-	drv, err := store.NewDriver(db.Driver)
+	drv, err := store.NewDriver(db.driver())
 	if err != nil {
 		return fmt.Errorf("detach: %w", err)
 	}
