@@ -8,12 +8,13 @@ import (
 // DataVersion returns PRAGMA data_version read on a connection kept for it
 // that never writes, so that the value changes exactly when a transaction
 // of another connection (any process, the library's writer included)
-// committed since the last read. Only sources without a log need it (a
-// source never attached, open read-only; one whose triggers were lost):
-// the log's head tells the others. The connection is opened at first use,
-// outside the readers' pool; one caller reads at a time (dv, a token ctx
-// can abandon, held across the statement). While the database is
-// quiesced the connection is closed again once read (closeQuietDV).
+// committed since the last read: the follower polls it between calls,
+// and calls on a source without a log (never attached, open read-only;
+// one whose triggers were lost) read it, since no log head tells them.
+// The connection is opened at first use, outside the readers' pool; one
+// caller reads at a time (dv, a token ctx can abandon, held across the
+// statement). While the database is quiesced the connection is closed
+// again once read (closeQuietDV).
 func (db *DB) DataVersion(ctx context.Context) (int64, error) {
 	select {
 	case db.dv <- struct{}{}:
