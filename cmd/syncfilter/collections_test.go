@@ -23,7 +23,7 @@ import (
 	"github.com/syncfilter/syncfilter/rebuild"
 )
 
-// The many-collection test of issue 21: one app process serves ten
+// The many-collection test: one app process serves ten
 // collections of one database (OpenDB, DB.Index) to many goroutines
 // calling Missing, while a second process writes to every table (NFC and
 // NFD ids among them; one table is rebuilt by a migration midway, which

@@ -1,4 +1,4 @@
-// Command syncbench runs the harnesses of issue 20 that a `go test
+// Command syncbench runs the sync-shaped harnesses that a `go test
 // -bench` loop cannot: the initial sync of an empty table, and the cold
 // start of fresh processes.
 //
