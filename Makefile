@@ -134,7 +134,7 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 	cd bench && $(GO) test -run='^$$' -bench=. -benchmem .
 
-# Issue 20: what a sync engine feels (bench/syncbench, results in
+# What a sync engine feels (bench/syncbench, results in
 # docs/BENCHMARKS.md). Minutes each, never part of make test. Base tables
 # are built once and kept in $$SYNCBENCH_DIR (default
 # $$TMPDIR/syncfilter-syncbench: 160 MB per million rows). One op of
