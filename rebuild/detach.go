@@ -15,7 +15,7 @@ type DetachOptions struct {
 }
 
 // Detach removes everything the library added to the database for one
-// source, in one transaction: its two triggers, its log and alias tables,
+// source, in one transaction: its two triggers, its log and spellings tables,
 // its row in syncfilter_sources and its records of snapshots and scans;
 // with the last source gone, the shared tables (syncfilter_sources,
 // syncfilter_snapshots, syncfilter_scans) too. For the library's own
