@@ -126,7 +126,7 @@ fuzz:
 # random orders, for INTERLEAVETIME per run (a failure prints its seed).
 soak:
 	$(GO) test -race -count=20 -run 'Concurrent|Cancelled|Compacted' -timeout $(SOAKTIME) ./rebuild ./syncfilter
-	SYNCFILTER_INTERLEAVE_TIME=$(INTERLEAVETIME) $(GO) test -race -count=5 -run 'RandomInterleavings|NeverWaitForTheAppsWriters' -timeout $(SOAKTIME) ./rebuild
+	SYNCFILTER_INTERLEAVE_TIME=$(INTERLEAVETIME) $(GO) test -race -count=5 -run 'TestInterleavedCalls|NeverWaitForTheAppsWriters' -timeout $(SOAKTIME) ./rebuild
 
 # Comparisons with other libraries live in the bench/ module (own go.mod);
 # the gate's comparisons with plain database/sql are in ./rebuild.
