@@ -46,6 +46,10 @@ func TestSuspendHoldsNoConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close(ctx)
+	own, err := db.Index(ctx, Source{}) // the library's own table: MarkFetched (its empty table scanned at once, before the other scan holds the turn)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ix, err := db.Index(ctx, cfg.Source) // attaches, and asks the worker for the first scan
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +95,14 @@ func TestSuspendHoldsNoConnection(t *testing.T) {
 	}
 	if ok, err := notes.Fetched(ctx, "na\u00efve"); err != nil || ok {
 		t.Fatalf("Fetched(never stored) while suspended = %v, %v", ok, err)
+	}
+	// A write while suspended: its transaction's connection is closed as
+	// soon as it is given back, after the statement prepared on it.
+	if err := own.MarkFetched(ctx, "marked-while-suspended"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := own.Fetched(ctx, "marked-while-suspended"); err != nil || !ok {
+		t.Fatalf("Fetched(marked while suspended) = %v, %v", ok, err)
 	}
 	time.Sleep(50 * time.Millisecond) // nothing starts meanwhile
 	if _, open := openFiles(t, path); open > 0 {
