@@ -126,7 +126,7 @@ fuzz:
 # random orders, for INTERLEAVETIME per run (a failure prints its seed).
 soak:
 	$(GO) test -race -count=20 -run 'Concurrent|Cancelled|Compacted' -timeout $(SOAKTIME) ./rebuild ./syncfilter
-	SYNCFILTER_INTERLEAVE_TIME=$(INTERLEAVETIME) $(GO) test -race -count=5 -run 'RandomInterleavings|NeverWaitForTheAppsWriters' -timeout $(SOAKTIME) ./rebuild
+	SYNCFILTER_INTERLEAVE_TIME=$(INTERLEAVETIME) $(GO) test -race -count=5 -run 'TestInterleavedCalls|NeverWaitForTheAppsWriters' -timeout $(SOAKTIME) ./rebuild
 
 # Comparisons with other libraries live in the bench/ module (own go.mod);
 # the gate's comparisons with plain database/sql are in ./rebuild.
@@ -134,7 +134,7 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 	cd bench && $(GO) test -run='^$$' -bench=. -benchmem .
 
-# Issue 20: what a sync engine feels (bench/syncbench, results in
+# What a sync engine feels (bench/syncbench, results in
 # docs/BENCHMARKS.md). Minutes each, never part of make test. Base tables
 # are built once and kept in $$SYNCBENCH_DIR (default
 # $$TMPDIR/syncfilter-syncbench: 160 MB per million rows). One op of

@@ -11,7 +11,7 @@ import (
 	"github.com/syncfilter/syncfilter/rebuild"
 )
 
-// BenchmarkOpenCollections (issue 21's budget): one database holding ten
+// BenchmarkOpenCollections: one database holding ten
 // collections of $SYNCBENCH_ROWS rows each (copies of the base table,
 // each with its snapshot from rebuild.BuildSnapshot), opened as one
 // collection (OpenDB, one DB.Index, its first Missing of a page of 1,000

@@ -11,7 +11,7 @@ import (
 	"github.com/syncfilter/syncfilter/rebuild"
 )
 
-// The sync loop (issue 20, item 3): the library's Missing, one prepared
+// The sync loop: the library's Missing, one prepared
 // IN-list and a prepared SELECT per id, alternating page by page in one
 // loop (the side that goes first rotates), the app's INSERT of the page's
 // new ids between pages, on a table of $SYNCBENCH_ROWS rows (default 1M,

@@ -44,9 +44,9 @@ type DBConfig struct {
 	// commits, so the library's own readers start cold after each of the
 	// app's commits, while the app's connection that just committed is
 	// warm. Everything else runs on the library's own connections. A call
-	// never waits for one of the app's connections: when the pool has
-	// none free (the app holds them, say in the transaction that calls
-	// Missing), the library's own reader confirms.
+	// uses the app's pool only when it has a connection free: when the
+	// app holds them all (say in the transaction that calls Missing), the
+	// library's own reader confirms.
 	DB *sql.DB
 
 	// ReadOnly opens the database read-only and changes nothing in it or
@@ -156,10 +156,13 @@ type Source struct {
 	AutoRebuild AutoRebuild
 
 	// Progress, if set, is called during scans with the keys read so far
-	// and the rows (estimated, then counted), from the scanning
-	// goroutine, at most every ProgressEvery keys and once at the end. It
-	// may call Close; a call that waits for the rebuild running it
-	// (Rebuild, Reload) would wait for itself.
+	// and the rows (estimated, then counted), at most every ProgressEvery
+	// keys and once at the end, from a goroutine of its own, with the
+	// latest value (a slow callback skips values, never the last): the
+	// scan never waits for it, so it may call any method of any index,
+	// Close included. A Progress that panics stops the rebuild; the panic
+	// goes on in Rebuild's caller (a background rebuild records it in
+	// Stats.LastError).
 	Progress func(done, total int64)
 
 	// ProgressEvery: keys between Progress calls. Default 10,000.
@@ -198,6 +201,15 @@ type AutoRebuild struct {
 
 // whenDue reports whether the index rebuilds a due filter by itself.
 func (a AutoRebuild) whenDue() bool { return !a.Off && !a.NotWhenDue }
+
+// driver is the driver the library opens the database with: Driver, or
+// the driver of the app's DB (nil: the default).
+func (c DBConfig) driver() driver.Driver {
+	if c.Driver == nil && c.DB != nil {
+		return c.DB.Driver()
+	}
+	return c.Driver
+}
 
 func bad(format string, args ...any) error {
 	return fmt.Errorf("check config: "+format+": %w", append(args, ErrBadConfig)...)

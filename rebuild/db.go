@@ -44,8 +44,7 @@ type DB struct {
 		indexes    map[*Index]struct{}
 		closing    bool
 		ended      bool // the DB's own work ended: the last index to finish closing releases what the DB holds
-		suspended  bool
-		resumed    chan struct{} // closed by Resume
+		suspended  bool // between Suspend and Resume (or Close)
 	}
 }
 
@@ -66,11 +65,7 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := cfg.Driver
-	if d == nil && cfg.DB != nil {
-		d = cfg.DB.Driver()
-	}
-	drv, err := store.NewDriver(d)
+	drv, err := store.NewDriver(cfg.driver())
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.Path, err)
 	}
@@ -116,10 +111,7 @@ func (db *DB) Suspend(ctx context.Context) error {
 		db.mu.Unlock()
 		return ErrClosed
 	}
-	if !db.mu.suspended {
-		db.mu.suspended = true
-		db.mu.resumed = make(chan struct{})
-	}
+	db.mu.suspended = true
 	list := db.indexesLocked()
 	db.mu.Unlock()
 	if f := db.cur.Load(); f != nil {
@@ -147,7 +139,6 @@ func (db *DB) Resume() {
 		return
 	}
 	db.mu.suspended = false
-	close(db.mu.resumed)
 	db.mu.Unlock()
 	if f := db.cur.Load(); f != nil {
 		f.st.Quiesce(false)
@@ -185,10 +176,7 @@ func (db *DB) Close(ctx context.Context) error {
 	}
 	db.mu.closing = true
 	list := db.indexesLocked()
-	if db.mu.suspended { // nothing waits for a Resume any more
-		db.mu.suspended = false
-		close(db.mu.resumed)
-	}
+	db.mu.suspended = false // the indexes' final saves run (Close cancels the background work)
 	db.mu.Unlock()
 	var errs []error
 	for _, ix := range list {

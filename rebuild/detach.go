@@ -15,7 +15,7 @@ type DetachOptions struct {
 }
 
 // Detach removes everything the library added to the database for one
-// source, in one transaction: its two triggers, its log and alias tables,
+// source, in one transaction: its two triggers, its log and spellings tables,
 // its row in syncfilter_sources and its records of snapshots and scans;
 // with the last source gone, the shared tables (syncfilter_sources,
 // syncfilter_snapshots, syncfilter_scans) too. For the library's own
@@ -24,7 +24,7 @@ type DetachOptions struct {
 // was before the source was first attached. Names match as SQLite's do,
 // case-insensitively. A source that is not attached gives ErrNotAttached
 // and changes nothing. db says which database and how to open it (Path,
-// Driver, BusyTimeout).
+// Driver or DB, BusyTimeout).
 //
 // While a rebuild scans the source (in any process), Detach refuses with
 // ErrHeld; a process killed during its scan leaves the scan's lease until
@@ -57,7 +57,7 @@ func DetachWith(ctx context.Context, db DBConfig, table, column string, opts Det
 	if err != nil {
 		return fmt.Errorf("detach: %w", err)
 	}
-	drv, err := store.NewDriver(db.Driver)
+	drv, err := store.NewDriver(db.driver())
 	if err != nil {
 		return fmt.Errorf("detach: %w", err)
 	}

@@ -3,17 +3,21 @@
 //
 // # Basics
 //
-// Open the database once and take the index of each collection from it:
+// Open the database once, through the app's SQLite driver, and take the
+// index of each collection from it:
 //
-//	db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: "app.db"})
+//	db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: "app.db", DB: appDB})
 //	msgs, err := db.Index(ctx, rebuild.Source{Table: "messages", Column: "id", Snapshot: "messages.sfb"})
-//	missing, err := msgs.Missing(ctx, page) // the ids of a server page still to fetch
+//	missing, err := msgs.Missing(ctx, page) // missing[i]: page[i] is still to fetch
 //	ok, err := msgs.Fetched(ctx, id)
 //	defer db.Close(ctx)
 //
-// or, for one collection, rebuild.Open(ctx, rebuild.Config{Path: "app.db",
-// Table: "records", Column: "id", Snapshot: "records.sfb"}). The filter's
-// "absent" is final: no SQLite lookup. Its "maybe" is always confirmed in
+// or, for one collection, rebuild.Open(ctx, dbConfig, source). Both return
+// without loading the snapshot: until the filter is loaded and current,
+// every call is answered exactly from SQLite (Index.Wait waits for it).
+// The library reaches the database only through the app's SQLite copy
+// (DBConfig.Driver or DBConfig.DB): two copies in one process corrupt it.
+// The filter's "absent" is final: no SQLite lookup. Its "maybe" is always confirmed in
 // SQLite (Missing confirms a page's maybes in one statement) and never
 // counted as fetched on its own. Keys are compared in canonical form
 // (package normalize): a record stored under an NFD spelling by another
@@ -30,7 +34,7 @@
 //
 // # Freshness, generation and catch-up
 //
-// Before every answer the index checks what changed (fresh.go, call.go):
+// Before every answer the index checks what changed (file.go, probe.go):
 // the file at the path (one stat: a database deleted and created again is
 // opened anew, never answered from the old file), then, in the one
 // statement that also confirms the filter's maybes (the probe), the
@@ -49,9 +53,10 @@
 // connection or process (the library's own writer included).
 //
 // The few stored spellings that are not NFC are noted in a side table,
-// syncfilter_alias_<n>, complete up to a generation the database records;
-// beyond it every index keeps the spellings it read from the log in
-// memory (aliases.go). A confirmation looks in both.
+// syncfilter_spellings_<n>, complete up to a generation the database
+// records; beyond it every index keeps the spellings it read from the log
+// in memory (spellings.go). A confirmation of a key that may have another
+// spelling looks in both.
 //
 // # The database vouches for its snapshots
 //
@@ -82,20 +87,23 @@
 // snapshot atomically. A failed or cancelled rebuild drops the half-built
 // filter and the previous one answers again. The rebuilds of a database's
 // collections take turns, on the database's worker goroutine when the
-// index asks for them itself: when its snapshot could not be used, its
-// filter was dropped, or its estimated false-positive rate passed FPR ×
-// RebuildFactor (at most a tenth of the time, by the rebuilds' own cost;
-// sized for fast growth when the source grew fast). A scan's lease
+// index asks for them itself (Source.AutoRebuild): when its snapshot could
+// not be used, its filter was dropped, or its estimated false-positive
+// rate passed FPR × AutoRebuild.Factor (at most a tenth of the time, by
+// the rebuilds' own cost; sized for fast growth when the source grew
+// fast). A scan's lease
 // (syncfilter_scans) keeps every process's log compaction from deleting
 // the entries it will catch up from.
 //
 // # Keys
 //
 // Keys are valid UTF-8 of at most MaxKeyBytes (64 KiB). Fetched refuses
-// another key with an error; Missing answers every valid key of a page
-// and lists the invalid ones as missing, never as fetched, with an
-// *InvalidKeysError naming their positions: handle it as a partial
-// result, not as a failure of the page (see the example).
+// another key with an error. Missing answers each position of a page on
+// its own (an id the page repeats, or names in two spellings, gets the
+// same answer at each position), answers the invalid keys missing, never
+// fetched, and returns an *InvalidKeysError naming their positions:
+// handle it as a partial result, not as a failure of the page (see the
+// example).
 //
 // # A guest in the app's database
 //
@@ -105,14 +113,14 @@
 // comparison could confirm an id that was never stored (ErrInexactColumn,
 // no opt-out); lookups use an index (ErrNotIndexed, or AllowUnindexed).
 // Names resolve case-insensitively to the names SQLite stores. Then one
-// transaction creates the library's tables, the source's log and alias
-// tables and its two triggers; any failure rolls all of it back, and a
+// transaction creates the library's tables, the source's log and
+// spellings tables and its two triggers; any failure rolls all of it back, and a
 // first attach whose scan fails (or is interrupted) is removed again. The
 // journal mode is the app's and is never changed. A read-only database
 // (DBConfig.ReadOnly) creates, writes and saves nothing. Detach removes
 // everything a source added, in one transaction, leaving sqlite_master as
-// it was before the first attach; it refuses while an open index or a
-// scan holds the source (ErrHeld).
+// it was before the first attach; it refuses only while a rebuild's scan
+// (in any process) holds a lease on the source (ErrHeld).
 //
 // # Concurrency
 //
@@ -121,15 +129,28 @@
 // filter up) is led by one of them while the others wait on a channel
 // their ctx can abandon. The index's states — serving(F), bypass,
 // rebuilding, closed — change in one place (state.go) under one owner
-// mutex. See the Index type for the rules and the lock inventory.
+// mutex. The Index type lists the rules the code keeps;
+// docs/ARCHITECTURE.md ("Locks and goroutines") every lock, turn and
+// goroutine, and the one order locks are taken in.
+//
+// # Suspending
+//
+// DB.Suspend stops the background work and lets go of every connection
+// (iOS ends a suspended app that holds a lock on an SQLite file of a
+// shared container); calls made meanwhile are still answered exactly.
+// DB.Resume goes on where the work was interrupted.
 //
 // # Caveats
 //
 // A Bloom filter cannot forget: deleted records stay "maybe" and cost one
 // lookup each, and every filter fills up. Stats reports items against
 // capacity, the estimated and the measured false-positive rates and
-// RebuildDue. A scan, and an index that lost its triggers until it has
-// scanned again, reads every row: O(rows), in the background.
+// RebuildDue. A rebuild's scan reads every row: O(rows), in the
+// background. So does, in a call about a key that may have another
+// spelling, the scan for stored spellings of a source whose log cannot
+// vouch for them: one never attached and opened read-only (again after
+// every commit), or one attached again after a migration (once, until its
+// rebuild completes).
 //
 // What the library cannot see: a DROP TRIGGER of one of its triggers, then
 // writes, then a CREATE TRIGGER of the very same text on the same table

@@ -17,7 +17,8 @@ import (
 // second SQLite (this test binary links two) is refused before anything
 // is written, with ErrSecondSQLite, or, in a build without the default,
 // ErrNoDriver; an unknown driver is refused with ErrUnsupportedDriver;
-// each driver of the build answers.
+// each driver of the build answers, and Detach given the app's *sql.DB
+// (DBConfig.DB) uses its driver.
 func TestOpenNamesTheDriver(t *testing.T) {
 	ctx := context.Background()
 	path := appDB(t, "a", "b")
@@ -51,8 +52,15 @@ func TestOpenNamesTheDriver(t *testing.T) {
 		if err != nil || len(got) != 2 || got[0] || !got[1] {
 			t.Fatalf("%s: Missing = %v, %v", name, got, err)
 		}
+		if err := ix.Wait(ctx); err != nil { // the first scan done: the attach stays
+			t.Fatalf("%s: Wait = %v", name, err)
+		}
 		if err := ix.Close(ctx); err != nil {
 			t.Fatal(err)
+		}
+		// Given the app's *sql.DB alone, Detach takes its driver, as OpenDB does.
+		if err := Detach(ctx, DBConfig{Path: p, DB: app}, "records", "id"); err != nil {
+			t.Fatalf("%s: Detach with DBConfig.DB: %v", name, err)
 		}
 		_ = app.Close()
 	}

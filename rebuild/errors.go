@@ -10,8 +10,9 @@ import (
 // noun: %w"); test with errors.Is. SQLite errors are wrapped as they come
 // from the app's driver (DBConfig.Driver).
 var (
-	// ErrBadConfig: a Config field is out of range (false-positive rate
-	// outside (0, 1), headroom below 1, no database path, ...).
+	// ErrBadConfig: a DBConfig or Source field is out of range
+	// (false-positive rate outside (0, 1), headroom below 1, no database
+	// path, ...).
 	ErrBadConfig = errors.New("invalid configuration")
 
 	// ErrBadName: a table or column name is empty, too long, not valid
@@ -23,7 +24,7 @@ var (
 	ErrNoSource = store.ErrNoSource
 
 	// ErrNotIndexed: SQLite would scan the whole source table to look up
-	// one key. Index the key column, or set Config.AllowUnindexed.
+	// one key. Index the key column, or set Source.AllowUnindexed.
 	ErrNotIndexed = store.ErrNotIndexed
 
 	// ErrNotOwnTable: MarkFetched inserts rows only into the table the
@@ -62,9 +63,10 @@ var (
 	// database: it was never attached, or was detached already.
 	ErrNotAttached = store.ErrNotAttached
 
-	// ErrHeld: Detach refused because an open index (in any process) or a
-	// rebuild's scan holds the source; the message names them. Close them
-	// first, or force it (DetachOptions.Force, `detach --force`).
+	// ErrHeld: Detach refused because a rebuild's scan (in any process)
+	// holds a live lease on the source; the message names it. Let it
+	// finish, or, once its process is gone, force it
+	// (DetachOptions.Force, `detach --force`).
 	ErrHeld = store.ErrHeld
 
 	// ErrHardLinked: the database file has more than one name (hard
@@ -85,13 +87,13 @@ var (
 	// not replace: the database itself or its -wal, -shm or -journal file
 	// (under any path), a directory, a file that is not a snapshot, or the
 	// snapshot of another dataset. The last two may be forced
-	// (Config.ReplaceForeignFile); the database never.
+	// (Source.ReplaceForeignFile); the database never.
 	ErrUnsafeTarget = errors.New("refusing to replace file")
 
 	// ErrNotVouched: the database has no record of saving this snapshot
 	// (checksum, generation and m): it was saved by another history of
-	// the database (which was then restored from a backup), forged, or
-	// written by a version that kept no records. Checksums prove that
+	// the database (which was then restored from a backup), or forged, or
+	// written by a writer that recorded nothing. Checksums prove that
 	// bytes are intact, not that they are true for this database: the
 	// snapshot is refused and the filter rebuilt from SQLite.
 	ErrNotVouched = errors.New("snapshot not recorded by the database")

@@ -326,8 +326,10 @@ func TestReadOnlyUsesAnAttachedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, snapSum := schema(t, path), fileSum(t, cfg.Snapshot)
-	var logRows, aliasRows int
-	_ = app.QueryRow(`SELECT (SELECT count(*) FROM syncfilter_log_1), (SELECT count(*) FROM syncfilter_alias_1)`).Scan(&logRows, &aliasRows)
+	var logRows, spellingRows int
+	if err := app.QueryRow(`SELECT (SELECT count(*) FROM syncfilter_log_1), (SELECT count(*) FROM syncfilter_spellings_1)`).Scan(&logRows, &spellingRows); err != nil {
+		t.Fatal(err)
+	}
 
 	cfg.ReadOnly = true
 	ix := open(t, cfg)
@@ -346,10 +348,12 @@ func TestReadOnlyUsesAnAttachedSnapshot(t *testing.T) {
 	if fileSum(t, cfg.Snapshot) != snapSum {
 		t.Fatal("read-only Open rewrote the snapshot")
 	}
-	var logAfter, aliasAfter int
-	_ = app.QueryRow(`SELECT (SELECT count(*) FROM syncfilter_log_1), (SELECT count(*) FROM syncfilter_alias_1)`).Scan(&logAfter, &aliasAfter)
-	if logAfter != logRows || aliasAfter != aliasRows {
-		t.Fatalf("log %d→%d, aliases %d→%d rows", logRows, logAfter, aliasRows, aliasAfter)
+	var logAfter, spellingsAfter int
+	if err := app.QueryRow(`SELECT (SELECT count(*) FROM syncfilter_log_1), (SELECT count(*) FROM syncfilter_spellings_1)`).Scan(&logAfter, &spellingsAfter); err != nil {
+		t.Fatal(err)
+	}
+	if logAfter != logRows || spellingsAfter != spellingRows {
+		t.Fatalf("log %d→%d, spellings %d→%d rows", logRows, logAfter, spellingRows, spellingsAfter)
 	}
 }
 
@@ -544,7 +548,7 @@ func TestDetachRestoresTheSchema(t *testing.T) {
 	mustExec(t, app, `CREATE TABLE messages (server_id TEXT PRIMARY KEY)`)
 	pristine := schema(t, path)
 
-	// Two sources, rows, a rebuild, aliases and a compacted log.
+	// Two sources, rows, a rebuild, stored spellings and a compacted log.
 	for _, c := range []config{
 		{DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: path + ".sfb", LogRetain: 1}},
 		{DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "Messages", Column: "Server_ID"}},
@@ -578,7 +582,7 @@ func TestDetachRestoresTheSchema(t *testing.T) {
 		names = append(names, n)
 	}
 	rows.Close()
-	// The other source keeps its log, alias table, triggers and the
+	// The other source keeps its log, spellings table, triggers and the
 	// shared tables.
 	if want := "[syncfilter_ins_2 syncfilter_log_2 syncfilter_scans syncfilter_snapshots syncfilter_sources syncfilter_spellings_2 syncfilter_upd_2]"; fmt.Sprint(names) != want {
 		t.Fatalf("after detaching one of two sources: %v, want %s", names, want)

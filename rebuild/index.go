@@ -31,10 +31,11 @@ import (
 //     another lock outside the one order of docs/ARCHITECTURE.md. Shared
 //     work runs in a flight: one caller leads, the others wait on a
 //     channel their ctx can abandon, and take its outcome.
-//   - No read path (Fetched, Missing, catch-up) needs the write
-//     connection: writes (attaching, the spellings table, snapshot
-//     records, compaction) happen in Open, Rebuild, Save, Close and the
-//     worker.
+//   - No read path (Fetched, Missing, catch-up) writes: writes
+//     (attaching, the spellings table, snapshot records, compaction)
+//     happen in Open, Rebuild, Save, Close and the worker. A read takes
+//     the write connection only to roll back a hot journal a crashed
+//     writer left (its reading connection is read-only).
 //   - Every filter the index created is closed exactly once, by whoever
 //     takes it out of the state (drop, replace, failed publish, Close);
 //     a filter never published is closed by the rebuild or load that made

@@ -12,10 +12,11 @@ import (
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
-// TestQueriesAndRebuildsNeverWaitForTheAppsWriters is issue 19's lock
-// cycle in today's API: while other connections commit NFD and NFC ids
-// without pause, and the app writes in its own transactions on its own
-// connection (asking the index while its write transaction is open),
+// TestQueriesAndRebuildsNeverWaitForTheAppsWriters is the lock cycle an
+// app's own transactions could make with the index: while other
+// connections commit NFD and NFC ids without pause, and the app writes
+// in its own transactions on its own connection (asking the index while
+// its write transaction is open),
 // Rebuild, Missing and Fetched all return, with context.Background(), and
 // the writers keep committing during the rebuilds. In WAL and in
 // rollback-journal mode.
@@ -83,8 +84,7 @@ func lockCycle(t *testing.T, mode string) {
 		}()
 	}
 	// The app: its own connection, its own transactions, and questions to
-	// the index while its write transaction is open (what Update's
-	// function used to do).
+	// the index while its write transaction is open.
 	app := modeConn(t, path, mode)
 	app.SetMaxOpenConns(1)
 	wg.Add(1)

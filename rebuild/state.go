@@ -15,23 +15,30 @@ import (
 // which closes it after unlocking: each filter is closed exactly once, by
 // the transition that retired it.
 //
-//	              install (a snapshot loaded, or Reload)
-//	   bypass ───────────────────────────────────────┐
-//	     ▲ │                                         ▼
-//	drop │ │ rebuild                   ┌──────── serving(F) ◄─ install
-//	     │ ▼                  rebuild  │            ▲   │      (F replaced)
-//	 rebuilding(F or none) ◄──────────-┘            │   │ drop (the source
-//	     │ publish(F')                              │   │ changed, the log
-//	     └────────────────► serving(F') ────────────┘   │ compacted, a new
-//	     │ rebuild failed: F again (or bypass)          │ file) ──► bypass
-//	     └─────────────────────────────────────────────►┘
+//	transition        from                  to               returned to close
+//	startRebuilding   serving(F)            rebuilding(F)
+//	                  bypass                rebuilding(-)
+//	publish(F')       rebuilding(F or -)    serving(F')      F
+//	restore           rebuilding(F)         serving(F)
+//	                  rebuilding(-)         bypass
+//	install(F')       bypass, serving(F)    serving(F')      F
+//	                  rebuilding(F or -)    rebuilding(F')   F
+//	drop(F)           serving(F)            bypass           F
+//	                  rebuilding(F)         rebuilding(-)    F
+//	toClosed          any                   closed           the filter held
 //
-//	any ── Close ──► closed
+// A rebuild (one per index at a time: its turn) runs startRebuilding, then
+// publish or restore; install is a load of the snapshot (the worker's load
+// job, Reload), which may land during a rebuild; drop is a probe or a
+// refill that finds the filter no longer covers the source; toClosed is
+// Index.final. In the closed state publish and install refuse (the caller
+// closes F') and startRebuilding fails. docs/ARCHITECTURE.md draws the
+// same.
 //
 // A filter in the state is not trusted by its presence alone: every
 // call checks that it covers the source as the call reads it (file,
 // source row, epoch) and that the log still holds what it read (its
-// mark's tag), and takes the log's newer entries in first (call.go).
+// mark's tag), and takes the log's newer entries in first (probe.go).
 
 // mode is what the index is doing.
 type mode uint8

@@ -405,7 +405,7 @@ func TestWriteFileSweepsStaleTempFiles(t *testing.T) {
 	path := filepath.Join(dir, "filter.sfb")
 	half := string(Magic[:]) + "half a snapshot"
 	stale := filepath.Join(dir, "filter.sfb.tmp-0123456789abcdef")
-	staleOld := filepath.Join(dir, "filter.sfb.tmp-123") // an earlier version's name
+	staleOld := filepath.Join(dir, "filter.sfb.tmp-123") // os.CreateTemp's decimal name
 	kept := map[string]string{
 		filepath.Join(dir, "filter.sfb.tmp-456"):              half, // fresh: a live writer's
 		filepath.Join(dir, "other.sfb.tmp-0123456789abcdef"):  half,

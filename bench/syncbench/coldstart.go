@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The cold start (issue 20, item 2): from process start to the first
+// The cold start: from process start to the first
 // answer for a page of ids, half of them stored, on a database with an
 // existing, vouched snapshot. Each measurement is a fresh child process;
 // the parent passes the wall-clock time just before it starts the child

@@ -1,5 +1,5 @@
-// Package syncbench measures the library the way a sync engine uses it
-// (issue 20), against what the engine would write without it.
+// Package syncbench measures the library the way a sync engine uses it,
+// against what the engine would write without it.
 //
 // # What is measured
 //

@@ -53,8 +53,9 @@ func ParseBench(r io.Reader) ([]BenchLine, error) {
 var loopName = regexp.MustCompile(`^BenchmarkSyncLoop/ids=(\w+)/page=(\d+)/new=(\d+)%$`)
 var fetchedName = regexp.MustCompile(`^BenchmarkSyncFetched/ids=(\w+)/store=(\d+)$`)
 
-// loopTarget returns issue 20's target for the library ÷ IN-list ratio
-// of a sync-loop cell, "" where it sets none.
+// loopTarget returns the target for the library ÷ IN-list ratio of a
+// sync-loop cell (the "target" column of docs/BENCHMARKS.md), "" where
+// there is none.
 func loopTarget(ids, newPct string) (string, float64) {
 	switch {
 	case newPct == "0":

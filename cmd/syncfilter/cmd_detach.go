@@ -25,7 +25,7 @@ func (a *app) detach(ctx context.Context, args []string) error {
 	snap := fs.String("snapshot", "", "also delete this snapshot `file`, if it is the detached source's")
 	busy := 5 * time.Second
 	fs.Var(duration{&busy}, "busy-timeout", "how long SQLite waits for a lock another connection (the app) holds, a duration `D` such as 30s")
-	force := fs.Bool("force", false, "detach even while an app's index or a rebuild holds the source (they then answer from SQLite)")
+	force := fs.Bool("force", false, "detach even while a rebuild's scan holds a lease on the source (check that its process is gone); an app with the source open then answers from SQLite")
 	all := fs.Bool("all", false, "detach every source the database lists (their snapshot files are left in place); instead of --table, --column and --snapshot")
 	pos, err := parse(fs, args)
 	if err != nil {

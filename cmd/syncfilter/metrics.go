@@ -125,7 +125,7 @@ type metricsFile struct {
 	t         fsafe.Target
 	protected []string              // the database's files
 	prev      map[seriesKey]*series // from the previous file, by source
-	legacy    *series               // its samples without labels (a file written before the labels: one source's)
+	legacy    *series               // its samples without labels, if any: one source's series, unlabelled
 }
 
 // openMetrics checks the metrics path before anything is scanned, by the

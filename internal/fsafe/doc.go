@@ -28,7 +28,7 @@
 // CreateTemp names a temporary file exactly: the target's base name,
 // ".tmp-" and 16 random hexadecimal digits. SweepTemp removes leftovers
 // of crashed writers, and only files that are provably one: named by
-// that exact pattern (or the decimal one of earlier versions, never a
+// that exact pattern (or the decimal one os.CreateTemp gives, never a
 // mere prefix), regular, not modified for a while, and starting with
 // the writer's magic bytes or empty. An app's "records.sfb.tmp-notes"
 // is never touched.

@@ -238,8 +238,8 @@ func CreateTemp(dir, base string, perm os.FileMode) (*os.File, error) {
 
 // IsTemp reports whether name (a base name) is the name of a temporary
 // file of the target base: base.tmp- and 16 lowercase hexadecimal digits
-// (CreateTemp), or 1 to 10 decimal digits (the names os.CreateTemp gave
-// them in earlier versions). Nothing else, whatever its prefix.
+// (CreateTemp), or 1 to 10 decimal digits (the names os.CreateTemp gives
+// for the pattern base.tmp-*). Nothing else, whatever its prefix.
 func IsTemp(name, base string) bool {
 	rest, ok := strings.CutPrefix(name, base+tempInfix)
 	if !ok {

@@ -22,7 +22,7 @@ import (
 // (database/sql prepares it again on each connection as needed).
 type appRunner struct {
 	db    *sql.DB
-	mu    sync.Mutex // guards stmts
+	mu    sync.Mutex // guards stmts; never held while a statement is prepared or run
 	stmts map[string]*sql.Stmt
 }
 
@@ -58,30 +58,44 @@ func (a *appRunner) first(ctx context.Context, q string, dest []driver.Value, ar
 	return nil
 }
 
+// prepared returns q prepared on the app's pool. The lock guards the map
+// only: PrepareContext takes one of the app's connections (and may wait
+// for one), so it runs unlocked; of two callers that prepared q at once,
+// the first to store it wins and the other closes its own.
 func (a *appRunner) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if st, ok := a.stmts[q]; ok {
+	st, ok := a.stmts[q]
+	a.mu.Unlock()
+	if ok {
 		return st, nil
 	}
 	st, err := a.db.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
+	a.mu.Lock()
+	if kept, ok := a.stmts[q]; ok {
+		a.mu.Unlock()
+		_ = st.Close()
+		return kept, nil
+	}
 	if a.stmts == nil {
 		a.stmts = map[string]*sql.Stmt{}
 	}
 	a.stmts[q] = st
+	a.mu.Unlock()
 	return st, nil
 }
 
+// close closes the statements (the store closes once no call uses it).
 func (a *appRunner) close() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, st := range a.stmts {
+	stmts := a.stmts
+	a.stmts = nil
+	a.mu.Unlock()
+	for _, st := range stmts {
 		_ = st.Close()
 	}
-	a.stmts = nil
 }
 
 // HasApp reports whether the app handed its pool over.

@@ -8,18 +8,28 @@ import (
 // DataVersion returns PRAGMA data_version read on a connection kept for it
 // that never writes, so that the value changes exactly when a transaction
 // of another connection (any process, the library's writer included)
-// committed since the last read. Only sources without a log need it (a
-// source never attached, open read-only; one whose triggers were lost):
-// the log's head tells the others. The connection is opened at first use,
-// outside the readers' pool; one caller reads at a time (dv, a token ctx
-// can abandon).
+// committed since the last read: the follower polls it between calls,
+// and calls on a source without a log (never attached, open read-only;
+// one whose triggers were lost) read it, since no log head tells them.
+// The connection is opened at first use, outside the readers' pool; one
+// caller reads at a time (dv, a token ctx can abandon, held across the
+// statement). While the database is quiesced the connection is closed
+// again once read (closeQuietDV).
 func (db *DB) DataVersion(ctx context.Context) (int64, error) {
 	select {
 	case db.dv <- struct{}{}:
 	case <-ctx.Done():
 		return 0, context.Cause(ctx)
 	}
-	defer func() { <-db.dv }()
+	v, err := db.readDataVersion(ctx)
+	<-db.dv
+	db.closeQuietDV()
+	return v, err
+}
+
+// readDataVersion reads on dvConn, opening it if needed; the caller holds
+// the dv token.
+func (db *DB) readDataVersion(ctx context.Context) (int64, error) {
 	if db.dvConn == nil {
 		sc, err := db.r.Conn(ctx)
 		if err != nil {
@@ -28,6 +38,27 @@ func (db *DB) DataVersion(ctx context.Context) (int64, error) {
 		db.dvConn = newConn(db, sc)
 	}
 	return db.dvConn.Version(ctx)
+}
+
+// closeQuietDV closes dvConn if the database is quiesced, unless a caller
+// holds the dv token: that caller does it when it gives the token back
+// (it looks at the pool's quiet flag after giving it back, and Quiesce
+// sets the flag before it tries the token), so nobody waits for a
+// statement here.
+func (db *DB) closeQuietDV() {
+	if !db.pool.isQuiet() {
+		return
+	}
+	select {
+	case db.dv <- struct{}{}:
+	default:
+		return
+	}
+	if db.dvConn != nil {
+		db.dvConn.close()
+		db.dvConn = nil
+	}
+	<-db.dv
 }
 
 // Schema returns the schema cookie, read on a reading connection of the

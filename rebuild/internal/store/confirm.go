@@ -10,8 +10,7 @@ import (
 // confirmMax is the most keys one confirmation statement carries, and
 // listBytes the longest JSON array of them: the keys travel as one JSON
 // array parameter (json_each), so one prepared statement serves every
-// page size, and SQLite looks them up in sorted order, as it does for an
-// IN (...) list.
+// page size, each key looked up on its own (through the column's index).
 const (
 	confirmMax = 1 << 15
 	listBytes  = 1 << 20

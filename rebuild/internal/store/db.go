@@ -44,11 +44,6 @@ func (k Knobs) withDefaults() Knobs {
 	return k
 }
 
-// ownConns is how many reading connections the database keeps beside
-// the readers' pool: DataVersion's, a rebuild's scan and its count, and a
-// scan for stored spellings.
-const ownConns = 4
-
 // DB is one database file opened by the library (see the package doc for
 // its connections). Its methods are safe for concurrent use.
 type DB struct {
@@ -65,6 +60,12 @@ type DB struct {
 	app  *appRunner // the app's pool, if it handed it over
 	dataVersion
 }
+
+// ownConns is how many reading connections the pool of a DB holds beside
+// the readers, so that none of them waits for a reader: DataVersion's, a
+// rebuild's scan (Scan) and the count beside it (CountAll), and a scan for
+// stored spellings (ScanSpellings).
+const ownConns = 4
 
 // Open opens the database at path. A file that does not exist is an error
 // wrapping ErrNoSource and os.ErrNotExist unless opts.Create; a file with
@@ -126,9 +127,6 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	readers := max(opts.Readers, 1)
-	// The readers, and, never waiting for a reader: DataVersion's, a
-	// rebuild's scan (Scan) and the count beside it (CountAll), and a scan
-	// for stored spellings (ScanSpellings).
 	db.r.SetMaxOpenConns(readers + ownConns)
 	db.r.SetMaxIdleConns(readers + ownConns)
 	db.r.SetConnMaxLifetime(0)
@@ -189,7 +187,8 @@ func (db *DB) Close() {
 // on. Off, it pools them again. An open connection in WAL mode keeps a
 // shared lock on the -shm file (SQLite's "DMS" slot); a suspended app must
 // hold none (iOS ends an app suspended with a lock on a file of a shared
-// container). Connections in use close when they are released.
+// container). Connections in use close when they are released. Quiesce
+// waits for no statement.
 func (db *DB) Quiesce(on bool) {
 	db.pool.quiesce(on)
 	writers, readers := 1, cap(db.pool.sem)+ownConns
@@ -200,12 +199,7 @@ func (db *DB) Quiesce(on bool) {
 		db.w.SetMaxIdleConns(writers)
 	}
 	db.r.SetMaxIdleConns(readers)
-	db.dv <- struct{}{}
-	if on && db.dvConn != nil {
-		db.dvConn.close()
-		db.dvConn = nil
-	}
-	<-db.dv
+	db.closeQuietDV() // after the flag: a reader in progress closes it itself
 }
 
 // RemoveCreated removes the database file (and the files SQLite keeps

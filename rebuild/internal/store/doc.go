@@ -14,9 +14,13 @@
 //   - a few readers (Options.Readers), handed out one at a time, most
 //     recently used first so that a connection's page cache stays warm;
 //     each keeps its prepared statements;
-//   - outside that pool, so that they never wait for a reader: a
-//     rebuild's scan and the count beside it, and, only for sources
-//     without a log, one that reads PRAGMA data_version.
+//   - beside the readers, so that they never wait for one (ownConns): a
+//     rebuild's scan and the count beside it, a scan for stored
+//     spellings, and one that reads PRAGMA data_version (the follower's
+//     poll, and calls on sources without a log);
+//   - the app's own pool, when the app hands it over (Options.App): the
+//     statements that confirm a page's keys run on it when it has a
+//     connection free (apppool.go).
 //
 // A call reads what it needs in one statement, one snapshot of the
 // database (probe.go): the schema cookie, the source's log head, the
@@ -31,14 +35,16 @@
 //
 // # The library's tables
 //
-//	syncfilter_sources     one row per source: names, dataset id, log floor,
-//	                       epoch, how far the spellings table is complete
-//	syncfilter_log_<n>     keys inserted or re-keyed, in commit order
-//	syncfilter_spellings_<n>   stored spellings that are not NFC, by NFC form
-//	syncfilter_snapshots   records of the snapshot files saved
-//	syncfilter_scans       leases of the scans in progress
-//	syncfilter_holders     open indexes that hold a source (Detach waits)
-//	syncfilter_fetched     the library's own table, when it owns one
+//	syncfilter_sources        one row per source: names, dataset id, log
+//	                          floor, epoch, how far the spellings table is
+//	                          complete, the last snapshot, the table's row
+//	syncfilter_log_<n>        keys inserted or re-keyed, in commit order,
+//	                          each with a random tag
+//	syncfilter_spellings_<n>  stored spellings that are not NFC, by NFC form
+//	syncfilter_snapshots      records of the snapshot files saved
+//	syncfilter_scans          leases of the scans in progress (Detach
+//	                          refuses while one is live)
+//	syncfilter_fetched        the library's own table, when it owns one
 //
 // and two triggers per source on the app's table. Attach creates them in
 // one transaction; Detach removes them in one.

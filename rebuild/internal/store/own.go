@@ -16,15 +16,9 @@ func (db *DB) InsertOwn(ctx context.Context, s *Source, keys []string) error {
 		return fmt.Errorf("mark fetched: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	st, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO `+s.QTable+` (`+s.QCol+`) VALUES (?)`)
-	if err != nil {
+	if err := tx.execEach(ctx, `INSERT OR IGNORE INTO `+s.QTable+` (`+s.QCol+`) VALUES (?)`, len(keys),
+		func(i int) []any { return []any{keys[i]} }); err != nil {
 		return fmt.Errorf("mark fetched: %w", err)
-	}
-	defer st.Close()
-	for _, k := range keys {
-		if _, err := st.ExecContext(ctx, k); err != nil {
-			return fmt.Errorf("mark fetched: %w", err)
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("mark fetched: %w", err)

@@ -120,6 +120,13 @@ func (p *pool) close() {
 	}
 }
 
+// isQuiet reports whether the database is quiesced.
+func (p *pool) isQuiet() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.quiet
+}
+
 // quiesce closes the idle connections and, while on, every connection
 // released.
 func (p *pool) quiesce(on bool) {

@@ -48,9 +48,9 @@ type ScanCounts struct {
 // one starts, is read whatever its length). ctx is checked between
 // chunks.
 //
-// The scan reads on a connection of its own, outside the readers' pool:
-// the hooks run the app's Progress callback, which may ask the index
-// (Fetched, Missing) and must find a reader free.
+// The scan reads on a connection of its own, beside the readers' pool,
+// so that it never waits for a reader: the calls that run meanwhile, the
+// app's Progress callback among them, keep theirs.
 func (db *DB) Scan(ctx context.Context, s *Source, h ScanHooks) (counts ScanCounts, err error) {
 	sc, err := db.r.Conn(ctx)
 	if err != nil {

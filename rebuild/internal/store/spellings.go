@@ -80,15 +80,9 @@ func (db *DB) writeSpellings(ctx context.Context, s *Source, epoch uint64, spell
 		return nil // attached again meanwhile: what was read vouches for nothing
 	}
 	if len(spellings) > 0 {
-		st, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO `+s.Spellings+` (canon, stored) VALUES (?, ?)`)
-		if err != nil {
+		if err := tx.execEach(ctx, `INSERT OR IGNORE INTO `+s.Spellings+` (canon, stored) VALUES (?, ?)`, len(spellings),
+			func(i int) []any { return []any{spellings[i][0], spellings[i][1]} }); err != nil {
 			return fmt.Errorf("note spellings: %w", err)
-		}
-		defer st.Close()
-		for _, p := range spellings {
-			if _, err := st.ExecContext(ctx, p[0], p[1]); err != nil {
-				return fmt.Errorf("note spellings: %w", err)
-			}
 		}
 	}
 	if mark != "" {

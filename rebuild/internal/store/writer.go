@@ -67,8 +67,25 @@ func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows
 	return t.c.QueryContext(ctx, q, args...)
 }
 
-func (t *Tx) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
-	return t.c.PrepareContext(ctx, q)
+// execEach runs q once for each of n argument lists (args(i)) with one
+// statement prepared on the transaction's connection, and closes it before
+// it returns. Such a statement must not outlive the transaction: once
+// Commit or Rollback gives the connection back, the pool may close it
+// (while the database is quiesced, at once), and database/sql does not
+// track statements prepared on a Conn, so closing one later finalizes it
+// on a closed connection (modernc.org/sqlite then crashes).
+func (t *Tx) execEach(ctx context.Context, q string, n int, args func(i int) []any) error {
+	st, err := t.c.PrepareContext(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for i := range n {
+		if _, err := st.ExecContext(ctx, args(i)...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Commit commits the transaction; if that fails, it is rolled back.
