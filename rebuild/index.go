@@ -92,7 +92,10 @@ func Open(ctx context.Context, dcfg DBConfig, src Source) (*Index, error) {
 // filter is made ready in the background, from the snapshot if the
 // database vouches for it (then caught up on every key committed after
 // it), otherwise by scanning, and until it is, every call is answered
-// exactly from SQLite. Wait waits for it; Stats says what is happening.
+// exactly from SQLite. The snapshot is loaded once the first call is
+// answered (so that it does not share the machine with that call), or
+// when Wait asks; a scan starts at once. Wait waits for it; Stats says
+// what is happening.
 //
 // A snapshot that is missing, damaged, foreign or stale is not an error:
 // the index serves from SQLite and rebuilds (Stats.SnapshotError says
