@@ -15,18 +15,21 @@ type Flight struct {
 }
 
 type run struct {
-	done chan struct{} // closed when the run ends
-	err  error         // set before done is closed
+	done      chan struct{} // closed when the run ends
+	err       error         // set before done is closed
+	abandoned bool          // the leader's ctx had ended when the run failed: set before done is closed
 }
 
 // Do returns nil once done reports true. While it does not, the caller
 // either waits for the run in progress and takes its error (a failed run
 // fails its waiters too, so that N waiters on a busy database do not
-// retry one after another), or, if none is running, runs work itself.
-// work must make done true when it returns nil. Before it waits for
-// another caller's run, Do calls yield, which lets go of what that run may
-// need (the caller's reading connection: the leader may be waiting for
-// one).
+// retry one after another), or, if none is running, runs work itself
+// with ctx. A run that failed after its leader's ctx ended was abandoned,
+// not refused: a waiter whose own ctx is alive leads the work again
+// rather than fail with another goroutine's cancellation. work must make
+// done true when it returns nil. Before it waits for another caller's
+// run, Do calls yield, which lets go of what that run may need (the
+// caller's reading connection: the leader may be waiting for one).
 func (f *Flight) Do(ctx context.Context, done func() bool, yield func(), work func() error) error {
 	for !done() {
 		f.mu.Lock()
@@ -37,7 +40,7 @@ func (f *Flight) Do(ctx context.Context, done func() bool, yield func(), work fu
 			}
 			select {
 			case <-r.done:
-				if r.err != nil {
+				if r.err != nil && !(r.abandoned && ctx.Err() == nil) {
 					return r.err
 				}
 				continue
@@ -48,15 +51,16 @@ func (f *Flight) Do(ctx context.Context, done func() bool, yield func(), work fu
 		r := &run{done: make(chan struct{})}
 		f.cur = r
 		f.mu.Unlock()
-		if err := f.lead(r, work); err != nil {
+		if err := f.lead(ctx, r, work); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// lead runs work as r; r ends even if work panics.
-func (f *Flight) lead(r *run, work func() error) (err error) {
+// lead runs work as r, on behalf of a caller whose context is ctx; r
+// ends even if work panics.
+func (f *Flight) lead(ctx context.Context, r *run, work func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.err = &PanicError{Value: p}
@@ -64,6 +68,7 @@ func (f *Flight) lead(r *run, work func() error) (err error) {
 			panic(p)
 		}
 		r.err = err
+		r.abandoned = err != nil && ctx.Err() != nil
 		f.end(r)
 	}()
 	return work()

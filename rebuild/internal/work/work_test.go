@@ -82,6 +82,48 @@ func TestFlightWaiterGivesUp(t *testing.T) {
 	}
 }
 
+// TestFlightLeaderAbandons: a run that fails because its leader's ctx
+// ended does not fail a waiter whose own ctx is alive: the waiter leads
+// the work again and succeeds. A waiter whose ctx ended too gets the
+// error.
+func TestFlightLeaderAbandons(t *testing.T) {
+	var f Flight
+	var done atomic.Bool
+	var runs atomic.Int32
+	leaderCtx, cancelLeader := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	leader := make(chan error, 1)
+	go func() {
+		leader <- f.Do(leaderCtx, done.Load, nil, func() error {
+			runs.Add(1)
+			close(started)
+			<-leaderCtx.Done()
+			return leaderCtx.Err() // as SQL interrupted by the leader's ctx fails
+		})
+	}()
+	<-started
+	waiter := make(chan error, 1)
+	yielded := make(chan struct{})
+	go func() {
+		waiter <- f.Do(context.Background(), done.Load, func() { close(yielded) }, func() error {
+			runs.Add(1)
+			done.Store(true)
+			return nil
+		})
+	}()
+	<-yielded // the waiter waits on the leader's run
+	cancelLeader()
+	if err := <-leader; !errors.Is(err, context.Canceled) {
+		t.Fatalf("leader: %v", err)
+	}
+	if err := <-waiter; err != nil {
+		t.Fatalf("waiter with a live ctx failed with the leader's cancellation: %v", err)
+	}
+	if runs.Load() != 2 || !done.Load() {
+		t.Fatalf("%d runs, done %v: want the waiter to lead a second run", runs.Load(), done.Load())
+	}
+}
+
 // TestFlightLeaderPanics: a leader's panic ends the run (waiters get a
 // *PanicError) and goes on up the leader's goroutine.
 func TestFlightLeaderPanics(t *testing.T) {
