@@ -65,7 +65,8 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 // rebuildNow is the worker's rebuild job. It returns what remains once
 // the job counts as done (for Wait, which a Progress callback may call):
 // waiting for the last Progress call, parked (Close, from the callback,
-// waits neither for it nor for the worker).
+// waits neither for it nor for the worker), on a goroutine of its own
+// (worker.finish), so that the worker runs the next job meanwhile.
 func (ix *Index) rebuildNow(ctx context.Context) (after func()) {
 	why := reason{text: "asked for"}
 	if r := ix.up.why.Swap(nil); r != nil {

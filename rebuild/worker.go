@@ -141,9 +141,25 @@ func (w *worker) run() {
 		w.mu.Unlock()
 		ix.up.jobs[kind].Done()
 		if after != nil {
-			after()
+			w.finish(after)
 		}
 	}
+}
+
+// finish runs what remains of a job once it counts as done (a rebuild's
+// wait for its last Progress call) on a goroutine of its own, counted in
+// the database's life, so that the worker goes on to the next job: a
+// callback of the app may wait for any of them (another collection's
+// Wait, Suspend). Once closing began it runs here (the worker is ending).
+func (w *worker) finish(after func()) {
+	if !w.db.life.Enter() {
+		after()
+		return
+	}
+	go func() {
+		defer w.db.life.Leave()
+		after()
+	}()
 }
 
 // runJob runs one job of ix, unless ix is closing; after, if not nil,
