@@ -88,6 +88,7 @@ type knobs struct {
 	inline       bool                // a call takes in every log entry it lacks, whatever it costs
 	behind       bool                // a call never takes log entries in: it confirms what the filter rules out
 	spellingScan func()              // a scan of the table's keys for stored spellings starts
+	followPoll   func()              // the follower looks at its state (every turn of its loop)
 }
 
 func (k knobs) clock() time.Time {

@@ -55,8 +55,7 @@ func (f *follower) init(db *DB) {
 }
 
 // called notes a call of ix and starts the goroutine if it does not run
-// (not for a read-only database, which has nothing to catch up into a
-// filter that changes, nor for a test that turns it off).
+// (unless a test turned it off).
 func (f *follower) called(ix *Index) {
 	if f.db.cfg.knobs.noFollow {
 		return
@@ -121,7 +120,10 @@ func (f *follower) run(ctx context.Context) {
 		case <-f.mu.kick:
 			poll, steady = pollFirst, 0 // a call came: the app writes again soon
 		}
-		indexes, stop := f.due()
+		if k := f.db.cfg.knobs.followPoll; k != nil {
+			k()
+		}
+		indexes, stop := f.due(ctx)
 		if stop {
 			return
 		}
@@ -139,12 +141,14 @@ func (f *follower) run(ctx context.Context) {
 }
 
 // due returns the indexes to follow now, or stop: the window passed,
-// the database is suspended or closing (the goroutine then ends).
-func (f *follower) due() (list []*Index, stop bool) {
+// the database is suspended or closing, or the goroutine's own ctx ended
+// (a Suspend that stopped waiting for it, then a Resume: a goroutine of
+// a new window starts with the next call). The goroutine then ends.
+func (f *follower) due(ctx context.Context) (list []*Index, stop bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
-	if f.mu.paused || f.db.ctx.Err() != nil || now.After(f.mu.until) {
+	if f.mu.paused || ctx.Err() != nil || f.db.ctx.Err() != nil || now.After(f.mu.until) {
 		f.mu.running = false
 		f.mu.cancel()
 		if f.mu.stopped != nil {
