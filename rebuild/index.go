@@ -263,7 +263,12 @@ func (ix *Index) Wait(ctx context.Context) error {
 		}
 	}
 	if ix.filter() != nil {
-		// Current too: every entry logged up to now taken in.
+		// Current too: every entry logged up to now taken in, as work of
+		// the index (Suspend and Close wait for it).
+		if err := ix.enter(); err != nil {
+			return err
+		}
+		defer ix.leave()
 		if err := ix.catchUpNow(ctx); err != nil {
 			return fmt.Errorf("wait: %w", err)
 		}
