@@ -124,7 +124,7 @@ func (db *DB) Suspend(ctx context.Context) error {
 	if f := db.cur.Load(); f != nil {
 		f.st.Quiesce(true) // what the work released while it stopped
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := joinClose(errs); err != nil {
 		return fmt.Errorf("suspend: %w", err)
 	}
 	return nil
@@ -189,8 +189,8 @@ func (db *DB) Close(ctx context.Context) error {
 	return joinClose(errs)
 }
 
-// joinClose joins the errors of closing, each once: several waits that
-// ran out of one ctx report its error once.
+// joinClose joins the errors of closing (or suspending), each once:
+// several waits that ran out of one ctx report its error once.
 func joinClose(errs []error) error {
 	var out []error
 	for _, err := range errs {
