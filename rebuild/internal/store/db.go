@@ -59,12 +59,14 @@ type DB struct {
 	pool *pool
 	app  *appRunner // the app's pool, if it handed it over
 	dataVersion
+	spellScan chan struct{} // capacity 1: one scan for stored spellings at a time (ScanSpellings)
 }
 
 // ownConns is how many reading connections the pool of a DB holds beside
 // the readers, so that none of them waits for a reader: DataVersion's, a
-// rebuild's scan (Scan) and the count beside it (CountAll), and a scan for
-// stored spellings (ScanSpellings).
+// rebuild's scan (Scan) and the count beside it (CountAll; the caller
+// runs one rebuild scan at a time), and a scan for stored spellings
+// (ScanSpellings, one at a time: spellScan).
 const ownConns = 4
 
 // Open opens the database at path. A file that does not exist is an error
@@ -88,6 +90,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	}
 	db := &DB{Path: p, Driver: opts.Driver, readOnly: opts.ReadOnly, created: statErr != nil, knobs: opts.Knobs.withDefaults()}
 	db.dv = make(chan struct{}, 1)
+	db.spellScan = make(chan struct{}, 1)
 	if opts.App != nil {
 		db.app = &appRunner{db: opts.App}
 	}

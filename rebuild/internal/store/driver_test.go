@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"database/sql/driver"
 	"errors"
 	"slices"
@@ -45,30 +44,3 @@ func TestNewDriver(t *testing.T) {
 type fakeDriver struct{}
 
 func (fakeDriver) Open(string) (driver.Conn, error) { return nil, errors.New("fake") }
-
-// TestScanSpellingsFindsKeysWithNUL: a stored key with a NUL before its
-// first non-ASCII character is handed over (GLOB would stop at the NUL),
-// and ASCII keys are not.
-func TestScanSpellingsFindsKeysWithNUL(t *testing.T) {
-	ctx := context.Background()
-	db, app := testDB(t, `CREATE TABLE t (id TEXT PRIMARY KEY)`)
-	want := []string{"nul\x00x/Sa\u0303o", "\x00\u00e9", "caf\u00e9", "a\x01\x1f\x7f\u0301", "\xed\xa0\x80"}
-	for _, k := range append(slices.Clone(want), "plain", "ctl\x01\x1f\x7f") {
-		if _, err := app.Exec(`INSERT INTO t (id) VALUES (?)`, k); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s := attach(t, db, "t", "id", false)
-	c, err := db.Reader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Release(c)
-	var got []string
-	if err := db.ScanSpellings(ctx, s, func(k string) error { got = append(got, k); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(distinct(got), distinct(want)) {
-		t.Fatalf("got %+q, want %+q", distinct(got), distinct(want))
-	}
-}

@@ -14,8 +14,16 @@ import (
 // complete spellings table vouches for them (a source never attached, or
 // attached again after its triggers were lost). It reads every row of
 // the table: O(rows), once per such event, on a connection of its own
-// (outside the readers' pool, which calls keep meanwhile).
+// (outside the readers' pool, which calls keep meanwhile), one such scan
+// at a time in the database (ctx bounds the wait for another index's), so
+// that the connections beside the readers always suffice.
 func (db *DB) ScanSpellings(ctx context.Context, s *Source, fn func(key string) error) error {
+	select {
+	case db.spellScan <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("scan stored spellings: %w", context.Cause(ctx))
+	}
+	defer func() { <-db.spellScan }()
 	c, err := db.ownConn(ctx)
 	if err != nil {
 		return fmt.Errorf("scan stored spellings: %w", err)
