@@ -2,9 +2,12 @@ package rebuild
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,4 +252,160 @@ func TestLoadWaitsForTheFirstCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// blockCatchUp returns cfg with its catch-ups parking at their first
+// chunk while block is set (entered closes then; release lets them go).
+func blockCatchUp(cfg config) (_ config, block *atomic.Bool, entered, release chan struct{}) {
+	block = new(atomic.Bool)
+	entered, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	cfg.knobs.store = store.Knobs{LogChunk: 16}
+	cfg.knobs.catchUpChunk = func() {
+		if block.Load() {
+			once.Do(func() { close(entered) })
+			<-release
+		}
+	}
+	return cfg, block, entered, release
+}
+
+// TestSuspendWaitsForWait: a Wait catching the filter up reads the
+// database as any call does: Suspend waits for it, and once Suspend
+// returns nil the library holds no descriptor of the database's files.
+func TestSuspendWaitsForWait(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 500)...)
+	cfg, block, entered, release := blockCatchUp(appConfig(path))
+	cfg.knobs.noFollow = true
+	ix := open(t, cfg)
+	app := rawDB(t, path)
+	insertIDs(t, app, ids("page", 200)...)
+	_ = app.Close()
+	block.Store(true)
+	waited := make(chan error, 1)
+	go func() { waited <- ix.Wait(ctx) }()
+	select {
+	case <-entered:
+	case <-time.After(callBound):
+		t.Fatal("Wait never caught up")
+	}
+	suspended := make(chan error, 1)
+	go func() { suspended <- ix.db.Suspend(ctx) }()
+	select {
+	case err := <-suspended:
+		t.Fatalf("Suspend returned (%v) while a Wait read the database", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	block.Store(false)
+	close(release)
+	if err := <-waited; err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if err := <-suspended; err != nil {
+		t.Fatalf("Suspend: %v", err)
+	}
+	if n, _ := openFiles(t, path); n != 0 {
+		t.Fatalf("suspended, the library holds %d descriptors of the database's files", n)
+	}
+	ix.db.Resume()
+}
+
+// TestFollowerEndsAfterASuspendThatGaveUp: a Suspend whose ctx ends while
+// the follower is inside a catch-up cancels that follower; after Resume
+// it ends at its next turn (the next call starts a new one), instead of
+// turning on its cancelled ctx for as long as the app keeps calling; and
+// calls stay exact, with the new follower catching up.
+func TestFollowerEndsAfterASuspendThatGaveUp(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 500)...)
+	cfg, block, entered, release := blockCatchUp(appConfig(path))
+	var polls atomic.Int64
+	cfg.knobs.followPoll = func() { polls.Add(1) }
+	ix := open(t, cfg)
+	app := rawDB(t, path)
+	if _, err := ix.Missing(ctx, ids("seed", 20)); err != nil {
+		t.Fatal(err)
+	}
+	block.Store(true)
+	insertIDs(t, app, ids("page", 200)...)
+	select {
+	case <-entered:
+	case <-time.After(callBound):
+		t.Fatal("the follower never caught up")
+	}
+	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err := ix.db.Suspend(sctx)
+	cancel()
+	if err == nil {
+		t.Fatal("Suspend returned nil while the follower was parked in a catch-up")
+	}
+	ix.db.Resume()
+	polls.Store(0)
+	block.Store(false)
+	close(release)
+	// The app goes on syncing: a page stored, a call, a pause; 20 times.
+	for i := range 20 {
+		page := ids(fmt.Sprintf("more%02d", i), 5)
+		insertIDs(t, app, page...)
+		missing, err := ix.Missing(ctx, append(page, "never-"+page[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(missing, []bool{false, false, false, false, false, true}) {
+			t.Fatalf("page %d: missing %v", i, missing)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A follower polls at most every millisecond: a few hundred turns in
+	// these 20 pauses. One turning on a cancelled ctx makes millions.
+	if n := polls.Load(); n > 5000 {
+		t.Fatalf("the follower turned %d times in 20 pauses of 10 ms", n)
+	}
+}
+
+// TestACallOutlivesTheFollowersCancel: a call waiting for the catch-up
+// the follower leads is not failed by the follower's cancellation
+// (Suspend): it catches up itself and answers exactly.
+func TestACallOutlivesTheFollowersCancel(t *testing.T) {
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 500)...)
+	cfg, block, entered, release := blockCatchUp(appConfig(path))
+	ix := open(t, cfg)
+	app := rawDB(t, path)
+	if _, err := ix.Missing(ctx, ids("seed", 20)); err != nil {
+		t.Fatal(err)
+	}
+	block.Store(true)
+	page := ids("page", 200)
+	insertIDs(t, app, page...)
+	select {
+	case <-entered: // the follower leads the catch-up, parked
+	case <-time.After(callBound):
+		t.Fatal("the follower never caught up")
+	}
+	type answer struct {
+		missing []bool
+		err     error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		// Keys outside ASCII: the call needs the spellings caught up too.
+		m, err := ix.Missing(ctx, []string{page[7], "caf\u00e9-never", "na\u00efve-never"})
+		answered <- answer{m, err}
+	}()
+	time.Sleep(30 * time.Millisecond) // the call waits for the follower's run
+	suspended := make(chan error, 1)
+	go func() { suspended <- ix.db.Suspend(ctx) }()
+	time.Sleep(30 * time.Millisecond) // Suspend cancelled the follower
+	block.Store(false)
+	close(release)
+	a := <-answered
+	if a.err != nil || !slices.Equal(a.missing, []bool{false, true, true}) {
+		t.Fatalf("a call during Suspend: %v, %v; want [false true true], nil", a.missing, a.err)
+	}
+	if err := <-suspended; err != nil {
+		t.Fatal(err)
+	}
+	ix.db.Resume()
 }
