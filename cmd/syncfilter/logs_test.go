@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -51,7 +52,17 @@ func TestEveryStderrLineIsStamped(t *testing.T) {
 // `>> log 2>&1`), the summary of a rebuild is its last line, also with
 // warnings and a slow scan's progress lines.
 func TestSummaryIsTheLastLine(t *testing.T) {
-	db := appDB(t, 20_000)
+	// Enough rows for many reports: the callback is handed the latest
+	// value, so a scan of a few reports may finish before the first line.
+	db := appDB(t, 0)
+	app, err := sql.Open("sqlite3", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	if _, err := app.Exec(`INSERT INTO records (id) WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 299999) SELECT 'rec-' || i FROM c`); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(filepath.Dir(db), "r.sfb")
 	for _, extra := range [][]string{nil, {"--json"}} {
 		args := []string{"rebuild", "--db", db, "--table", "records", "--column", "id", "--out", out, "--progress-every", "1ns"} // a line at every report
