@@ -47,17 +47,22 @@ func (ix *Index) apply(ctx context.Context, c *call, s *serving, from, to uint64
 	if to != c.h.Seq {
 		return nil // catchUpLog reads the rest, then moves the marks
 	}
-	at := mark{gen: c.h.Seq, tag: c.h.Tag}
+	ix.reached(s, sp, from, mark{gen: c.h.Seq, tag: c.h.Tag})
+	return nil
+}
+
+// reached moves the marks of s and sp (either nil), which took every
+// entry logged after from, to at; the entries s had not taken yet count
+// as caught up.
+func (ix *Index) reached(s *serving, sp *spellingSet, from uint64, at mark) {
 	if s != nil {
-		old := s.at.gen()
-		if s.at.raise(at) {
-			ix.m.caughtUp.Add(to - max(old, from))
+		if old := s.at.gen(); s.at.raise(at) {
+			ix.m.caughtUp.Add(at.gen - max(old, from))
 		}
 	}
 	if sp != nil {
 		sp.at.raise(at)
 	}
-	return nil
 }
 
 // take inserts keys (logged text keys) into s and their stored spellings
@@ -137,16 +142,10 @@ func (ix *Index) catchUpLog(ctx context.Context, c *call, s *serving) error {
 		if err != nil {
 			return fmt.Errorf("catch up: %w", err)
 		}
-		at := mark{gen: h.Seq, tag: h.Tag}
 		if s != nil {
 			ix.costs.entry.observe(time.Since(began), h.Seq-start)
-			if old := s.at.gen(); s.at.raise(at) {
-				ix.m.caughtUp.Add(h.Seq - max(old, start))
-			}
 		}
-		if sp != nil {
-			sp.at.raise(at)
-		}
+		ix.reached(s, sp, start, mark{gen: h.Seq, tag: h.Tag})
 		return nil
 	})
 }

@@ -66,3 +66,25 @@ func DefaultSnapshot(dbPath, table, column string) string {
 	}
 	return filepath.Join(filepath.Dir(dbPath), filepath.Base(dbPath)+"."+table+"."+column+".sfb")
 }
+
+// DatasetID returns the random id the database gave the source when it
+// was first attached (snapshots carry it); attached is false for a
+// read-only index on a source never attached.
+func (ix *Index) DatasetID() (id [16]byte, attached bool) {
+	if src := ix.source(); src != nil && src.Row {
+		return src.DatasetID, true
+	}
+	return id, false
+}
+
+// source returns the source as the index last knew it: the serving
+// filter's, or the one last resolved.
+func (ix *Index) source() *store.Source {
+	if s := ix.filter(); s != nil {
+		return s.src
+	}
+	if b := ix.bound.Load(); b != nil {
+		return b.src
+	}
+	return nil
+}

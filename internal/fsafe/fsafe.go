@@ -28,20 +28,20 @@ var (
 // as the kernel does (ELOOP).
 const maxLinks = 40
 
-// DatabaseFiles returns the files of the SQLite database at db: the
-// database, its -wal, -shm and -journal files, both as spelled and with
-// symbolic links resolved (SQLite opens the resolved path and names its
-// other files after it).
+// Siblings returns the database file at path and the files SQLite keeps
+// beside it under that name: its write-ahead log, its shared-memory index
+// and its rollback journal. The one list of SQLite's file names.
+func Siblings(path string) []string {
+	return []string{path, path + "-wal", path + "-shm", path + "-journal"}
+}
+
+// DatabaseFiles returns the files of the SQLite database at db (Siblings),
+// both as spelled and with symbolic links resolved (SQLite opens the
+// resolved path and names its other files after it).
 func DatabaseFiles(db string) []string {
-	suffixes := []string{"", "-wal", "-shm", "-journal"}
-	out := make([]string, 0, 2*len(suffixes))
-	for _, s := range suffixes {
-		out = append(out, db+s)
-	}
+	out := Siblings(db)
 	if r, err := Resolve(db); err == nil && r != db {
-		for _, s := range suffixes {
-			out = append(out, r+s)
-		}
+		out = append(out, Siblings(r)...)
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/fsafe"
 	"github.com/syncfilter/syncfilter/internal/sqlitecode"
 )
 
@@ -212,7 +213,7 @@ func (db *DB) RemoveCreated() {
 	if !db.created {
 		return
 	}
-	for _, f := range db.Path.Siblings() {
+	for _, f := range fsafe.Siblings(db.Path.Real) {
 		_ = os.Remove(f)
 	}
 }

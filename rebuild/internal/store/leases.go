@@ -56,35 +56,25 @@ func (db *DB) ReleaseLease(ctx context.Context, s *Source, l *Lease) {
 		s.ID, l.token[:], time.Now().Unix())
 }
 
-// leasesOf lists the live scan leases of a source.
+// leasesOf lists the live scan leases of a source (none if the scans
+// table was never created).
 func leasesOf(ctx context.Context, q querier, id int64) ([]string, error) {
-	var out []string
-	now := time.Now().Unix()
-	for _, t := range []struct{ table, what string }{{ScansTable, "'a rebuild scan'"}} {
-		var exists bool
-		if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, t.table).Scan(&exists); err != nil {
-			return nil, err
-		}
-		if !exists {
-			continue
-		}
-		rows, err := q.QueryContext(ctx, `SELECT `+t.what+`, expires FROM `+t.table+` WHERE source = ? AND expires >= ?`, id, now)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var who string
-			var exp int64
-			if err := rows.Scan(&who, &exp); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out = append(out, fmt.Sprintf("%s (until %s unless renewed)", who, time.Unix(exp, 0).UTC().Format(time.RFC3339)))
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+	var exists bool
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, ScansTable).Scan(&exists); err != nil || !exists {
+		return nil, err
 	}
-	return out, nil
+	rows, err := q.QueryContext(ctx, `SELECT expires FROM `+ScansTable+` WHERE source = ? AND expires >= ?`, id, time.Now().Unix())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var exp int64
+		if err := rows.Scan(&exp); err != nil {
+			return nil, err
+		}
+		out = append(out, fmt.Sprintf("a rebuild scan (until %s unless renewed)", time.Unix(exp, 0).UTC().Format(time.RFC3339)))
+	}
+	return out, rows.Err()
 }

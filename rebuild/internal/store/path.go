@@ -42,12 +42,6 @@ func ResolvePath(p string) (Path, error) {
 	return Path{Given: p, Abs: abs, Real: real}, nil
 }
 
-// Siblings returns the database file and the files SQLite keeps beside it:
-// its write-ahead log, its shared-memory index and its rollback journal.
-func (p Path) Siblings() []string {
-	return []string{p.Real, p.Real + "-wal", p.Real + "-shm", p.Real + "-journal"}
-}
-
 // URI returns the SQLite URI of the real path with the driver's options.
 // Every byte outside the unreserved set is percent-encoded, so no path
 // ('?', '#', '%', spaces, a leading "//") can be read as URI syntax, and
