@@ -250,11 +250,11 @@ func TestCloseFromProgress(t *testing.T) {
 }
 
 // TestCloseIsBoundedByItsContext: while another connection holds the
-// database's write lock, Close (which saves the snapshot and removes the
-// index's hold, both writes) returns when its context ends, with the
-// context's error, however long SQLite would wait for the lock; once the
-// lock is released, the rest finishes without the caller: the snapshot
-// is saved, the hold removed, and no goroutine remains.
+// database's write lock, Close (which saves the snapshot and records it,
+// a write) returns when its context ends, with the context's error,
+// however long SQLite would wait for the lock; once the lock is released,
+// the rest finishes without the caller: the snapshot is saved and no
+// goroutine remains.
 func TestCloseIsBoundedByItsContext(t *testing.T) {
 	for _, mode := range []string{"wal", "delete"} {
 		t.Run(mode, func(t *testing.T) {

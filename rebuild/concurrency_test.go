@@ -328,8 +328,8 @@ func inserter(db *sql.DB, table string, ref *reference, batch int, pause time.Du
 }
 
 // probe asks about a random sample of the reference's ids (in random
-// spellings, one spelling per id) and never-inserted ids, through Missing
-// or Fetched, and judges every answer.
+// spellings, some ids named twice or more) and never-inserted ids, through
+// Missing or Fetched, and judges every answer.
 type probe struct {
 	ref    *reference
 	keys   []string
@@ -339,7 +339,6 @@ type probe struct {
 
 func newProbe(ref *reference, pick func(n int) int, n int) *probe {
 	p := &probe{ref: ref}
-	seen := map[int]bool{}
 	limit := int(min(ref.next.Load()+50, int64(len(ref.state))))
 	for range n {
 		if pick(8) == 0 {
@@ -349,10 +348,13 @@ func newProbe(ref *reference, pick func(n int) int, n int) *probe {
 			continue
 		}
 		i := pick(limit)
-		if seen[i] {
-			continue // one spelling of an id per page: Missing lists one of several
+		if len(p.idx) > 0 && pick(8) == 0 {
+			// An id the page names already, in any of its spellings:
+			// every position is answered on its own.
+			if j := p.idx[pick(len(p.idx))]; j >= 0 {
+				i = j
+			}
 		}
-		seen[i] = true
 		forms := ref.id(i).forms
 		p.keys = append(p.keys, forms[pick(len(forms))])
 		p.idx = append(p.idx, i)

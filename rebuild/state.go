@@ -259,8 +259,8 @@ func (ix *Index) retire(s *serving, why error) bool {
 	_ = prev.f.Close()
 	ix.m.drops.Add(1)
 	// The reason first, then the rebuild: the rebuild's outcome replaces
-	// it (asked first, a rebuild that ended at once had its success
-	// overwritten by the reason, and Wait returned it).
+	// it (a rebuild that ends at once must not have its success
+	// overwritten by the reason, which Wait would return).
 	ix.m.setError(why)
 	return true
 }
