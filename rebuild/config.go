@@ -89,6 +89,7 @@ type knobs struct {
 	behind       bool                // a call never takes log entries in: it confirms what the filter rules out
 	spellingScan func()              // a scan of the table's keys for stored spellings starts
 	followPoll   func()              // the follower looks at its state (every turn of its loop)
+	published    func()              // a rebuild published its filter, before the database records the scan
 }
 
 func (k knobs) clock() time.Time {

@@ -206,6 +206,10 @@ func (ix *Index) build(ctx context.Context, f *file, src *store.Source, why reas
 		ix.restore()
 		return nil, rep, err
 	}
+	// What the scan's spellings cover: the scan's head, read before the
+	// filter is published (calls then catch it up further, and the
+	// spellings logged meanwhile are not in the scan's list).
+	scanned := s.at.gen()
 	prev, ok := ix.publish(s)
 	if !ok {
 		_ = s.f.Close()
@@ -215,9 +219,12 @@ func (ix *Index) build(ctx context.Context, f *file, src *store.Source, why reas
 		_ = prev.f.Close()
 	}
 	ix.m.rebuildDone(start, time.Since(bypassed), why)
+	if k := ix.db.cfg.knobs.published; k != nil {
+		k()
+	}
 	// The filter serves; now the database's records, which only writes
 	// (and so may wait for the app's transactions) need.
-	if err := f.st.MarkScanned(ctx, src, s.epoch, s.at.gen(), spellings); err != nil {
+	if err := f.st.MarkScanned(ctx, src, s.epoch, scanned, spellings); err != nil {
 		return s, rep, err
 	}
 	return s, rep, nil
