@@ -128,6 +128,14 @@ var (
 	// is missing.
 	ErrUnsupportedDriver = store.ErrUnsupportedDriver
 
+	// ErrAppDBMismatch: DBConfig.DB does not go with the rest of the
+	// DBConfig: DBConfig.Driver is of another type than DB's driver (two
+	// drivers named for one database), or DB's main database is not the
+	// file at DBConfig.Path (another file, an in-memory or a temporary
+	// database), while the library would confirm keys on DB's pool.
+	// Refused at open, before anything is written.
+	ErrAppDBMismatch = store.ErrAppDBMismatch
+
 	// ErrClosed: the index was closed.
 	ErrClosed = errors.New("index closed")
 )

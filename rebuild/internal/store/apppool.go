@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -100,6 +101,31 @@ func (a *appRunner) close() {
 
 // HasApp reports whether the app handed its pool over.
 func (db *DB) HasApp() bool { return db.app != nil }
+
+// CheckApp checks that the app's pool is a handle on the file this DB
+// opened, by device and inode: ErrAppDBMismatch if its main database is
+// another file, or in memory, or a temporary one. It runs one query on
+// the app's pool, which waits for one of its connections.
+func (db *DB) CheckApp(ctx context.Context) error {
+	if db.app == nil {
+		return nil
+	}
+	var file sql.NullString
+	if err := db.app.db.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file); err != nil {
+		return fmt.Errorf("ask the app's *sql.DB (DBConfig.DB) which file it opened: %w", err)
+	}
+	if file.String == "" {
+		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on an in-memory or temporary database, not on %s: %w", db.Path.Given, ErrAppDBMismatch)
+	}
+	id, err := Identify(file.String)
+	if err != nil {
+		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on %s (%v), not on %s: %w", file.String, err, db.Path.Given, ErrAppDBMismatch)
+	}
+	if !id.Same(db.id) {
+		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on %s, another file than %s: %w", file.String, db.Path.Given, ErrAppDBMismatch)
+	}
+	return nil
+}
 
 // AppFree reports whether a statement on the app's pool would get a
 // connection without waiting for one: an idle one, or room to open one.

@@ -17,4 +17,5 @@ var (
 	ErrNoDriver          = errors.New("no SQLite driver")
 	ErrSecondSQLite      = errors.New("a second copy of SQLite is linked")
 	ErrUnsupportedDriver = errors.New("unsupported SQLite driver")
+	ErrAppDBMismatch     = errors.New("the app's *sql.DB does not match the configuration")
 )
