@@ -165,3 +165,30 @@ type dsnConnector struct {
 func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
 
 func (c dsnConnector) Driver() driver.Driver { return c.d }
+
+// TestAppClosesItsPoolFirst: an app that closes its *sql.DB before the
+// library (a shutdown in that order) gets exact answers from then on, on
+// the library's own connections, rows committed after the close included.
+func TestAppClosesItsPoolFirst(t *testing.T) {
+	ctx := context.Background()
+	path := modeDB(t, "WAL", []string{"records"}, ids("seed", 2000)...)
+	app := modeConn(t, path, "WAL")
+	cfg := appConfig(path)
+	cfg.DB, cfg.Driver = app, nil
+	ix := open(t, cfg)
+	insertInto(t, app, "records", ids("later", 300)...)
+	probe := append(append(ids("seed", 50), ids("later", 50)...), ids("never", 50)...)
+	expect(t, ix, set(ids("seed", 2000), ids("later", 300)), probe)
+	if err := app.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, set(ids("seed", 2000), ids("later", 300)), probe)
+	if ix.db.cur.Load().st.AppFree() {
+		t.Fatal("the app's closed pool is still taken as free")
+	}
+	insertInto(t, modeConn(t, path, "WAL"), "records", ids("after", 30)...)
+	expect(t, ix, set(ids("seed", 2000), ids("later", 300), ids("after", 30)), append(probe, ids("after", 40)...))
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
