@@ -85,8 +85,11 @@ drivers: drivers-short
 	CGO_ENABLED=0 SYNCFILTER_TEST_DRIVER=ncruces $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
 
 # The app and the library in one process under load, with each driver, in
-# WAL and DELETE mode, for STRESSTIME per mode and driver (make test runs
-# 2 s of each inside the behaviour tests).
+# WAL and DELETE mode, the library given the app's driver or its *sql.DB:
+# each of the four runs for STRESSTIME and until every event of the app's
+# life happened at least once (a Save, a Rebuild, an automatic rebuild, a
+# Close and OpenDB again; at most a minute more). make test runs 2 s of
+# each inside the behaviour tests.
 STRESSTIME ?= 2m
 stress:
 	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
