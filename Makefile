@@ -85,8 +85,11 @@ drivers: drivers-short
 	CGO_ENABLED=0 SYNCFILTER_TEST_DRIVER=ncruces $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
 
 # The app and the library in one process under load, with each driver, in
-# WAL and DELETE mode, for STRESSTIME per mode and driver (make test runs
-# 2 s of each inside the behaviour tests).
+# WAL and DELETE mode, the library given the app's driver or its *sql.DB:
+# each of the four runs for STRESSTIME and until every event of the app's
+# life happened at least once (a Save, a Rebuild, an automatic rebuild, a
+# Close and OpenDB again; at most a minute more). make test runs 2 s of
+# each inside the behaviour tests.
 STRESSTIME ?= 2m
 stress:
 	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
@@ -171,6 +174,7 @@ syncbench-cold:
 syncbench-short:
 	cd bench && $(GO) test -count=1 ./syncbench
 	cd bench && $(GO) vet -tags modernc ./syncbench ./cmd/syncbench
+	cd bench && $(GO) vet -tags syncfilter_nomattn ./syncbench ./cmd/syncbench
 	cd bench && SYNCBENCH_ROWS=20000 $(GO) test -run '^$$' -bench 'Sync' -benchtime 5x .
 	cd bench && $(GO) run ./cmd/syncbench initial-sync -pages 20
 	cd bench && $(GO) run ./cmd/syncbench cold-start -rows 20000 -reps 2 -modes lib,sql,lib-nosnap,lib-pool,sql-pool
@@ -186,14 +190,17 @@ syncbench-short:
 # middle of each run; a wrong answer from either side fails the run.
 # Then the initial sync, the cold start of the app's pool shape, ten
 # collections and single ids. About 15 minutes and 3 GB of disk at the
-# defaults (base tables kept in $$SYNCBENCH_DIR, as above). Needs the
-# library to accept the app's driver for SYNCBENCH_DRIVER=modernc.
+# defaults (base tables kept in $$SYNCBENCH_DIR, as above).
+# SYNCBENCH_DRIVER=modernc builds with -tags modernc (modernc beside
+# mattn), ncruces with -tags syncfilter_nomattn (ncruces in place of
+# mattn: both register "sqlite3").
 SYNCBENCH_DRIVER ?= mattn
 SYNCBENCH_REAL_ROWS ?= 1000000
 SYNCBENCH_REAL_PAGES ?= 1500
 SYNCBENCH_REAL_WAITS ?= 0,5ms,20ms-50ms
 SYNCBENCH_COLLECTION_ROWS ?= 1000000
-SYNCBENCH_REAL = cd bench && $(GO) run $(if $(filter modernc,$(SYNCBENCH_DRIVER)),-tags modernc) ./cmd/syncbench
+SYNCBENCH_TAGS = $(if $(filter modernc,$(SYNCBENCH_DRIVER)),-tags modernc)$(if $(filter ncruces,$(SYNCBENCH_DRIVER)),-tags syncfilter_nomattn)
+SYNCBENCH_REAL = cd bench && $(GO) run $(SYNCBENCH_TAGS) ./cmd/syncbench
 syncbench-real:
 	$(SYNCBENCH_REAL) real -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_REAL_ROWS) -pages $(SYNCBENCH_REAL_PAGES) -waits $(SYNCBENCH_REAL_WAITS) -v
 	$(SYNCBENCH_REAL) real-initial -driver $(SYNCBENCH_DRIVER) -rows 200000 -waits 0,100ms

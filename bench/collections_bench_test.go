@@ -33,7 +33,8 @@ func BenchmarkOpenCollections(b *testing.B) {
 	if err := syncbench.CopyDB(base, path); err != nil {
 		b.Fatal(err)
 	}
-	db, err := sql.Open("sqlite3", syncbench.DSN(path, "_journal_mode=WAL"))
+	d := syncbench.DefaultDriver()
+	db, err := sql.Open(d.SQLName, d.DSN(path, "_journal_mode=WAL"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func BenchmarkOpenCollections(b *testing.B) {
 	}
 	for i := range n {
 		s := src(i)
-		if _, err := rebuild.BuildSnapshot(ctx, rebuild.DBConfig{Path: path}, s); err != nil {
+		if _, err := rebuild.BuildSnapshot(ctx, syncbench.DefaultDBConfig(path), s); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -71,7 +72,7 @@ func BenchmarkOpenCollections(b *testing.B) {
 			var open, first time.Duration
 			for op := 0; op < b.N; op++ {
 				start := time.Now()
-				db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: path})
+				db, err := rebuild.OpenDB(ctx, syncbench.DefaultDBConfig(path))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -157,7 +157,7 @@ func BenchmarkOpenFirstAnswer(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			page, want := syncbench.ColdPage(rows, uint64(i), 1000)
-			ix, err := rebuild.Open(b.Context(), rebuild.DBConfig{Path: path}, rebuild.Source{Table: syncbench.Table, Column: syncbench.Column, Snapshot: snap})
+			ix, err := rebuild.Open(b.Context(), syncbench.DefaultDBConfig(path), rebuild.Source{Table: syncbench.Table, Column: syncbench.Column, Snapshot: snap})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -2,7 +2,10 @@ package rebuild
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
 // answer returns, for each canonical key, whether the source holds it
@@ -174,11 +177,14 @@ func (c *call) quiet(ctx context.Context, s *serving, gen uint64) bool {
 }
 
 // confirm looks keys up in the source and returns the positions of those
-// it holds: on the app's pool when it can (see DBConfig.DB), else on the
-// call's reading connection.
+// it holds: on the app's pool when it can (see DBConfig.DB), else (or
+// once the app closed its pool) on the call's reading connection.
 func (c *call) confirm(ctx context.Context, keys []string) ([]int, error) {
 	if c.f.n == 1 && c.f.st.AppFree() {
-		return c.f.st.AppConfirm(ctx, c.b.src, keys, maySpell, c.h.HasSpellings, nil)
+		found, err := c.f.st.AppConfirm(ctx, c.b.src, keys, maySpell, c.h.HasSpellings, nil)
+		if !errors.Is(err, store.ErrAppClosed) {
+			return found, err
+		}
 	}
 	conn, err := c.reader(ctx) // given back if the probe waited in a flight
 	if err != nil {

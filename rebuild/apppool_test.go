@@ -1,9 +1,18 @@
 package rebuild
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // TestConfirmOnTheAppsPool: with the app's *sql.DB handed over
@@ -77,5 +86,109 @@ func TestCallOnTheAppsPoolTakesNoReader(t *testing.T) {
 		}
 	case <-time.After(callBound):
 		t.Fatal("Missing on the app's pool waited for the library's reading connection")
+	}
+}
+
+// TestAppDBMustMatch: the app's *sql.DB (DBConfig.DB) is refused at open,
+// before anything is written, when DBConfig.Driver names a driver of
+// another type, or when its main database is another file, an in-memory
+// or a temporary one; it is taken when it is the same file under another
+// name (a symbolic link), and beside a Driver of the same type.
+func TestAppDBMustMatch(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := modeDB(t, "WAL", []string{"records"}, ids("seed", 20)...)
+	other := modeDB(t, "WAL", []string{"records"}, ids("seed", 20)...)
+	before := schema(t, path)
+	d := testdriver.Driver()
+	on := func(p string) *sql.DB {
+		db := sql.OpenDB(dsnConnector{d, p})
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	}
+	app := modeConn(t, path, "WAL")
+	refused := map[string]DBConfig{
+		"another file":             {Path: path, DB: modeConn(t, other, "WAL")},
+		"an in-memory db":          {Path: path, DB: on("file::memory:")},
+		"a temporary db":           {Path: path, DB: on("")},
+		"a closed handle":          {Path: path, DB: func() *sql.DB { db := modeConn(t, path, "WAL"); db.Close(); return db }()},
+		"the file at another path": {Path: other, DB: app},
+	}
+	for _, name := range testdriver.Names() {
+		if od, _ := testdriver.Get(name); reflect.TypeOf(od) != reflect.TypeOf(d) {
+			refused["a Driver of "+name] = DBConfig{Path: path, DB: app, Driver: od}
+		}
+	}
+	for what, cfg := range refused {
+		ix, err := Open(ctx, cfg, Source{Table: "records", Column: "id"})
+		if err == nil {
+			_ = ix.Close(ctx)
+			t.Errorf("%s: opened", what)
+			continue
+		}
+		if what != "a closed handle" && !errors.Is(err, ErrAppDBMismatch) {
+			t.Errorf("%s: %v, want ErrAppDBMismatch", what, err)
+		}
+		t.Logf("%s: %v", what, err)
+	}
+	if !bytes.Equal(schema(t, path), before) || !bytes.Equal(schema(t, other), before) {
+		t.Fatal("a refused open changed a schema")
+	}
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Skip(err)
+	}
+	same := reflect.New(reflect.TypeOf(d).Elem()).Interface().(driver.Driver) // another value of the same type
+	for what, cfg := range map[string]DBConfig{
+		"the file through a link":   {Path: link, DB: app},
+		"a Driver of the same type": {Path: path, DB: app, Driver: same},
+		"a handle through the link": {Path: path, DB: modeConn(t, link, "WAL")},
+	} {
+		ix, err := Open(ctx, cfg, Source{Table: "records", Column: "id"})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		expect(t, ix, set(ids("seed", 20)), append(ids("seed", 20), "never"))
+		if err := ix.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dsnConnector opens dsn with d as it is, an in-memory database or a
+// temporary one included.
+type dsnConnector struct {
+	d   driver.Driver
+	dsn string
+}
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
+
+func (c dsnConnector) Driver() driver.Driver { return c.d }
+
+// TestAppClosesItsPoolFirst: an app that closes its *sql.DB before the
+// library (a shutdown in that order) gets exact answers from then on, on
+// the library's own connections, rows committed after the close included.
+func TestAppClosesItsPoolFirst(t *testing.T) {
+	ctx := context.Background()
+	path := modeDB(t, "WAL", []string{"records"}, ids("seed", 2000)...)
+	app := modeConn(t, path, "WAL")
+	cfg := appConfig(path)
+	cfg.DB, cfg.Driver = app, nil
+	ix := open(t, cfg)
+	insertInto(t, app, "records", ids("later", 300)...)
+	probe := append(append(ids("seed", 50), ids("later", 50)...), ids("never", 50)...)
+	expect(t, ix, set(ids("seed", 2000), ids("later", 300)), probe)
+	if err := app.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, set(ids("seed", 2000), ids("later", 300)), probe)
+	if ix.db.cur.Load().st.AppFree() {
+		t.Fatal("the app's closed pool is still taken as free")
+	}
+	insertInto(t, modeConn(t, path, "WAL"), "records", ids("after", 30)...)
+	expect(t, ix, set(ids("seed", 2000), ids("later", 300), ids("after", 30)), append(probe, ids("after", 40)...))
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"runtime"
 	"time"
 
@@ -38,15 +39,22 @@ type DBConfig struct {
 	Driver driver.Driver
 
 	// DB is the app's own handle on this database (optional). The library
-	// then takes its driver (DB.Driver(): Driver may stay nil) and runs
-	// the statements that confirm a page's keys on its pool: a
-	// connection's page cache is dropped whenever another connection
-	// commits, so the library's own readers start cold after each of the
-	// app's commits, while the app's connection that just committed is
-	// warm. Everything else runs on the library's own connections. A call
-	// uses the app's pool only when it has a connection free: when the
-	// app holds them all (say in the transaction that calls Missing), the
-	// library's own reader confirms.
+	// then takes its driver (DB.Driver(): Driver may stay nil; given both,
+	// they must be of the same type) and runs the statements that confirm
+	// a page's keys on its pool: a connection's page cache is dropped
+	// whenever another connection commits, so the library's own readers
+	// start cold after each of the app's commits, while the app's
+	// connection that just committed is warm. Everything else runs on the
+	// library's own connections. A call uses the app's pool only when it
+	// has a connection free: when the app holds them all (say in the
+	// transaction that calls Missing), the library's own reader confirms.
+	//
+	// OpenDB checks that DB is a handle on the file at Path, with one
+	// query on DB's pool (it waits for one of its connections): DB's
+	// main database must be that very file (device and inode), not
+	// another file, an in-memory or a temporary database
+	// (ErrAppDBMismatch). The app may close DB before the library: from
+	// then on the library confirms on its own connections.
 	DB *sql.DB
 
 	// ReadOnly opens the database read-only and changes nothing in it or
@@ -205,12 +213,21 @@ type AutoRebuild struct {
 func (a AutoRebuild) whenDue() bool { return !a.Off && !a.NotWhenDue }
 
 // driver is the driver the library opens the database with: Driver, or
-// the driver of the app's DB (nil: the default).
-func (c DBConfig) driver() driver.Driver {
-	if c.Driver == nil && c.DB != nil {
-		return c.DB.Driver()
+// the driver of the app's DB (nil: the default). Given both, they must be
+// of one type (one SQLite copy): ErrAppDBMismatch otherwise.
+func (c DBConfig) driver() (driver.Driver, error) {
+	if c.DB == nil {
+		return c.Driver, nil
 	}
-	return c.Driver
+	d := c.DB.Driver()
+	if c.Driver == nil {
+		return d, nil
+	}
+	if reflect.TypeOf(c.Driver) != reflect.TypeOf(d) {
+		return nil, fmt.Errorf("DBConfig.Driver is %T and DBConfig.DB's driver %T: give the driver the app opens this database with once (DBConfig.DB alone takes its driver; "+
+			"if DB's driver wraps Driver, leave DB out): %w", c.Driver, d, ErrAppDBMismatch)
+	}
+	return c.Driver, nil
 }
 
 func bad(format string, args ...any) error {

@@ -51,7 +51,9 @@ type DB struct {
 // OpenDB opens a database for the indexes of its collections, through
 // the app's SQLite driver (DBConfig.Driver). The path is resolved once
 // (see DBConfig.Path); a file with more than one name is refused
-// (ErrHardLinked). The journal mode is the app's: nothing here changes
+// (ErrHardLinked); the app's *sql.DB (DBConfig.DB), if given, must be a
+// handle on that very file, through a driver of the same type as
+// DBConfig.Driver's (ErrAppDBMismatch). The journal mode is the app's: nothing here changes
 // it, and every mode works (WAL is recommended: readers then run beside
 // writers).
 func OpenDB(ctx context.Context, cfg DBConfig) (*DB, error) {
@@ -65,7 +67,11 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	drv, err := store.NewDriver(cfg.driver())
+	d, err := cfg.driver()
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", cfg.Path, err)
+	}
+	drv, err := store.NewDriver(d)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", cfg.Path, err)
 	}
@@ -76,6 +82,14 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 	if err != nil {
 		_ = db.writer.Close()
 		return nil, err
+	}
+	// The app's pool must be on the file the library opened: keys are
+	// confirmed on it. Checked before anything is written.
+	if err := st.CheckApp(ctx); err != nil {
+		st.Close()
+		st.RemoveCreated()
+		_ = db.writer.Close()
+		return nil, fmt.Errorf("open database %s: %w", cfg.Path, err)
 	}
 	db.path = st.Path
 	db.ctx, db.cancel = context.WithCancel(context.Background())

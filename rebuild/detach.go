@@ -57,7 +57,11 @@ func DetachWith(ctx context.Context, db DBConfig, table, column string, opts Det
 	if err != nil {
 		return fmt.Errorf("detach: %w", err)
 	}
-	drv, err := store.NewDriver(db.driver())
+	d, err := db.driver()
+	if err != nil {
+		return fmt.Errorf("detach: %w", err)
+	}
+	drv, err := store.NewDriver(d)
 	if err != nil {
 		return fmt.Errorf("detach: %w", err)
 	}

@@ -114,19 +114,31 @@ var (
 	// syncfilter_nomattn tag leaves it out): pass the app's driver.
 	ErrNoDriver = store.ErrNoDriver
 
-	// ErrSecondSQLite: DBConfig.Driver is nil and the program links
-	// another copy of SQLite besides the default's (modernc.org/sqlite,
-	// ncruces/go-sqlite3, a SQLCipher build, ...). Two copies in one
-	// process do not see each other's file locks and corrupt the
-	// database: pass the driver the app uses.
+	// ErrSecondSQLite: neither DBConfig.Driver nor DBConfig.DB is given
+	// and the program links another copy of SQLite besides the default's
+	// (modernc.org/sqlite, ncruces/go-sqlite3, a SQLCipher build, ...):
+	// a module known to carry one in the binary's build information, or
+	// a database/sql driver registered from a package whose path names
+	// SQLite, SQLCipher or libSQL. Two copies in one process do not see
+	// each other's file locks and corrupt the database: pass the driver
+	// the app uses. What the check cannot see is in docs/INTEGRATION.md.
 	ErrSecondSQLite = store.ErrSecondSQLite
 
 	// ErrUnsupportedDriver: DBConfig.Driver is not one of the drivers the
 	// library supports (github.com/mattn/go-sqlite3, modernc.org/sqlite,
 	// github.com/ncruces/go-sqlite3/driver), or its SQLite is older than
-	// the library needs (3.43.0); the message names the driver and what
-	// is missing.
+	// the library needs (3.45.0: the JSON functions, octet_length, and a
+	// NUL inside a JSON string read back whole); the message names the
+	// driver and what is missing.
 	ErrUnsupportedDriver = store.ErrUnsupportedDriver
+
+	// ErrAppDBMismatch: DBConfig.DB does not go with the rest of the
+	// DBConfig: DBConfig.Driver is of another type than DB's driver (two
+	// drivers named for one database), or DB's main database is not the
+	// file at DBConfig.Path (another file, an in-memory or a temporary
+	// database), while the library would confirm keys on DB's pool.
+	// Refused at open, before anything is written.
+	ErrAppDBMismatch = store.ErrAppDBMismatch
 
 	// ErrClosed: the index was closed.
 	ErrClosed = errors.New("index closed")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,8 +15,8 @@ import (
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
-// stressTime is how long each journal mode of TestOneSQLiteUnderStress
-// runs: SYNCFILTER_STRESS_TIME (make stress: minutes), 2s by default.
+// stressTime is how long each variant of TestOneSQLiteUnderStress runs
+// at least: SYNCFILTER_STRESS_TIME (make stress: minutes), 2s by default.
 func stressTime(t *testing.T) time.Duration {
 	if s := os.Getenv("SYNCFILTER_STRESS_TIME"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -27,6 +28,13 @@ func stressTime(t *testing.T) time.Duration {
 	return 2 * time.Second
 }
 
+// stressGrace is how long a stress may run past its time to see each
+// event of the app's life at least once (stressEvents): a Save on a
+// pure-Go SQLite under this load takes a second or two, so a run of two
+// seconds may end before the first reopen. Past it, the test fails and
+// says what never happened.
+const stressGrace = 60 * time.Second
+
 // TestOneSQLiteUnderStress: the app and the library in one process,
 // through the one SQLite copy the app links (the tests' driver), as an
 // app on modernc or ncruces runs them: app writers committing pages of
@@ -34,17 +42,45 @@ func stressTime(t *testing.T) time.Duration {
 // connections churn (closing a connection closes its file descriptor,
 // which drops the locks a second SQLite copy holds); askers judging
 // Missing and Fetched against what was committed before each call; a
-// filter small enough to rebuild itself again and again; Save, Close and
-// OpenDB again meanwhile. Afterwards the database passes integrity_check,
-// every committed row is there and no row of a rolled-back transaction
-// is. In WAL and DELETE mode.
+// filter small enough to rebuild itself again and again; Save, Rebuild,
+// Close and OpenDB again meanwhile. It runs for stressTime and until each
+// of those events happened at least once, automatic rebuilds included.
+// Afterwards the database passes integrity_check, every committed row is
+// there and no row of a rolled-back transaction is. In WAL and DELETE
+// mode, with the library given the app's driver (DBConfig.Driver) or the
+// app's own *sql.DB (DBConfig.DB: keys confirmed on the app's pool, as
+// the README recommends).
 func TestOneSQLiteUnderStress(t *testing.T) {
 	for _, mode := range []string{"WAL", "DELETE"} {
-		t.Run(mode, func(t *testing.T) { stressOneSQLite(t, mode, stressTime(t)) })
+		for _, pass := range []string{"Driver", "DB"} {
+			t.Run(mode+"/"+pass, func(t *testing.T) { stressOneSQLite(t, mode, pass == "DB", stressTime(t)) })
+		}
 	}
 }
 
-func stressOneSQLite(t *testing.T, mode string, run time.Duration) {
+// stressEvents counts the events of the app's life in a stress: a run
+// ends only once each happened (lacking).
+type stressEvents struct {
+	saves, reopens, rebuilds atomic.Int64 // Saves that wrote the file, Close and OpenDB again, the app's Rebuild calls
+	autosClosed              atomic.Int64 // automatic rebuilds of the indexes closed so far
+}
+
+// lacking names the events that did not happen yet ("" once each did);
+// autos is the automatic rebuilds so far.
+func (e *stressEvents) lacking(autos int64) string {
+	var out []string
+	for _, c := range []struct {
+		n    int64
+		name string
+	}{{e.saves.Load(), "a Save"}, {e.reopens.Load(), "a Close and OpenDB again"}, {e.rebuilds.Load(), "an app Rebuild"}, {autos, "an automatic rebuild"}} {
+		if c.n == 0 {
+			out = append(out, c.name)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func stressOneSQLite(t *testing.T, mode string, onAppDB bool, run time.Duration) {
 	ctx := context.Background()
 	ref := newReference("stress", 2_000_000)
 	seed := make([]string, 2000)
@@ -58,6 +94,9 @@ func stressOneSQLite(t *testing.T, mode string, run time.Duration) {
 	app.SetMaxIdleConns(1)
 	app.SetConnMaxLifetime(20 * time.Millisecond)
 	dcfg := DBConfig{Path: path, Driver: testdriver.Driver()}
+	if onAppDB {
+		dcfg = DBConfig{Path: path, DB: app}
+	}
 	src := Source{Table: "records", Column: "id", Snapshot: path + ".sfb", Capacity: 1024, Headroom: 1, FPR: 0.05,
 		AutoRebuild: AutoRebuild{Factor: 1.5}}
 	open := func() (*DB, *Index) {
@@ -88,7 +127,8 @@ func stressOneSQLite(t *testing.T, mode string, run time.Duration) {
 		}
 	}
 	var wg sync.WaitGroup
-	var commits, rolledBack, judged, reopens, saves, autos atomic.Int64
+	var commits, rolledBack, judged, wrong atomic.Int64
+	var ev stressEvents
 	var mu sync.Mutex
 	var undone []string // ids of rolled-back transactions
 	for w := range 3 {
@@ -176,7 +216,11 @@ func stressOneSQLite(t *testing.T, mode string, run time.Duration) {
 							return err
 						}
 						judged.Add(1)
-						return p.judgeFetched(j, got)
+						if err := p.judgeFetched(j, got); err != nil {
+							wrong.Add(1)
+							return err
+						}
+						return nil
 					})
 					continue
 				}
@@ -186,13 +230,15 @@ func stressOneSQLite(t *testing.T, mode string, run time.Duration) {
 						return err
 					}
 					judged.Add(int64(len(p.keys)))
-					return errors.Join(p.judgeMissing(missing)...)
+					bad := p.judgeMissing(missing)
+					wrong.Add(int64(len(bad)))
+					return errors.Join(bad...)
 				})
 			}
 		}()
 	}
 	wg.Add(1)
-	go func() { // the app's life: Save now and then, Close and OpenDB again
+	go func() { // the app's life: Save and Rebuild now and then, Close and OpenDB again
 		defer wg.Done()
 		rng := rand.New(rand.NewPCG(3, 3))
 		for {
@@ -202,39 +248,70 @@ func stressOneSQLite(t *testing.T, mode string, run time.Duration) {
 			case <-time.After(time.Duration(50+rng.IntN(150)) * time.Millisecond):
 			}
 			h := cur.Load()
-			if rng.IntN(3) > 0 {
-				if err := h.ix.Save(ctx); err != nil && !errors.Is(err, ErrNotServing) && !errors.Is(err, ErrClosed) {
+			switch n := rng.IntN(6); {
+			case n < 3:
+				err := h.ix.Save(ctx)
+				if err != nil && !errors.Is(err, ErrNotServing) {
 					fail(fmt.Errorf("save: %w", err))
 					return
 				}
-				saves.Add(1)
-				continue
+				if err == nil {
+					ev.saves.Add(1)
+				}
+			case n == 3:
+				if err := h.ix.Rebuild(ctx); err != nil {
+					fail(fmt.Errorf("rebuild: %w", err))
+					return
+				}
+				ev.rebuilds.Add(1)
+			default:
+				db, ix := open()
+				cur.Store(&handle{db, ix})
+				if err := h.db.Close(ctx); err != nil {
+					fail(fmt.Errorf("close: %w", err))
+					return
+				}
+				ev.autosClosed.Add(int64(h.ix.Stats().AutoRebuilds))
+				ev.reopens.Add(1)
 			}
-			db, ix := open()
-			cur.Store(&handle{db, ix})
-			autos.Add(int64(h.ix.Stats().AutoRebuilds))
-			if err := h.db.Close(ctx); err != nil {
-				fail(fmt.Errorf("close: %w", err))
-				return
-			}
-			reopens.Add(1)
 		}
 	}()
-	select {
-	case err := <-errs:
-		t.Error(err)
-	case <-time.After(run):
+	// Run for the time asked and until every event of the app's life
+	// happened; a wrong answer or a failed call ends the run at once.
+	began := time.Now()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case err := <-errs:
+			t.Error(err)
+			break wait
+		case <-tick.C:
+		}
+		lacking := ev.lacking(ev.autosClosed.Load() + int64(cur.Load().ix.Stats().AutoRebuilds))
+		ran := time.Since(began)
+		if ran >= run && lacking == "" {
+			break
+		}
+		if ran >= run+stressGrace {
+			t.Errorf("after %v (%v asked), the stress still lacks %s: %d saves, %d reopens, %d app rebuilds, %d commits, %d answers judged",
+				ran.Round(time.Millisecond), run, lacking, ev.saves.Load(), ev.reopens.Load(), ev.rebuilds.Load(), commits.Load(), judged.Load())
+			break
+		}
 	}
+	ran := time.Since(began)
 	close(stop)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Error(err)
 	}
-	autos.Add(int64(cur.Load().ix.Stats().AutoRebuilds))
-	if err := cur.Load().db.Close(ctx); err != nil {
+	last := cur.Load()
+	if err := last.db.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	autos := ev.autosClosed.Load() + int64(last.ix.Stats().AutoRebuilds)
 	var check string
 	if err := app.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
 		t.Fatalf("integrity_check: %q, %v", check, err)
@@ -272,9 +349,14 @@ func stressOneSQLite(t *testing.T, mode string, run time.Duration) {
 	if len(stored) != committed {
 		t.Fatalf("%d rows, %d committed", len(stored), committed)
 	}
-	t.Logf("%s, %s, %v: %d rows committed in %d transactions (%d rolled back), %d answers judged, %d saves, %d reopens, %d automatic rebuilds",
-		testdriver.Name(), mode, run, committed, commits.Load(), rolledBack.Load(), judged.Load(), saves.Load(), reopens.Load(), autos.Load())
-	if judged.Load() == 0 || commits.Load() == 0 || reopens.Load() == 0 {
-		t.Fatalf("the stress did not run: %d judged, %d commits, %d reopens", judged.Load(), commits.Load(), reopens.Load())
+	how := "Driver"
+	if onAppDB {
+		how = "DB"
+	}
+	t.Logf("%s, %s, %s, %v (ran %v): %d rows committed in %d transactions (%d rolled back), %d rows present, integrity_check %s; %d answers judged, %d wrong; %d saves, %d reopens, %d app rebuilds, %d automatic rebuilds",
+		testdriver.Name(), mode, how, run, ran.Round(100*time.Millisecond), committed, commits.Load(), rolledBack.Load(), len(stored), check,
+		judged.Load(), wrong.Load(), ev.saves.Load(), ev.reopens.Load(), ev.rebuilds.Load(), autos)
+	if judged.Load() == 0 || commits.Load() == 0 {
+		t.Fatalf("the stress did not run: %d answers judged, %d commits", judged.Load(), commits.Load())
 	}
 }

@@ -94,14 +94,20 @@ func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, 
 	// replaced the file, its pool may still hold connections to the old.
 	// The library's own reading connection is taken only when the probe
 	// runs on it: a call on the app's pool never waits for one (a scan
-	// may hold some).
+	// may hold some). Once the app closed its pool, the probe runs on the
+	// library's reader.
 	onApp := len(keys) > 0 && c.f.n == 1 && c.f.st.AppFree()
 	var conn *store.Conn
 	var perr error
 	if onApp {
-		perr = c.f.st.AppProbe(ctx, src, opts, &c.pr)
-	} else if conn, perr = c.reader(ctx); perr == nil {
-		perr = conn.Probe(ctx, src, opts, &c.pr)
+		if perr = c.f.st.AppProbe(ctx, src, opts, &c.pr); errors.Is(perr, store.ErrAppClosed) {
+			onApp = false
+		}
+	}
+	if !onApp {
+		if conn, perr = c.reader(ctx); perr == nil {
+			perr = conn.Probe(ctx, src, opts, &c.pr)
+		}
 	}
 	if err := perr; err != nil {
 		// A table the statement names was dropped or the source detached

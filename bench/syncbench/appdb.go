@@ -11,10 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
-
-	"github.com/syncfilter/syncfilter/rebuild"
 )
 
 // Body is what the app stores for every record: a stand-in for the
@@ -76,7 +72,8 @@ func BaseDB(ctx context.Context, shape Shape, rows int64) (string, error) {
 // B-trees are built by appending (the table's final shape is the same as
 // after random inserts and a VACUUM).
 func buildBase(ctx context.Context, path string, shape Shape, rows int64) error {
-	db, err := sql.Open("sqlite3", DSN(path, "_journal_mode=OFF&_sync=OFF&_cache_size=-262144"))
+	d := DefaultDriver()
+	db, err := sql.Open(d.SQLName, d.DSN(path, "_journal_mode=OFF&_sync=OFF&_cache_size=-262144"))
 	if err != nil {
 		return fmt.Errorf("build base table: %w", err)
 	}
@@ -139,7 +136,7 @@ func PrepareCopy(ctx context.Context, shape Shape, rows int64, dir string) (db, 
 	if err := CopyDB(base, db); err != nil {
 		return "", "", err
 	}
-	if _, err := rebuild.BuildSnapshot(ctx, rebuild.DBConfig{Path: db}, rebuild.Source{Table: Table, Column: Column, Snapshot: snap}); err != nil {
+	if err := BuildLibSnapshot(ctx, DefaultDriver(), db, Table, snap); err != nil {
 		return "", "", fmt.Errorf("prepare copy: %w", err)
 	}
 	return db, snap, nil
@@ -176,7 +173,8 @@ func removeDB(path string) {
 
 // EmptyDB creates the app's table, empty, in a new database in WAL mode.
 func EmptyDB(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite3", DSN(path, "_journal_mode=WAL"))
+	d := DefaultDriver()
+	db, err := sql.Open(d.SQLName, d.DSN(path, "_journal_mode=WAL"))
 	if err != nil {
 		return fmt.Errorf("create app table: %w", err)
 	}
@@ -198,7 +196,8 @@ type App struct {
 // OpenApp opens the app's connection (WAL with synchronous=NORMAL, the
 // usual setting for WAL; immediate transactions, since it only writes).
 func OpenApp(path string) (*App, error) {
-	db, err := sql.Open("sqlite3", DSN(path, "_busy_timeout=10000&_sync=NORMAL&_txlock=immediate"))
+	d := DefaultDriver()
+	db, err := sql.Open(d.SQLName, d.DSN(path, "_busy_timeout=10000&_sync=NORMAL&_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("open app connection: %w", err)
 	}

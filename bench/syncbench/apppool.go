@@ -21,12 +21,13 @@ type AppPool struct {
 	one *sql.Stmt         // SELECT 1 … WHERE id = ?
 }
 
-// AppDSNOptions are the pool's connection options (both drivers read them).
+// AppDSNOptions are the pool's connection options (mattn and modernc read
+// them; Driver.DSN spells them for ncruces).
 const AppDSNOptions = "_busy_timeout=10000&_journal_mode=WAL&_sync=NORMAL&_txlock=immediate"
 
 // openSQL opens a database/sql handle on path with driver d.
 func openSQL(d Driver, path, opts string) (*sql.DB, error) {
-	db, err := sql.Open(d.SQLName, DSN(path, opts))
+	db, err := sql.Open(d.SQLName, d.DSN(path, opts))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -16,7 +16,8 @@ import (
 
 // openReader opens one connection for a baseline.
 func openReader(path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", DSN(path, "_busy_timeout=10000"))
+	d := DefaultDriver()
+	db, err := sql.Open(d.SQLName, d.DSN(path, "_busy_timeout=10000"))
 	if err != nil {
 		return nil, fmt.Errorf("open baseline connection: %w", err)
 	}

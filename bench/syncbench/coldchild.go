@@ -89,7 +89,7 @@ func ColdChild(ctx context.Context, args []string, out io.Writer) error {
 	rows := fs.Int64("rows", 0, "rows of the table")
 	seed := fs.Uint64("seed", 0, "which page")
 	size := fs.Int("page", 1000, "ids per page")
-	driver := fs.String("driver", Mattn.Name, "the app's driver (pool modes)")
+	driver := fs.String("driver", DefaultDriver().Name, "the app's driver (pool modes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func ColdChild(ctx context.Context, args []string, out io.Writer) error {
 			cfg.Snapshot = *snap
 		}
 		start := time.Now()
-		ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: *db}, cfg)
+		ix, err := rebuild.Open(ctx, DefaultDBConfig(*db), cfg)
 		if err != nil {
 			return fmt.Errorf("cold child: %w", err)
 		}

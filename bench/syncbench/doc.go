@@ -31,7 +31,9 @@
 // (LibIndex, LibDB, BuildLibSnapshot), which hands the harness one
 // answer per position and times the library's call alone: a change of
 // the library's API changes that file. The app's driver is a Driver
-// value; modernc.org/sqlite is linked only with -tags modernc.
+// value; modernc.org/sqlite is linked only with -tags modernc, and
+// github.com/ncruces/go-sqlite3 in place of mattn with CGO_ENABLED=0 or
+// -tags syncfilter_nomattn (driver_*.go).
 //
 // # Notation
 //

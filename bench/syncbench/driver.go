@@ -4,11 +4,10 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strings"
-
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 )
 
 // A Driver is the SQLite copy the app links: the name it registered with
@@ -16,23 +15,42 @@ import (
 // library must all use the same one: two copies of SQLite in one process
 // do not see each other's POSIX locks and corrupt the file ("How To
 // Corrupt An SQLite Database", 2.2.1).
+//
+// Which drivers a binary links is chosen when it is built, as an app
+// chooses (driver_*.go): mattn with cgo (the default); modernc beside it
+// with -tags modernc; ncruces, which registers the same database/sql name
+// as mattn, in place of it, with CGO_ENABLED=0 or -tags
+// syncfilter_nomattn (which also leaves mattn out of the library).
 type Driver struct {
 	Name    string // as the -driver flag says it
 	SQLName string // as registered with database/sql
 	Module  string // the Go module that ships it
+	// pragmas: the driver reads connection settings only as
+	// _pragma=name(value) (ncruces), not as mattn's _busy_timeout,
+	// _journal_mode, _sync and _cache_size (which modernc reads too).
+	pragmas bool
+	build   string // how to build a binary that links it
 }
 
 // Mattn is github.com/mattn/go-sqlite3 (cgo), the library's default.
-var Mattn = Driver{Name: "mattn", SQLName: "sqlite3", Module: "github.com/mattn/go-sqlite3"}
+var Mattn = Driver{Name: "mattn", SQLName: "sqlite3", Module: "github.com/mattn/go-sqlite3",
+	build: "build with cgo and without -tags syncfilter_nomattn"}
 
 // Modernc is modernc.org/sqlite (SQLite translated to Go, no cgo). It is
 // linked only into binaries built with -tags modernc (driver_modernc.go):
 // a second SQLite copy linked into every benchmark would be one more copy
-// for the library to refuse once it checks for them.
-var Modernc = Driver{Name: "modernc", SQLName: "sqlite", Module: "modernc.org/sqlite"}
+// for the library to refuse.
+var Modernc = Driver{Name: "modernc", SQLName: "sqlite", Module: "modernc.org/sqlite",
+	build: "build with -tags modernc"}
+
+// Ncruces is github.com/ncruces/go-sqlite3 (SQLite compiled to wasm and
+// translated to Go, no cgo). It registers "sqlite3", as mattn does, so a
+// binary links one or the other (driver_ncruces.go).
+var Ncruces = Driver{Name: "ncruces", SQLName: "sqlite3", Module: "github.com/ncruces/go-sqlite3", pragmas: true,
+	build: "build with CGO_ENABLED=0 or -tags syncfilter_nomattn"}
 
 // drivers are the drivers linked into this binary.
-var drivers = []Driver{Mattn}
+var drivers []Driver
 
 // DriverNamed returns the driver called name, if this binary links it.
 func DriverNamed(name string) (Driver, error) {
@@ -41,14 +59,59 @@ func DriverNamed(name string) (Driver, error) {
 			return d, nil
 		}
 	}
-	if name == Modernc.Name {
-		return Driver{}, fmt.Errorf("driver %s: this binary was built without it: build with -tags modernc", name)
+	for _, d := range []Driver{Mattn, Modernc, Ncruces} {
+		if d.Name == name {
+			return Driver{}, fmt.Errorf("driver %s: this binary was built without it: %s", name, d.build)
+		}
 	}
 	names := make([]string, len(drivers))
 	for i, d := range drivers {
 		names[i] = d.Name
 	}
 	return Driver{}, fmt.Errorf("driver %q: want one of %s", name, strings.Join(names, ", "))
+}
+
+// DefaultDriver is the driver of the harness's own connections (base
+// tables, the loop benchmarks' baselines) and the -driver flags'
+// default: mattn when the binary links it, else ncruces.
+func DefaultDriver() Driver {
+	for _, name := range []string{Mattn.Name, Ncruces.Name, Modernc.Name} {
+		if d, err := DriverNamed(name); err == nil {
+			return d
+		}
+	}
+	panic("syncbench: no SQLite driver linked")
+}
+
+// DSN builds the URI of path with opts, options spelled as mattn spells
+// them (_busy_timeout, _journal_mode, _sync, _cache_size, _txlock),
+// translated for a driver that reads only _pragma.
+func (d Driver) DSN(path, opts string) string {
+	if !d.pragmas || opts == "" {
+		return DSN(path, opts)
+	}
+	q, err := url.ParseQuery(opts)
+	if err != nil {
+		panic(fmt.Sprintf("syncbench: options %q: %v", opts, err))
+	}
+	out := url.Values{}
+	// busy_timeout first: the PRAGMAs after it (journal_mode) may wait for a lock.
+	for _, o := range []struct{ key, pragma string }{
+		{"_busy_timeout", "busy_timeout"}, {"_journal_mode", "journal_mode"},
+		{"_sync", "synchronous"}, {"_synchronous", "synchronous"}, {"_cache_size", "cache_size"},
+	} {
+		if v := q.Get(o.key); v != "" {
+			out.Add("_pragma", o.pragma+"("+v+")")
+			q.Del(o.key)
+		}
+	}
+	for k, vs := range q {
+		if k != "_txlock" {
+			panic(fmt.Sprintf("syncbench: option %s not translated for %s", k, d.Name))
+		}
+		out[k] = vs
+	}
+	return DSN(path, out.Encode())
 }
 
 // Version returns the driver module's version in this binary, or "".

@@ -120,7 +120,7 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 	heap := StartHeapSampler()
 	defer heap.Stop()
 	begin := time.Now()
-	dcfg, cfg := rebuild.DBConfig{Path: path}, rebuild.Source{Table: Table, Column: Column, Snapshot: path + ".sfb", Capacity: o.Capacity}
+	dcfg, cfg := DefaultDBConfig(path), rebuild.Source{Table: Table, Column: Column, Snapshot: path + ".sfb", Capacity: o.Capacity}
 	var ix *rebuild.Index
 	if !o.NoLibrary {
 		if ix, err = rebuild.Open(ctx, dcfg, cfg); err != nil {

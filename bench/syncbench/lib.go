@@ -19,6 +19,17 @@ import (
 // one copy of SQLite.
 func libDriver(d Driver) (driver.Driver, error) { return d.SQLDriver() }
 
+// DefaultDBConfig is the library's DBConfig for the database at path on
+// the harness's own driver (DefaultDriver), for the harnesses that do not
+// take a -driver.
+func DefaultDBConfig(path string) rebuild.DBConfig {
+	drv, err := libDriver(DefaultDriver())
+	if err != nil {
+		panic(err) // a linked driver is registered
+	}
+	return rebuild.DBConfig{Path: path, Driver: drv}
+}
+
 // CheckLibDriver reports whether the library can run with the app's
 // driver d, before anything is prepared.
 func CheckLibDriver(d Driver) error {

@@ -82,7 +82,7 @@ func OpenLoop(ctx context.Context, shape Shape, rows int64, size, newPct int) (_
 	if l.path, snap, err = PrepareCopy(ctx, shape, rows, l.dir); err != nil {
 		return nil, err
 	}
-	dcfg, cfg := rebuild.DBConfig{Path: l.path}, rebuild.Source{Table: Table, Column: Column, Snapshot: snap}
+	dcfg, cfg := DefaultDBConfig(l.path), rebuild.Source{Table: Table, Column: Column, Snapshot: snap}
 	if l.ix, err = rebuild.Open(ctx, dcfg, cfg); err != nil {
 		return nil, fmt.Errorf("open loop: %w", err)
 	}

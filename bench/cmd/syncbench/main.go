@@ -17,8 +17,9 @@
 // syncbench, real*.go): each prints Markdown tables for
 // docs/BENCHMARKS.md; real and real-initial run the loop in child
 // processes (real-child) and print the machine. -driver modernc needs a
-// binary built with -tags modernc, and a library that accepts the app's
-// driver.
+// binary built with -tags modernc; -driver ncruces one built with
+// CGO_ENABLED=0 or -tags syncfilter_nomattn (it registers "sqlite3", as
+// mattn does, and takes its place).
 //
 // table turns the sync-loop benchmarks' output into the Markdown tables
 // of docs/BENCHMARKS.md.
@@ -131,7 +132,7 @@ func coldStart(ctx context.Context, args []string) error {
 	fs.IntVar(&o.PageSize, "page", 1000, "ids per page (half stored)")
 	modes := fs.String("modes", "lib,sql", "children to run: lib, lib-nosnap, sql (own connection), lib-pool, sql-pool (the app's pool)")
 	conds := fs.String("conds", "warm,cold", "page-cache conditions: warm, cold")
-	fs.StringVar(&o.Driver, "driver", "", "the app's driver for the pool modes: mattn (default) or modernc")
+	fs.StringVar(&o.Driver, "driver", "", "the app's driver for the pool modes: mattn, modernc or ncruces (default: "+syncbench.DefaultDriver().Name+")")
 	md := fs.Bool("md", false, "also print a Markdown table (each mode against its baseline)")
 	verbose := fs.Bool("v", false, "print every child")
 	if err := fs.Parse(args); err != nil {

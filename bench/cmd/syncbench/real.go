@@ -25,7 +25,7 @@ type realFlags struct {
 }
 
 func (f *realFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.driver, "driver", "mattn", "the app's SQLite driver: mattn, or modernc (a binary built with -tags modernc)")
+	fs.StringVar(&f.driver, "driver", syncbench.DefaultDriver().Name, "the app's SQLite driver: mattn (cgo), modernc (a binary built with -tags modernc) or ncruces (CGO_ENABLED=0 or -tags syncfilter_nomattn)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the pages and the waits")
 	fs.BoolVar(&f.keep, "keep", false, "keep each run's files (in $SYNCBENCH_DIR, real-*)")
 	fs.BoolVar(&f.verbose, "v", false, "a line per child process")
@@ -214,7 +214,7 @@ func realSingle(ctx context.Context, args []string) error {
 func realCollections(ctx context.Context, args []string) error {
 	var o syncbench.CollectionsOptions
 	fs := flag.NewFlagSet("real-collections", flag.ContinueOnError)
-	fs.StringVar(&o.Driver, "driver", "mattn", "the app's SQLite driver")
+	fs.StringVar(&o.Driver, "driver", syncbench.DefaultDriver().Name, "the app's SQLite driver")
 	fs.Int64Var(&o.Rows, "rows", 100_000, "rows of each collection")
 	fs.IntVar(&o.N, "n", 10, "collections in the database")
 	fs.IntVar(&o.Reps, "reps", 5, "opens of one and of all, in turn")
@@ -232,7 +232,7 @@ func realCollections(ctx context.Context, args []string) error {
 func idle(ctx context.Context, args []string) error {
 	var o syncbench.IdleOptions
 	fs := flag.NewFlagSet("idle", flag.ContinueOnError)
-	fs.StringVar(&o.Driver, "driver", "mattn", "the app's SQLite driver")
+	fs.StringVar(&o.Driver, "driver", syncbench.DefaultDriver().Name, "the app's SQLite driver")
 	fs.Int64Var(&o.Rows, "rows", 200_000, "rows of the base table (random UUIDs)")
 	fs.IntVar(&o.Pages, "pages", 50, "pages of the sync before the idle time")
 	fs.DurationVar(&o.Idle, "idle", 30*time.Second, "how long the app stays idle with the library open")

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // The app's pool. A connection's page cache is dropped whole whenever
@@ -17,17 +19,60 @@ import (
 // When the app hands over its *sql.DB (Options.App), the statements that
 // confirm keys (Probe, Confirm) run on it; everything else (the quiet
 // path's notes, catch-up, scans) stays on the library's connections.
+//
+// The app may close its pool before the library (a shutdown in any
+// order): the first statement that finds it closed marks it gone, returns
+// ErrAppClosed (the caller runs the statement on its own reader), and
+// AppFree says false from then on.
 
 // appRunner runs statements on the app's pool, each prepared once on it
 // (database/sql prepares it again on each connection as needed).
 type appRunner struct {
 	db    *sql.DB
-	mu    sync.Mutex // guards stmts; never held while a statement is prepared or run
+	gone  atomic.Bool // the app closed the pool: nothing runs on it any more
+	mu    sync.Mutex  // guards stmts; never held while a statement is prepared or run
 	stmts map[string]*sql.Stmt
 }
 
+// errDBClosed is the error database/sql returns for a statement on a
+// closed *sql.DB ("sql: database is closed"). The package does not export
+// it; it is one value, taken here from a handle closed on purpose.
+var errDBClosed = func() error {
+	db := sql.OpenDB(noConnector{})
+	_ = db.Close()
+	return db.PingContext(context.Background())
+}()
+
+// noConnector connects to nothing (errDBClosed's handle never asks it).
+type noConnector struct{}
+
+func (noConnector) Connect(context.Context) (driver.Conn, error) {
+	return nil, errors.New("no connection")
+}
+
+func (noConnector) Driver() driver.Driver { return nil }
+
+// closedPool reports whether err says the app's pool is closed.
+func closedPool(err error) bool {
+	return errors.Is(err, errDBClosed) || errors.Is(err, sql.ErrConnDone)
+}
+
 // first runs q with args on the app's pool and reads its first row.
+// ErrAppClosed: the app closed its pool (for good: AppFree says false
+// from then on).
 func (a *appRunner) first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error {
+	err := a.query(ctx, q, dest, args)
+	if err != nil && closedPool(err) {
+		a.gone.Store(true)
+		return fmt.Errorf("confirm on the app's pool: %w (%w)", ErrAppClosed, err)
+	}
+	return err
+}
+
+func (a *appRunner) query(ctx context.Context, q string, dest []driver.Value, args []driver.NamedValue) error {
+	if a.gone.Load() {
+		return errDBClosed
+	}
 	st, err := a.prepared(ctx, q)
 	if err != nil {
 		return err
@@ -101,12 +146,38 @@ func (a *appRunner) close() {
 // HasApp reports whether the app handed its pool over.
 func (db *DB) HasApp() bool { return db.app != nil }
 
+// CheckApp checks that the app's pool is a handle on the file this DB
+// opened, by device and inode: ErrAppDBMismatch if its main database is
+// another file, or in memory, or a temporary one. It runs one query on
+// the app's pool, which waits for one of its connections.
+func (db *DB) CheckApp(ctx context.Context) error {
+	if db.app == nil {
+		return nil
+	}
+	var file sql.NullString
+	if err := db.app.db.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file); err != nil {
+		return fmt.Errorf("ask the app's *sql.DB (DBConfig.DB) which file it opened: %w", err)
+	}
+	if file.String == "" {
+		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on an in-memory or temporary database, not on %s: %w", db.Path.Given, ErrAppDBMismatch)
+	}
+	id, err := Identify(file.String)
+	if err != nil {
+		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on %s (%v), not on %s: %w", file.String, err, db.Path.Given, ErrAppDBMismatch)
+	}
+	if !id.Same(db.id) {
+		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on %s, another file than %s: %w", file.String, db.Path.Given, ErrAppDBMismatch)
+	}
+	return nil
+}
+
 // AppFree reports whether a statement on the app's pool would get a
 // connection without waiting for one: an idle one, or room to open one.
 // A caller that holds the app's last connection (Missing inside the
-// app's own transaction, on a pool of one) must not wait for it.
+// app's own transaction, on a pool of one) must not wait for it. Once
+// the app closed its pool, it is never free.
 func (db *DB) AppFree() bool {
-	if db.app == nil {
+	if db.app == nil || db.app.gone.Load() {
 		return false
 	}
 	st := db.app.db.Stats()

@@ -17,4 +17,10 @@ var (
 	ErrNoDriver          = errors.New("no SQLite driver")
 	ErrSecondSQLite      = errors.New("a second copy of SQLite is linked")
 	ErrUnsupportedDriver = errors.New("unsupported SQLite driver")
+	ErrAppDBMismatch     = errors.New("the app's *sql.DB does not match the configuration")
+
+	// ErrAppClosed: the app closed the *sql.DB it handed over; the
+	// statement runs on the library's own connections instead. Never
+	// returned by package rebuild.
+	ErrAppClosed = errors.New("the app's *sql.DB is closed")
 )
