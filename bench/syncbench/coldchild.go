@@ -50,7 +50,7 @@ type ChildReport struct {
 	First         time.Duration `json:"first_ns"` // the first Missing, or the IN-list query
 	Missing       int           `json:"missing"`
 	Want          int           `json:"want"`
-	Serving       bool          `json:"serving"` // the library served from a filter
+	Serving       bool          `json:"serving"` // after the first answer, the library's filter served from the snapshot
 	SnapshotError string        `json:"snapshot_error,omitempty"`
 }
 
@@ -117,8 +117,13 @@ func ColdChild(ctx context.Context, args []string, out io.Writer) error {
 		}
 		r.First, r.Total = time.Since(start), time.Since(t0)
 		got = missingIDs(page, ans)
+		// Untimed: the snapshot loads once the first call is answered;
+		// it must then serve, without a rebuild.
+		if err := ix.Wait(ctx); err != nil && *mode == ModeLib {
+			return fmt.Errorf("cold child: %w", err)
+		}
 		st := ix.Stats()
-		r.Serving = st.BypassLookups == 0
+		r.Serving = st.Serving && st.Rebuilds == 0
 		if st.SnapshotError != nil {
 			r.SnapshotError = st.SnapshotError.Error()
 		}

@@ -45,7 +45,7 @@ type ColdRun struct {
 	Cond, Mode string
 	Rep        int
 	Report     ChildReport
-	Wall       time.Duration // the parent's start of the child → its exit
+	Wall       time.Duration // the parent's start of the child → its exit (a library child waits for its filter after its answer)
 	Resident   float64       // share of the files' pages cached when it started
 }
 
@@ -259,7 +259,7 @@ func (res *ColdResult) Report(w io.Writer) error {
 	p("cold start: %s; page of %d ids (half stored); medians of %d children each", res.Setup, o.PageSize, o.Reps)
 	for _, r := range res.Runs {
 		if r.Mode == ModeLib && (!r.Report.Serving || r.Report.SnapshotError != "") {
-			p("  warning: rep %d %s: the library child answered in bypass (snapshot: %s)", r.Rep, r.Cond, r.Report.SnapshotError)
+			p("  warning: rep %d %s: the library child's snapshot did not serve (snapshot: %s)", r.Rep, r.Cond, r.Report.SnapshotError)
 		}
 	}
 	med := res.Medians()
