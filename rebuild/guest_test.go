@@ -1,27 +1,25 @@
 package rebuild
 
 import (
-	"sync"
-
-	"github.com/syncfilter/syncfilter/internal/testdriver"
-	"github.com/syncfilter/syncfilter/rebuild/internal/store"
-
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/text/unicode/norm"
-
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/snapshot"
+	"golang.org/x/text/unicode/norm"
 )
 
 // schema returns every row of sqlite_master, all columns, in a fixed
@@ -762,3 +760,45 @@ func TestDetachRefusesDuringAScan(t *testing.T) {
 		t.Fatal("the schema after the forced Detach and the rebuild is not the one before the first attach")
 	}
 }
+
+// TestAppDefinedCollationIsRefused: a key column under a collation the
+// app defined (one that folds an accent, say) is refused with
+// ErrInexactColumn, whether the library's connections have the collation
+// (a driver that defines it on every connection, which DBConfig.DB hands
+// over) or not; before the check read the collation by name, a library
+// that had it accepted the column and confirmed never-fetched ids that
+// the collation equates with stored ones.
+func TestAppDefinedCollationIsRefused(t *testing.T) {
+	ctx := context.Background()
+	unaccent := func(a, b string) int {
+		return strings.Compare(strings.ReplaceAll(a, "é", "e"), strings.ReplaceAll(b, "é", "e"))
+	}
+	withColl, ok := testdriver.WithCollation("UNACCENT", unaccent)
+	if !ok {
+		t.Skipf("%s defines collations per handle, not per driver", testdriver.Name())
+	}
+	path := filepath.Join(t.TempDir(), "app.db")
+	app := sql.OpenDB(connector{d: withColl, dsn: testdriver.DSN(testdriver.Name(), path, testdriver.App{JournalMode: "WAL", BusyTimeout: 10 * time.Second})})
+	t.Cleanup(func() { _ = app.Close() })
+	mustExec(t, app, `CREATE TABLE records (id TEXT COLLATE UNACCENT PRIMARY KEY, body TEXT)`)
+	mustExec(t, app, `INSERT INTO records (id) VALUES ('café-1')`)
+	before := schema(t, path)
+	for name, d := range map[string]driver.Driver{"with the collation": withColl, "without it": testdriver.Driver()} {
+		_, err := Open(ctx, DBConfig{Path: path, Driver: d}, Source{Table: "records", Column: "id"})
+		if !errors.Is(err, ErrInexactColumn) {
+			t.Fatalf("%s: Open = %v, want ErrInexactColumn", name, err)
+		}
+	}
+	if after := schema(t, path); !bytes.Equal(before, after) {
+		t.Fatalf("a refusal changed sqlite_master:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// connector opens connections of a driver value for sql.OpenDB.
+type connector struct {
+	d   driver.Driver
+	dsn string
+}
+
+func (c connector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
+func (c connector) Driver() driver.Driver                        { return c.d }

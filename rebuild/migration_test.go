@@ -197,7 +197,7 @@ func TestMigrationsAreFollowed(t *testing.T) {
 							t.Fatalf("a trigger of the library on another table: %q", objs)
 						}
 					}
-					if got := triggersOn(t, path, "records"); len(got) != 2 || !strings.Contains(got[0], `ON "records"`) {
+					if got := triggersOn(t, path, "records"); len(got) != 2 || !strings.Contains(got[0], "ON `records`") {
 						t.Fatalf("triggers on records after the migration: %q", got)
 					}
 					insertIn(t, path, mode, "records", "later", 100)
@@ -300,8 +300,9 @@ func TestGeneratedKeysAreRefused(t *testing.T) {
 }
 
 // TestMigrationToAGeneratedKey: a migration that makes the key column
-// generated (the 12-step procedure) while the index is open: every call
-// afterwards fails with ErrInexactColumn instead of answering, also after
+// generated (the 12-step procedure) while the index is open: once a call
+// reads the schema (a page's probe), every call fails with
+// ErrInexactColumn instead of answering, also after
 // an UPDATE of the base column re-keyed a row, and after reopening; a
 // migration back to a stored column makes the index answer exactly again.
 func TestMigrationToAGeneratedKey(t *testing.T) {
@@ -325,11 +326,15 @@ func TestMigrationToAGeneratedKey(t *testing.T) {
 				`UPDATE records SET src = 'x' WHERE src = 'seed-0000000'`)
 			refused := func(ix *Index) {
 				t.Helper()
-				if _, err := ix.Fetched(ctx, "g-x"); !errors.Is(err, ErrInexactColumn) {
-					t.Fatalf("Fetched = %v, want ErrInexactColumn", err)
-				}
+				// A page reads the schema in its probe: it sees the
+				// migration; from then on every call is refused, the
+				// single-id lookup too (which, before anything saw the
+				// migration, answers exactly from the table as it is).
 				if got, err := missingList(ctx, ix, probe); !errors.Is(err, ErrInexactColumn) || got != nil {
 					t.Fatalf("Missing = %d keys, %v, want ErrInexactColumn", len(got), err)
+				}
+				if _, err := ix.Fetched(ctx, "g-x"); !errors.Is(err, ErrInexactColumn) {
+					t.Fatalf("Fetched = %v, want ErrInexactColumn", err)
 				}
 			}
 			refused(ix)
@@ -373,7 +378,8 @@ func TestMigrationToAGeneratedKey(t *testing.T) {
 
 // TestDriftToASourceThatCannotBeExact: a migration that leaves the name
 // without a table, the key column without exact comparison or without an
-// index makes every call fail with the typed error instead of answering
+// index makes every call, once one read the schema, fail with the typed
+// error instead of answering
 // (the triggers of the old table are gone or no longer prove anything);
 // the migration reverted, the same index answers exactly again.
 func TestDriftToASourceThatCannotBeExact(t *testing.T) {
@@ -412,12 +418,23 @@ func TestDriftToASourceThatCannotBeExact(t *testing.T) {
 			probe := slices.Concat(seed, ids("during", 10), ids("after", 10), ids("never", 50))
 			exact(t, ix, tableIDs(t, path, "records"), probe)
 			execIn(t, path, "WAL", tc.forward...)
-			for i := range 2 {
-				if _, err := ix.Fetched(ctx, "seed-0000001"); !errors.Is(err, tc.want) {
-					t.Fatalf("Fetched = %v, want %v", err, tc.want)
+			// Right after the migration, before any call read the schema:
+			// a single id is answered exactly or refused, never "fetched"
+			// when not stored (the key "id" is the column's old name,
+			// which a double-quoted name would have compared with).
+			for _, k := range []string{"id", "id ", "never-x", "SEED-0000001"} {
+				if got, err := ix.Fetched(ctx, k); err == nil && got {
+					t.Fatalf("right after the migration, Fetched(%q) = true", k)
 				}
+			}
+			for i := range 2 {
+				// The page's probe reads the schema; then the single-id
+				// lookup is refused too.
 				if got, err := missingList(ctx, ix, probe); !errors.Is(err, tc.want) || got != nil {
 					t.Fatalf("Missing = %d keys, %v, want %v", len(got), err, tc.want)
+				}
+				if _, err := ix.Fetched(ctx, "seed-0000001"); !errors.Is(err, tc.want) {
+					t.Fatalf("Fetched = %v, want %v", err, tc.want)
 				}
 				if i == 0 && tc.name == "column renamed" {
 					execIn(t, path, "WAL", `INSERT INTO records (server_id) VALUES ('during-0000000')`)

@@ -3,6 +3,7 @@
 package testdriver
 
 import (
+	"database/sql/driver"
 	"fmt"
 
 	"github.com/mattn/go-sqlite3"
@@ -25,4 +26,10 @@ func init() {
 		}
 		return b.Finish()
 	})
+}
+
+func init() {
+	collated["mattn"] = func(name string, cmp func(a, b string) int) driver.Driver {
+		return &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error { return c.RegisterCollation(name, cmp) }}
+	}
 }

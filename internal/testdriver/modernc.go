@@ -1,7 +1,10 @@
 package testdriver
 
 import (
+	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"sync"
 
 	"modernc.org/sqlite"
 )
@@ -20,4 +23,24 @@ func init() {
 		}
 		return r.Finish()
 	})
+}
+
+// moderncCollations are the collations registered on modernc's driver of
+// the name "sqlite" (once each: modernc registers them for the process).
+var moderncCollations sync.Map
+
+func init() {
+	collated["modernc"] = func(name string, cmp func(a, b string) int) driver.Driver {
+		if _, done := moderncCollations.LoadOrStore(name, true); !done {
+			sqlite.MustRegisterCollationUtf8(name, cmp)
+		}
+		// The driver value registered as "sqlite": the one that has the
+		// collation (an app's sql.Open("sqlite", …) hands it out).
+		db, err := sql.Open("sqlite", ":memory:")
+		if err != nil {
+			panic(err)
+		}
+		defer db.Close()
+		return db.Driver()
+	}
 }

@@ -34,6 +34,22 @@ var (
 // dsnStyle says how a driver spells the app's options in a DSN.
 var dsnStyle = map[string]string{}
 
+// collated makes, by driver name, a driver value whose every connection
+// has an app-defined collation (drivers that can: mattn, modernc).
+var collated = map[string]func(name string, cmp func(a, b string) int) driver.Driver{}
+
+// WithCollation returns the tests' driver with the collation name (cmp)
+// defined on every connection it opens, as an app that defines one does;
+// false if the driver has no way to (ncruces defines collations on the
+// connections of one handle, not of the driver).
+func WithCollation(name string, cmp func(a, b string) int) (driver.Driver, bool) {
+	f, ok := collated[Name()]
+	if !ok {
+		return nil, false
+	}
+	return f(name, cmp), true
+}
+
 func register(name, style string, d driver.Driver, restore func(dst any, src string) error) {
 	registered[name] = d
 	dsnStyle[name] = style

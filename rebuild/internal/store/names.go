@@ -11,8 +11,8 @@ const maxNameLen = 128
 
 // CheckName accepts SQL identifiers made of letters, digits, '_' and '$',
 // not starting with a digit, at most 128 bytes, and not in SQLite's
-// reserved "sqlite_" namespace. Names are always double-quoted in SQL as
-// well (quote): the check keeps surprises out, the quoting keeps SQL
+// reserved "sqlite_" namespace. Names are always quoted in SQL as well
+// (Quote): the check keeps surprises out, the quoting keeps SQL
 // well-formed.
 func CheckName(kind, name string) error {
 	bad := func(why string) error {
@@ -39,7 +39,12 @@ func CheckName(kind, name string) error {
 	return nil
 }
 
-// Quote returns name as a double-quoted SQL identifier.
+// Quote returns name as a quoted SQL identifier, in backquotes: SQLite
+// reads a double-quoted name that names no column or table as a string
+// literal (for compatibility), so after the app renamed or dropped the
+// column, `WHERE "id" = ?` would compare the text 'id' with the key, and
+// answer "fetched" for the key "id". A backquoted name is only ever an
+// identifier: the statement fails instead.
 func Quote(name string) string {
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }

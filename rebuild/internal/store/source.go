@@ -65,6 +65,7 @@ type Source struct {
 type sourceSQL struct {
 	head                string
 	confirm             map[confirmShape]string
+	lookup              string
 	log, longLog        [2]string // by nonASCII
 	probe               sync.Map  // probeShape → string, built at first use
 	scanFirst, scanNext string
@@ -94,6 +95,7 @@ func (s *Source) queries() *sourceSQL {
 		for i, nonASCII := range []bool{false, true} {
 			q.log[i], q.longLog[i] = s.logSQL(nonASCII), s.longLogSQL(nonASCII)
 		}
+		q.lookup = s.lookupSQL()
 		q.scanFirst, q.scanNext = s.scanSQL(">="), s.scanSQL(">")
 		q.longFirst, q.longNext = s.longSQL(">="), s.longSQL(">")
 	})
@@ -190,34 +192,63 @@ func affinity(typ string) string {
 // is not byte equality: another affinity converts ids ('007' is stored as
 // 7 under INTEGER or NUMERIC affinity, so "7" would be confirmed; a BLOB
 // column never equals a TEXT parameter), and another collation equates
-// different ids (NOCASE, RTRIM, or an application-defined one).
+// different ids (NOCASE, RTRIM, or one the app defined, which the
+// library's connections have too when the driver registers it for every
+// connection: modernc's do).
 func (s *Source) checkExact(ctx context.Context, q querier, declared string) error {
 	if a := affinity(declared); a != "TEXT" {
 		return fmt.Errorf("check source: column %s.%s is declared %q (%s affinity): SQLite would convert or mismatch ids, so answers could not be exact; declare it TEXT: %w",
 			s.Table, s.Column, declared, a, ErrInexactColumn)
 	}
-	// The collation SQLite applies to `column = ?` is the column's own. A
-	// subquery column keeps it, so compare probe values under it without
-	// reading a row of the table. An application-defined collation is not
-	// registered on the library's connections and fails here.
-	var foldsCase, trims bool
-	err := q.QueryRowContext(ctx, `SELECT x = 'A', x = 'a ' FROM (SELECT `+s.QCol+` AS x FROM `+s.QTable+` WHERE 0 UNION ALL SELECT 'a')`).Scan(&foldsCase, &trims)
+	coll, err := s.collation(ctx, q)
 	if err != nil {
-		if strings.Contains(err.Error(), "collation") {
-			return fmt.Errorf("check source: column %s.%s: %v: only BINARY compares ids exactly; declare it TEXT without COLLATE (or COLLATE BINARY): %w",
-				s.Table, s.Column, err, ErrInexactColumn)
-		}
-		return fmt.Errorf("check source: %w", err)
+		return err
 	}
-	if foldsCase || trims {
-		why := "NOCASE, 'a' equals 'A'"
-		if trims {
-			why = "RTRIM, 'a' equals 'a '"
-		}
-		return fmt.Errorf("check source: column %s.%s has a collation that equates different ids (%s), so a never-fetched id could be confirmed as fetched; declare it TEXT without COLLATE (or COLLATE BINARY): %w",
-			s.Table, s.Column, why, ErrInexactColumn)
+	if !strings.EqualFold(coll, "BINARY") {
+		return fmt.Errorf("check source: column %s.%s compares ids under the collation %s, which may equate different ids, so a never-fetched id could be confirmed as fetched; declare it TEXT without COLLATE (or COLLATE BINARY): %w",
+			s.Table, s.Column, coll, ErrInexactColumn)
 	}
 	return nil
+}
+
+// collation returns the name of the collation SQLite applies to
+// `column = ?`: the one the comparison instruction of `SELECT column = ?`
+// names in its program (EXPLAIN: the comparison is an instruction of its
+// own, not an index seek, whatever the table's shape and indexes). It is
+// read by name: no pair of test values tells every collation an app may
+// define.
+func (s *Source) collation(ctx context.Context, q querier) (string, error) {
+	rows, err := q.QueryContext(ctx, `EXPLAIN SELECT `+s.QCol+` = ? FROM `+s.QTable, "")
+	if err != nil {
+		if strings.Contains(err.Error(), "collation") { // one the library's connections do not have
+			return "", fmt.Errorf("check source: column %s.%s: %v: only BINARY compares ids exactly; declare it TEXT without COLLATE (or COLLATE BINARY): %w",
+				s.Table, s.Column, err, ErrInexactColumn)
+		}
+		return "", fmt.Errorf("check source: %w", err)
+	}
+	defer rows.Close()
+	var found []string
+	for rows.Next() {
+		var addr, p1, p2, p3, p5 int64
+		var op, p4, comment sql.NullString
+		if err := rows.Scan(&addr, &op, &p1, &p2, &p3, &p4, &p5, &comment); err != nil {
+			return "", fmt.Errorf("check source: read the comparison's collation: %w", err)
+		}
+		if op.String == "Eq" || op.String == "Ne" {
+			// P4 names the collating sequence, with its text encoding
+			// after a '-' ("BINARY-8").
+			name, _, _ := strings.Cut(p4.String, "-")
+			found = append(found, name)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("check source: read the comparison's collation: %w", err)
+	}
+	if len(found) != 1 || found[0] == "" {
+		return "", fmt.Errorf("check source: column %s.%s: cannot tell which collation compares ids (comparisons %q): %w",
+			s.Table, s.Column, found, ErrInexactColumn)
+	}
+	return found[0], nil
 }
 
 // checkIndexed makes sure SQLite looks a key up through an index (the key
