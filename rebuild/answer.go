@@ -211,3 +211,61 @@ func (c *call) withSpellings(keys []string, at []int, sp *spellingSet) (list []s
 	}
 	return list, owner
 }
+
+// answerOne answers one canonical key that cannot be stored in another
+// spelling (!maySpell: the key is its only spelling), as Fetched asks:
+// the filter's "absent" when nothing committed since a probe caught the
+// filter up (quiet), otherwise one lookup of the key itself, exact
+// without the log, the filter or the stored spellings (store.Lookup): a
+// maybe is confirmed there, and so is an "absent" the filter may no
+// longer vouch for (the follower catches the filter up meanwhile). A
+// maybe needs no freshness check: whatever the log holds, the table
+// answers, byte for byte. The lookup runs on the app's pool when it has a
+// connection free, as a page's confirmation does.
+func (c *call) answerOne(ctx context.Context, key string) (bool, error) {
+	return retry(func() (bool, error) { return c.answerOneOnce(ctx, key) })
+}
+
+func (c *call) answerOneOnce(ctx context.Context, key string) (bool, error) {
+	by := [1]uint8{bySQLite}
+	if s := c.candidate(); s != nil {
+		before := s.at.gen()
+		maybe, err := s.f.MightContainBatch(make([]bool, 0, 1), []string{key})
+		if err != nil {
+			return false, err
+		}
+		if maybe[0] {
+			by[0] = byMaybe
+		} else if c.quiet(ctx, s, before) {
+			c.ix.m.count([]uint8{byFilter}, nil)
+			return false, nil
+		}
+	}
+	found, err := c.lookup(ctx, key)
+	if err != nil {
+		// The table or column went (a migration): resolve again.
+		if schema, serr := c.schema(ctx); serr == nil && schema != c.b.schema {
+			return false, c.rebind(ctx)
+		}
+		return false, err
+	}
+	c.ix.m.count(by[:], []bool{found})
+	return found, nil
+}
+
+// lookup looks key up in the source: on the app's pool when it can (see
+// DBConfig.DB), else (or once the app closed its pool) on the call's
+// reading connection.
+func (c *call) lookup(ctx context.Context, key string) (bool, error) {
+	if c.f.n == 1 && c.f.st.AppFree() {
+		found, err := c.f.st.AppLookup(ctx, c.b.src, key)
+		if !errors.Is(err, store.ErrAppClosed) {
+			return found, err
+		}
+	}
+	conn, err := c.reader(ctx)
+	if err != nil {
+		return false, err
+	}
+	return conn.Lookup(ctx, c.b.src, key)
+}

@@ -277,6 +277,9 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 			if ok, err := ix.Fetched(ctx, "later-0000099"); err != nil || !ok {
 				t.Fatalf("Fetched = %v, %v", ok, err)
 			}
+			if err := ix.Wait(ctx); err != nil { // caught up
+				t.Fatal(err)
+			}
 			gen := ix.Stats().Generation // the filter covers more than the snapshot: Close saves
 			tx, err := app.BeginTx(ctx, nil)
 			if err != nil {

@@ -106,9 +106,11 @@ func TestDropsByAnotherProcessLeakNothing(t *testing.T) {
 		}
 		ref.committed(from, from+per)
 		before := ix.Stats()
-		// The first call after the compaction finds the filter behind the
-		// log's floor: it answers from SQLite and drops the filter; Wait,
-		// right after it, waits for the rebuild the drop asked for.
+		// The first call after the compaction is answered exactly (from
+		// SQLite: the filter is behind the log's floor); the filter is
+		// dropped by whatever reads the log first (a page's probe, the
+		// follower, Wait), and Wait, right after the call, waits for the
+		// rebuild the drop asked for.
 		mon.do("the first call after the compaction", func() {
 			id := ref.id(from + per - 1)
 			if ok, err := ix.Fetched(ctx, id.forms[len(id.forms)-1]); err != nil || !ok {
@@ -220,8 +222,9 @@ func TestSymlinkedPathWithAStaleShmStaysFresh(t *testing.T) {
 }
 
 // TestWaitRightAfterADrop: another index in this process compacts the log
-// past this one's filter; the next call drops the filter, and Wait,
-// called right after it, returns nil once the rebuild the drop asked for
+// past this one's filter; the next call answers exactly, the filter is
+// dropped (by the follower, or by Wait's own catch-up), and Wait, called
+// right after the call, returns nil once the rebuild the drop asked for
 // is done: a filter serves again, no rebuild runs, no error is left.
 func TestWaitRightAfterADrop(t *testing.T) {
 	ctx := context.Background()

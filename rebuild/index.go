@@ -250,29 +250,34 @@ func (ix *Index) Wait(ctx context.Context) error {
 		if ix.life.Closing() {
 			return ErrClosed
 		}
-		ch := ix.up.busy()
-		if ch == nil {
+		if ch := ix.up.busy(); ch != nil {
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-ix.ctx.Done():
+				return ErrClosed
+			}
+		}
+		if ix.filter() == nil {
 			break
 		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-ix.ctx.Done():
-			return ErrClosed
-		}
-	}
-	if ix.filter() != nil {
 		// Current too: every entry logged up to now taken in, as work of
-		// the index (Suspend and Close wait for it).
+		// the index (Suspend and Close wait for it). A catch-up that
+		// finds the filter can no longer serve drops it and asks for a
+		// rebuild: Wait waits for that too.
 		if err := ix.enter(); err != nil {
 			return err
 		}
-		defer ix.leave()
-		if err := ix.catchUpNow(ctx); err != nil {
+		err := ix.catchUpNow(ctx)
+		ix.leave()
+		if err != nil {
 			return fmt.Errorf("wait: %w", err)
 		}
-		return nil
+		if ix.filter() != nil {
+			return nil
+		}
 	}
 	if err := ix.m.lastRebuildError(); err != nil {
 		return fmt.Errorf("wait: %w: %w", ErrNotServing, err)

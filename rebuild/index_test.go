@@ -196,8 +196,11 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 			db := rawDB(t, cfg.Path)
 			insertIDs(t, db, "after-backup")
 			_ = db.Close()
-			if ok, err := ix.Fetched(context.Background(), "after-backup"); !ok || err != nil { // catches up: the next save covers it
+			if ok, err := ix.Fetched(context.Background(), "after-backup"); !ok || err != nil {
 				t.Fatalf("Fetched = %v, %v", ok, err)
+			}
+			if err := ix.Wait(context.Background()); err != nil { // caught up: the next save covers it
+				t.Fatal(err)
 			}
 			if err := ix.Close(context.Background()); err != nil {
 				t.Fatal(err)

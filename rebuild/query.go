@@ -25,14 +25,22 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 		return false, fmt.Errorf("fetched: %w", err)
 	}
 	defer c.end()
-	found, err := c.answer(ctx, []string{canon})
+	var found bool
+	if maySpell(canon) || c.b.src.OwnMissing {
+		var all []bool
+		if all, err = c.answer(ctx, []string{canon}); err == nil {
+			found = all[0]
+		}
+	} else {
+		found, err = c.answerOne(ctx, canon)
+	}
 	if err != nil {
 		return false, fmt.Errorf("fetched: %w", c.f.explain(err))
 	}
 	ix.m.queries.Add(1)
 	ix.db.follow.called(ix)
 	ix.db.work.called(ix)
-	return found[0], nil
+	return found, nil
 }
 
 // Missing answers, for each id of a page of server ids, whether its

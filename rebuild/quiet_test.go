@@ -164,8 +164,8 @@ func TestQuietAnswersPerCollection(t *testing.T) {
 	for round := range 3 {
 		for i, ix := range ixs {
 			before := quiet.Load()
-			got, err := ix.Fetched(ctx, fmt.Sprintf("new-%d-%d", i, round))
-			if err != nil || got {
+			got, err := ix.Missing(ctx, []string{fmt.Sprintf("new-%d-%d", i, round)})
+			if err != nil || !got[0] {
 				t.Fatalf("collection %d: %v, %v", i, got, err)
 			}
 			// After the first round (whose calls may probe: the other
