@@ -17,11 +17,14 @@ import (
 // its own that never writes: its value changes exactly when another
 // connection commits), polling every millisecond for the first few
 // milliseconds after a call or a commit (when the app stores a page's
-// records) and backing off to every 32 ms; when a commit changes it, the follower runs, for each
-// index called within the window, what a call would before trusting its
-// filter (Index.catchUp: the probe, catch-up, a migration seen). Once the
-// window passes without a call, it stops: an idle database runs nothing.
-// Suspend stops it at once.
+// records) and backing off to every pollSlowest; when a commit changes
+// it, the follower runs, for each index called within the window, what a
+// call would before trusting its filter (Index.catchUp: the probe,
+// catch-up, a migration seen). A call only notes itself (no wake-up of
+// the goroutine, which would cost the call a thread's wake-up): the
+// goroutine sees the call at its next poll, at most pollSlowest later,
+// and polls fast again. Once the window passes without a call, it stops:
+// an idle database runs nothing. Suspend stops it at once.
 type follower struct {
 	db *DB
 	mu struct {
@@ -34,7 +37,7 @@ type follower struct {
 		paused     bool                 // Suspend
 		stopped    chan struct{}        // closed when the goroutine ends
 		cancel     context.CancelFunc   // interrupts the goroutine's catch-up (Suspend)
-		kick       chan struct{}        // capacity 1: a call arrived
+		kick       chan struct{}        // capacity 1: look at the state now (Suspend, Close)
 	}
 }
 
@@ -45,7 +48,7 @@ const (
 	followPolls = 4 // the window is this many of the app's pauses between calls
 	pollFirst   = time.Millisecond
 	pollSteady  = 8 // polls at pollFirst after a call or a commit, before backing off
-	pollSlowest = 32 * time.Millisecond
+	pollSlowest = 4 * time.Millisecond
 )
 
 func (f *follower) init(db *DB) {
@@ -82,11 +85,6 @@ func (f *follower) called(ix *Index) {
 	f.mu.Unlock()
 	if start {
 		go f.run(ctx)
-		return
-	}
-	select {
-	case f.mu.kick <- struct{}{}:
-	default:
 	}
 }
 
@@ -97,7 +95,7 @@ func (f *follower) forget(ix *Index) {
 	f.mu.Unlock()
 }
 
-// wake makes the goroutine look at its state at once (Close).
+// wake makes the goroutine look at its state at once (Suspend, Close).
 func (f *follower) wake() {
 	select {
 	case f.mu.kick <- struct{}{}:
@@ -110,6 +108,7 @@ func (f *follower) run(ctx context.Context) {
 	defer f.db.life.Leave()
 	poll, steady := pollFirst, 0
 	var seen int64
+	var lastCall time.Time
 	known := false
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
@@ -118,14 +117,17 @@ func (f *follower) run(ctx context.Context) {
 		case <-ctx.Done():
 		case <-timer.C:
 		case <-f.mu.kick:
-			poll, steady = pollFirst, 0 // a call came: the app writes again soon
 		}
 		if k := f.db.cfg.knobs.followPoll; k != nil {
 			k()
 		}
-		indexes, stop := f.due(ctx)
+		indexes, last, stop := f.due(ctx)
 		if stop {
 			return
+		}
+		if last.After(lastCall) {
+			lastCall = last
+			poll, steady = pollFirst, 0 // a call came: the app writes again soon
 		}
 		if dv, err := f.dataVersion(ctx); err == nil && (!known || dv != seen) {
 			seen, known = dv, true
@@ -140,11 +142,12 @@ func (f *follower) run(ctx context.Context) {
 	}
 }
 
-// due returns the indexes to follow now, or stop: the window passed,
+// due returns the indexes to follow now and when the last call came, or
+// stop: the window passed,
 // the database is suspended or closing, or the goroutine's own ctx ended
 // (a Suspend that stopped waiting for it, then a Resume: a goroutine of
 // a new window starts with the next call). The goroutine then ends.
-func (f *follower) due(ctx context.Context) (list []*Index, stop bool) {
+func (f *follower) due(ctx context.Context) (list []*Index, last time.Time, stop bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
@@ -156,12 +159,12 @@ func (f *follower) due(ctx context.Context) (list []*Index, stop bool) {
 			f.mu.stopped = nil
 		}
 		clear(f.mu.calls)
-		return nil, true
+		return nil, time.Time{}, true
 	}
 	for ix := range f.mu.calls {
 		list = append(list, ix)
 	}
-	return list, false
+	return list, f.mu.last, false
 }
 
 // dataVersion reads PRAGMA data_version of the file now at the path.
