@@ -132,6 +132,12 @@ var (
 	// driver and what is missing.
 	ErrUnsupportedDriver = store.ErrUnsupportedDriver
 
+	// ErrNotUTF8: the database stores text in UTF-16 (PRAGMA encoding,
+	// chosen when the file was created). The library measures, logs and
+	// compares ids as UTF-8 bytes, so it refuses the database rather than
+	// answer inexactly. Nothing is written.
+	ErrNotUTF8 = store.ErrNotUTF8
+
 	// ErrAppDBMismatch: DBConfig.DB does not go with the rest of the
 	// DBConfig: DBConfig.Driver is of another type than DB's driver (two
 	// drivers named for one database), or DB's main database is not the

@@ -802,3 +802,23 @@ type connector struct {
 
 func (c connector) Connect(context.Context) (driver.Conn, error) { return c.d.Open(c.dsn) }
 func (c connector) Driver() driver.Driver                        { return c.d }
+
+// TestUTF16DatabaseIsRefused: a database whose text encoding is UTF-16
+// is refused at open with ErrNotUTF8, naming the encoding, and nothing is
+// written to it.
+func TestUTF16DatabaseIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	app := rawDB(t, path)
+	app.SetMaxOpenConns(1)
+	mustExec(t, app, `PRAGMA encoding = 'UTF-16le'`)
+	mustExec(t, app, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+	mustExec(t, app, `INSERT INTO records (id) VALUES ('café-1')`)
+	before := schema(t, path)
+	_, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id"})
+	if !errors.Is(err, ErrNotUTF8) || !strings.Contains(err.Error(), "UTF-16") {
+		t.Fatalf("Open of a UTF-16 database = %v, want ErrNotUTF8 naming the encoding", err)
+	}
+	if after := schema(t, path); !bytes.Equal(before, after) {
+		t.Fatalf("the refusal changed sqlite_master:\nbefore %s\nafter  %s", before, after)
+	}
+}

@@ -151,6 +151,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		return nil, fmt.Errorf("open database %s with %s: %w", path, opts.Driver.Name, err)
 	}
 	defer db.Release(c)
+	if err := checkEncoding(ctx, c); err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	if err := opts.Driver.checkEngine(ctx, c); err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -272,3 +275,18 @@ func (e *NoDatabase) Error() string {
 }
 
 func (e *NoDatabase) Unwrap() []error { return []error{e.Err, ErrNoSource} }
+
+// checkEncoding refuses a database that stores text in UTF-16: the
+// library measures, logs and compares ids as UTF-8 bytes (octet_length,
+// the JSON arrays of keys), which SQLite would count in the database's
+// encoding.
+func checkEncoding(ctx context.Context, c *Conn) error {
+	var enc string
+	if err := c.QueryRowContext(ctx, `PRAGMA encoding`).Scan(&enc); err != nil {
+		return fmt.Errorf("read the text encoding: %w", err)
+	}
+	if enc != "UTF-8" {
+		return fmt.Errorf("the database stores text as %s; the library needs UTF-8 (PRAGMA encoding, set when the file is created): %w", enc, ErrNotUTF8)
+	}
+	return nil
+}

@@ -18,6 +18,7 @@ var (
 	ErrSecondSQLite      = errors.New("a second copy of SQLite is linked")
 	ErrUnsupportedDriver = errors.New("unsupported SQLite driver")
 	ErrAppDBMismatch     = errors.New("the app's *sql.DB does not match the configuration")
+	ErrNotUTF8           = errors.New("the database's text encoding is not UTF-8")
 
 	// ErrAppClosed: the app closed the *sql.DB it handed over; the
 	// statement runs on the library's own connections instead. Never
