@@ -45,8 +45,9 @@ type DBConfig struct {
 	// whenever another connection commits, so the library's own readers
 	// start cold after each of the app's commits, while the app's
 	// connection that just committed is warm. Everything else runs on the
-	// library's own connections. A call uses the app's pool only when it
-	// has a connection free: when the app holds them all (say in the
+	// library's own connections. A call borrows a connection of the
+	// app's pool only when one is idle (it never makes the pool open one,
+	// and never while suspended): when the app holds them all (say in the
 	// transaction that calls Missing), the library's own reader confirms.
 	//
 	// OpenDB checks that DB is a handle on the file at Path, with one
@@ -73,7 +74,10 @@ type DBConfig struct {
 	// min(4, max(2, GOMAXPROCS)).
 	Readers int
 
-	// BusyTimeout is how long SQLite waits for a lock. Default 5s.
+	// BusyTimeout is how long SQLite waits for a lock on the library's
+	// own connections. Default 5s. A statement the library runs on the
+	// app's pool (DBConfig.DB) waits as the app's connections do, under
+	// the app's own busy timeout.
 	BusyTimeout time.Duration
 
 	knobs knobs // what the tests shrink or hook (zero: production)

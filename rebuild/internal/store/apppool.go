@@ -171,15 +171,17 @@ func (db *DB) CheckApp(ctx context.Context) error {
 	return nil
 }
 
-// AppFree reports whether a statement on the app's pool would get a
-// connection without waiting for one: an idle one, or room to open one.
-// A caller that holds the app's last connection (Missing inside the
-// app's own transaction, on a pool of one) must not wait for it. Once
-// the app closed its pool, it is never free.
+// AppFree reports whether the app's pool has a connection idle that a
+// statement of the library may borrow. The library never makes the pool
+// open one: the pool's size is the app's, and a connection opened for
+// the library would stay idle in it, holding its descriptors (and, in
+// WAL mode, its lock on the -shm) after a Suspend. A caller that holds
+// the app's last connection (Missing inside the app's own transaction)
+// finds none idle and confirms on the library's reader. While the
+// database is quiesced (Suspend) the pool is not used at all.
 func (db *DB) AppFree() bool {
-	if db.app == nil || db.app.gone.Load() {
+	if db.app == nil || db.app.gone.Load() || db.pool.isQuiet() {
 		return false
 	}
-	st := db.app.db.Stats()
-	return st.Idle > 0 || st.MaxOpenConnections == 0 || st.OpenConnections < st.MaxOpenConnections
+	return db.app.db.Stats().Idle > 0
 }
