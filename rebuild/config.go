@@ -88,6 +88,7 @@ type knobs struct {
 	inline       bool                // a call takes in every log entry it lacks, whatever it costs
 	behind       bool                // a call never takes log entries in: it confirms what the filter rules out
 	spellingScan func()              // a scan of the table's keys for stored spellings starts
+	autoNow      func() time.Time    // the clock automatic rebuilds are spaced by (nil: time.Now)
 }
 
 func (k knobs) clock() time.Time {
@@ -95,6 +96,14 @@ func (k knobs) clock() time.Time {
 		return k.now()
 	}
 	return time.Now().UTC()
+}
+
+// autoClock is the time automatic rebuilds are spaced by.
+func (k knobs) autoClock() time.Time {
+	if k.autoNow != nil {
+		return k.autoNow()
+	}
+	return time.Now()
 }
 
 // Source says which table of the database is the source of truth of one
