@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -246,9 +247,8 @@ func TestControlCharactersAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	rest := drain(lines)
-	if testing.Verbose() {
-		t.Logf("killed child: %s%s", rest, stderr)
+	if out := drain(lines) + stderr.String(); strings.Contains(out, "FAIL") {
+		t.Fatalf("the child failed before it was killed:\n%s", out)
 	}
 	ix := open(t, appConfig(path))
 	if st := ix.Stats(); !st.Serving {

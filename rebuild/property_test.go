@@ -312,8 +312,8 @@ func TestKeysProperty(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if rest := drain(lines); testing.Verbose() {
-		t.Logf("killed child: %s%s", rest, stderr)
+	if out := drain(lines) + stderr.String(); strings.Contains(out, "FAIL") {
+		t.Fatalf("the child failed before it was killed:\n%s", out)
 	}
 	ix = open(t, appConfig(path))
 	for i := range 3 {
