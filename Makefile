@@ -4,6 +4,7 @@ GO        ?= go
 FUZZTIME  ?= 60s
 SOAKTIME  ?= 10m
 INTERLEAVETIME ?= 60s
+PROPERTYTIME ?= 2m
 STATICCHECK_VERSION ?= v0.8.2
 FUZZ_TARGETS = \
 	./normalize:FuzzString \
@@ -126,10 +127,12 @@ fuzz:
 
 # Longer concurrency runs than make test's: markers, askers and rebuilds
 # against an exact reference, repeated; every public method at once, in
-# random orders, for INTERLEAVETIME per run (a failure prints its seed).
+# random orders, for INTERLEAVETIME per run; random pages of random key
+# spellings through every path for PROPERTYTIME (a failure prints its seed).
 soak:
 	$(GO) test -race -count=20 -run 'Concurrent|Cancelled|Compacted' -timeout $(SOAKTIME) ./rebuild ./syncfilter
 	SYNCFILTER_INTERLEAVE_TIME=$(INTERLEAVETIME) $(GO) test -race -count=5 -run 'TestInterleavedCalls|NeverWaitForTheAppsWriters' -timeout $(SOAKTIME) ./rebuild
+	SYNCFILTER_PROPERTY_TIME=$(PROPERTYTIME) $(GO) test -count=1 -run '^TestKeysProperty$$' -timeout $(SOAKTIME) ./rebuild
 
 # Comparisons with other libraries live in the bench/ module (own go.mod);
 # the gate's comparisons with plain database/sql are in ./rebuild.

@@ -66,7 +66,7 @@ func (ix *Index) checkDue(s *serving) {
 // serves then: one dropped meanwhile is not kept alive, and the one that
 // replaced it is judged on its own fill).
 func (ix *Index) autoRebuild(why string) {
-	now := time.Now()
+	now := ix.db.cfg.knobs.autoClock()
 	took, ended := ix.m.lastAuto()
 	a := &ix.rb.auto
 	a.mu.Lock()

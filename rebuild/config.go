@@ -102,6 +102,7 @@ type knobs struct {
 	spellingScan func()              // a scan of the table's keys for stored spellings starts
 	followPoll   func()              // the follower looks at its state (every turn of its loop)
 	published    func()              // a rebuild published its filter, before the database records the scan
+	autoNow      func() time.Time    // the clock automatic rebuilds are spaced by (nil: time.Now)
 }
 
 func (k knobs) clock() time.Time {
@@ -109,6 +110,14 @@ func (k knobs) clock() time.Time {
 		return k.now()
 	}
 	return time.Now().UTC()
+}
+
+// autoClock is the time automatic rebuilds are spaced by.
+func (k knobs) autoClock() time.Time {
+	if k.autoNow != nil {
+		return k.autoNow()
+	}
+	return time.Now()
 }
 
 // Source says which table of the database is the source of truth of one

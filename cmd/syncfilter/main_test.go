@@ -59,8 +59,14 @@ type result struct {
 	stdout, stderr string
 }
 
-// execCommand returns the command to run the binary with args.
-func execCommand(args ...string) *exec.Cmd { return exec.Command(binary, args...) }
+// execCommand returns the command to run the binary with args. A binary
+// built with -race exits without the second the race detector sleeps at
+// exit by default (a race is reported all the same: the run fails).
+func execCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	return cmd
+}
 
 func run(t *testing.T, stdin string, args ...string) result {
 	t.Helper()

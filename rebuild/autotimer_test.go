@@ -1,0 +1,148 @@
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"weak"
+)
+
+// armedTimer returns the index's armed automatic-rebuild timer, or nil.
+func armedTimer(ix *Index) *time.Timer {
+	a := &ix.rb.auto
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.timer
+}
+
+// growUntil inserts batches of n rows (insert: on the app's connection), and has
+// the index take each in (Wait: the catch-up that checks whether the
+// filter is due, and any rebuild that asked for), until done holds; it
+// returns the ids inserted.
+func growUntil(t *testing.T, ix *Index, insert func(ids []string), prefix string, n int, what string, done func(Stats) bool) []string {
+	t.Helper()
+	var all []string
+	for b := 0; ; b++ {
+		if done(ix.Stats()) {
+			return all
+		}
+		if b == 100 {
+			t.Fatalf("%s: not after %d rows", what, len(all))
+		}
+		batch := ids(fmt.Sprintf("%s%03d", prefix, b), n)
+		insert(batch)
+		all = append(all, batch...)
+		if err := ix.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAutoRebuildTimerFollowsTheServingFilter: a filter that is due
+// while the spacing of automatic rebuilds (AutoRebuild.Every) delays its
+// rebuild has a timer armed; when the app replaces that filter (Rebuild,
+// or Reload of another writer's snapshot) while the timer is armed, the
+// timer does not keep the dropped filter alive, and when the filter that
+// replaced it is due in its turn, the timer rebuilds it once the spacing
+// allows. The spacing's clock is the test's (a knob): no waiting for an
+// hour, no timed assertion.
+func TestAutoRebuildTimerFollowsTheServingFilter(t *testing.T) {
+	for _, replace := range []string{"Rebuild", "Reload"} {
+		t.Run(replace, func(t *testing.T) {
+			ctx := context.Background()
+			seed := ids("seed", 1000)
+			path := appDB(t, seed...)
+			app := rawDB(t, path)
+			var ahead atomic.Int64 // the spacing clock's lead on real time
+			cfg := appConfig(path)
+			cfg.Headroom = 1
+			cfg.AutoRebuild.Every = time.Hour
+			cfg.knobs.noFollow = true
+			cfg.knobs.autoNow = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+			ix := open(t, cfg)
+			insert := func(ids []string) { insertIDs(t, app, ids...) }
+			var rows []string
+
+			// The first automatic rebuild starts at once: none before it
+			// to space it from.
+			rows = append(rows, growUntil(t, ix, insert, "a", 1000, "the first automatic rebuild", func(st Stats) bool { return st.AutoRebuilds == 1 })...)
+			if armedTimer(ix) != nil {
+				t.Fatal("a timer armed for the first automatic rebuild")
+			}
+			// The next due filter waits for the spacing: a timer.
+			rows = append(rows, growUntil(t, ix, insert, "b", 2000, "a timer armed", func(Stats) bool { return armedTimer(ix) != nil })...)
+			st := ix.Stats()
+			if st.AutoRebuilds != 1 || !st.RebuildDue {
+				t.Fatalf("timer armed: %d automatic rebuilds, due %v; want 1 and a due filter", st.AutoRebuilds, st.RebuildDue)
+			}
+			dropped := weak.Make(ix.filter())
+			capacity := st.Capacity
+
+			switch replace {
+			case "Rebuild":
+				if err := ix.Rebuild(ctx); err != nil {
+					t.Fatal(err)
+				}
+			case "Reload":
+				other := cfg
+				other.knobs = knobs{}
+				other.AutoRebuild = AutoRebuild{Off: true}
+				cron := open(t, other)
+				if err := cron.Rebuild(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := cron.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := ix.Reload(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st = ix.Stats()
+			if !st.Serving || st.RebuildDue || st.Capacity == capacity || st.AutoRebuilds != 1 {
+				t.Fatalf("after %s: serving %v, due %v, capacity %d → %d, %d automatic rebuilds", replace, st.Serving, st.RebuildDue, capacity, st.Capacity, st.AutoRebuilds)
+			}
+			timer := armedTimer(ix)
+			if timer == nil {
+				t.Fatal("the timer went with the filter: the test proves nothing")
+			}
+			for i := 0; i < 10 && dropped.Value() != nil; i++ {
+				runtime.GC()
+			}
+			if dropped.Value() != nil {
+				t.Fatal("the dropped filter is still reachable while the timer is armed")
+			}
+
+			// The new filter fills up; the timer, still armed, delays its
+			// rebuild too.
+			rows = append(rows, growUntil(t, ix, insert, "c", 2000, "the new filter due", func(st Stats) bool { return st.RebuildDue })...)
+			if st := ix.Stats(); st.AutoRebuilds != 1 {
+				t.Fatalf("%d automatic rebuilds before the spacing allows one", st.AutoRebuilds)
+			}
+			// An hour later the timer fires (at once, here): the filter
+			// serving then is judged, due, and rebuilt.
+			rebuilds := ix.Stats().Rebuilds
+			ahead.Store(int64(2 * time.Hour))
+			if tm := armedTimer(ix); tm != nil {
+				tm.Reset(0)
+			}
+			waitFor(t, "the new filter's automatic rebuild", func() bool {
+				st := ix.Stats()
+				return st.AutoRebuilds == 2 && st.Rebuilds == rebuilds+1 && !st.Rebuilding
+			})
+			if err := ix.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			st = ix.Stats()
+			if !st.Serving || st.RebuildDue || !strings.Contains(st.AutoReason, "estimated false-positive rate") {
+				t.Fatalf("after the timer: serving %v, due %v, reason %q", st.Serving, st.RebuildDue, st.AutoReason)
+			}
+			judgePage(t, ix, storedCanon(t, path, "records"), slices.Concat(seed[:20], rows[:20], rows[len(rows)-20:], ids("never", 40)), true, "after the automatic rebuilds")
+		})
+	}
+}

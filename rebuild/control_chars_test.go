@@ -1,0 +1,295 @@
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"golang.org/x/text/unicode/norm"
+)
+
+// nulSpellings returns ids, tagged by tag, stored in a spelling that is
+// not NFC ("a" + COMBINING TILDE for "ã", "e" + COMBINING ACUTE for "é"),
+// each with a NUL before its first character outside ASCII, and beside
+// the NUL every other control character (0x01-0x1f and 0x7f), alone or
+// with the NUL: SQL that stops at a NUL (GLOB, C string functions) never
+// sees their accent.
+func nulSpellings(tag string) []string {
+	out := []string{
+		"nul\x00x/Sa\u0303o-" + tag,
+		"\x00Sa\u0303o-" + tag,
+		"\x00e\u0301-" + tag,
+		"nul\x00\x00x/Sa\u0303o-" + tag,
+		"nul\x00x/Sa\u0303o\x00-" + tag,
+	}
+	for _, c := range append(rangeBytes(0x01, 0x1f), 0x7f) {
+		out = append(out,
+			fmt.Sprintf("nul\x00%c/Sa\u0303o-%02x-%s", c, c, tag),
+			fmt.Sprintf("ctl%c/Sa\u0303o-%02x-%s", c, c, tag))
+	}
+	return out
+}
+
+// surrogateLike returns ids, tagged by tag, that are not UTF-8 (the
+// encoding of a lone UTF-16 surrogate, stored as TEXT by the app): no
+// key can name them, and they must not disturb the answers about others.
+func surrogateLike(tag string) []string {
+	return []string{"\xed\xa0\x80", "\xed\xbf\xbf-" + tag, "sur\x00\xed\xa0\x80/Sa\u0303o-" + tag, "sur\xed\xb0\x80\x01Sa\u0303o-" + tag}
+}
+
+func rangeBytes(from, to byte) []byte {
+	var out []byte
+	for c := from; c <= to; c++ {
+		out = append(out, c)
+	}
+	return out
+}
+
+// spellingPage asks about ids: each in the spelling stored and in NFC,
+// look-alikes (a suffix added, the first NUL left out: the reference
+// says whether the table holds them), the first id
+// again, and a key that is not UTF-8.
+func spellingPage(stored []string) []string {
+	var page []string
+	for _, id := range stored {
+		page = append(page, id, norm.NFC.String(id), norm.NFC.String(id)+"-never")
+		if i := strings.IndexByte(id, 0); i >= 0 {
+			page = append(page, norm.NFC.String(id[:i]+id[i+1:]))
+		}
+	}
+	return append(page, stored[0], norm.NFC.String(stored[0]), "\xed\xa0\x80")
+}
+
+// TestControlCharactersBeforeTheAccent: ids the app stored in a spelling
+// that is not NFC, with a NUL and other control characters before their
+// first character outside ASCII (and, beside them, ids that are not
+// UTF-8), are answered fetched, asked in the stored spelling and in NFC,
+// over every path that finds stored spellings: a read-only index on a
+// table never attached (the table's keys scanned by SQLite), a bypass
+// while a rebuild runs (the probe reads the log's entries that may be
+// stored spellings), the rebuild's scan, a serving index that catches
+// up on rows inserted after it opened (by its follower or by the call),
+// a filter left behind the log (the probe's and the catch-up's reads of
+// those entries), and after a reopen (the spellings table the saves
+// wrote). TestControlCharactersAfterKill adds a writer killed outright.
+func TestControlCharactersBeforeTheAccent(t *testing.T) {
+	ctx := context.Background()
+	seed := ids("seed", 200)
+	before := nulSpellings("before")
+	fill := func(path string) { insertIDs(t, rawDB(t, path), surrogateLike("x")...) }
+
+	t.Run("read-only, never attached", func(t *testing.T) {
+		path := appDB(t, slices.Concat(seed, before)...)
+		fill(path)
+		ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), ReadOnly: true}, Source: Source{Table: "records", Column: "id"}})
+		if st := ix.Stats(); st.Attached || st.Serving {
+			t.Fatalf("attached %v, serving %v: want SQLite alone", st.Attached, st.Serving)
+		}
+		judgePage(t, ix, storedCanon(t, path, "records"), spellingPage(before), true, "read-only")
+		after := nulSpellings("after")
+		insertIDs(t, rawDB(t, path), after...)
+		judgePage(t, ix, storedCanon(t, path, "records"), spellingPage(slices.Concat(before, after)), true, "read-only, rows committed after open")
+	})
+
+	t.Run("bypass during a rebuild, its scan, reopen", func(t *testing.T) {
+		path := appDB(t, slices.Concat(seed, before)...)
+		fill(path)
+		cfg, hk := hooked(appConfig(path))
+		ix := open(t, cfg)
+		judgePage(t, ix, storedCanon(t, path, "records"), spellingPage(before), true, "serving after the first scan")
+		// The rebuild's scan reads every row in one chunk, then waits:
+		// rows inserted meanwhile are in the log only.
+		entered, release := scanGate(t, hk)
+		done := make(chan error, 1)
+		go func() { done <- ix.Rebuild(ctx) }()
+		waitClosed(t, entered, "the rebuild's scan")
+		if st := ix.Stats(); !st.Rebuilding || st.Serving {
+			t.Fatalf("during the scan: rebuilding %v, serving %v", st.Rebuilding, st.Serving)
+		}
+		during := nulSpellings("during")
+		insertIDs(t, rawDB(t, path), during...)
+		all := slices.Concat(before, during)
+		judgePage(t, ix, storedCanon(t, path, "records"), spellingPage(all), true, "bypass during a rebuild")
+		release()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		hk.scanRow.Store(nil)
+		judgePage(t, ix, storedCanon(t, path, "records"), spellingPage(all), true, "serving the rebuilt filter")
+		if err := ix.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		again := open(t, appConfig(path))
+		if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+			t.Fatalf("reopen: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
+		}
+		judgePage(t, again, storedCanon(t, path, "records"), spellingPage(all), true, "reopened from the snapshot")
+	})
+
+	for _, follow := range []bool{true, false} {
+		t.Run(fmt.Sprintf("serving catch-up, follower %v", follow), func(t *testing.T) {
+			path := appDB(t, slices.Concat(seed, before)...)
+			fill(path)
+			cfg := appConfig(path)
+			cfg.knobs.noFollow = !follow
+			ix := open(t, cfg)
+			if _, err := ix.Fetched(ctx, "plain"); err != nil { // a call: the follower watches for commits
+				t.Fatal(err)
+			}
+			caught := ix.Stats().CaughtUp
+			after := nulSpellings("after")
+			insertIDs(t, rawDB(t, path), after...)
+			if follow {
+				// Between calls: the follower takes the rows in, or Wait
+				// does (the same catch-up), before the next call.
+				if err := ix.Wait(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if got := ix.Stats().CaughtUp; got < caught+uint64(len(after)) {
+					t.Fatalf("caught up %d entries between calls, want %d", got-caught, len(after))
+				}
+			}
+			judgePage(t, ix, storedCanon(t, path, "records"), spellingPage(slices.Concat(before, after)), true, "serving, rows inserted after open")
+		})
+	}
+
+	for _, chunk := range []int{8, 1024} { // the tail beyond the probe's chunk, or within it
+		t.Run(fmt.Sprintf("filter behind the log, chunk %d", chunk), func(t *testing.T) {
+			path := appDB(t, slices.Concat(seed, before)...)
+			fill(path)
+			cfg := appConfig(path)
+			cfg.knobs = knobs{store: store.Knobs{LogChunk: chunk}, behind: true, noFollow: true}
+			ix := open(t, cfg)
+			gen := ix.Stats().Generation
+			after := nulSpellings("after")
+			insertIDs(t, rawDB(t, path), slices.Concat(after, ids("plain-after", 20))...)
+			judgePage(t, ix, storedCanon(t, path, "records"), spellingPage(slices.Concat(before, after)), true, "filter behind the log")
+			if st := ix.Stats(); st.Generation != gen || !st.Serving {
+				t.Fatalf("generation %d → %d, serving %v: the filter was to stay behind", gen, st.Generation, st.Serving)
+			}
+		})
+	}
+}
+
+func init() {
+	// spellings: path. Rebuilds once, inserting ids of nulSpellings
+	// while the rebuild's scan waits (after reading every row) and asking
+	// about them in bypass; then, once the rebuild has saved, prints
+	// "saved" and goes on inserting such ids, asking about them and
+	// saving, until it is killed.
+	childActs["spellings"] = func(t *testing.T, args []string) {
+		ctx := context.Background()
+		path := args[0]
+		cfg, hk := hooked(appConfig(path))
+		ix := open(t, cfg)
+		app := rawDB(t, path)
+		entered, release := scanGate(t, hk)
+		done := make(chan error, 1)
+		go func() { done <- ix.Rebuild(ctx) }()
+		<-entered
+		during := nulSpellings("during")
+		insertIDs(t, app, during...)
+		if _, err := ix.Missing(ctx, spellingPage(during)); err == nil {
+			t.Fatal("Missing of a page with a key that is not UTF-8: no error")
+		}
+		release()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		hk.scanRow.Store(nil)
+		fmt.Println("saved")
+		for r := 0; r < 10_000; r++ {
+			round := nulSpellings(fmt.Sprintf("r%d", r))
+			insertIDs(t, app, round...)
+			if _, err := ix.Missing(ctx, spellingPage(round)); err == nil {
+				t.Fatal("Missing of a page with a key that is not UTF-8: no error")
+			}
+			if err := ix.Save(ctx); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Printf("round %d\n", r)
+		}
+	}
+}
+
+// TestControlCharactersAfterKill: a process inserts ids of nulSpellings
+// while its rebuild scans, asks about them in bypass, saves, and goes on
+// inserting and saving until it is killed outright (SIGKILL). Reopened,
+// the index serves from what that process saved and answers every id the
+// table holds, in its stored spelling and in NFC.
+func TestControlCharactersAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	seed := ids("seed", 200)
+	before := nulSpellings("before")
+	path := appDB(t, slices.Concat(seed, before)...)
+	insertIDs(t, rawDB(t, path), surrogateLike("x")...)
+	cmd, lines, stderr := streamChild(t, filepath.Dir(path), "spellings", path)
+	waitLine(t, lines, "saved")
+	waitLine(t, lines, "round 2")
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if out := drain(lines) + stderr.String(); strings.Contains(out, "FAIL") {
+		t.Fatalf("the child failed before it was killed:\n%s", out)
+	}
+	ix := open(t, appConfig(path))
+	if st := ix.Stats(); !st.Serving {
+		t.Fatalf("reopened after the kill: not serving (%v, %v)", st.SnapshotError, st.LastError)
+	}
+	// Every id of the table that has a NUL or a control character.
+	var asked []string
+	for id := range tableIDs(t, path, "records") {
+		if c, ok := canonRef(id, MaxKeyBytes); ok && c != id {
+			asked = append(asked, id)
+		}
+	}
+	slices.Sort(asked)
+	if len(asked) < 3*len(before) {
+		t.Fatalf("the table holds %d ids stored in another spelling, want at least %d", len(asked), 3*len(before))
+	}
+	judgePage(t, ix, storedCanon(t, path, "records"), spellingPage(asked), false, "reopened after the kill")
+	// And by a read-only index, which reads the spellings table the
+	// killed process left and the log after it.
+	ro := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), ReadOnly: true}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}})
+	judgePage(t, ro, storedCanon(t, path, "records"), spellingPage(asked), false, "read-only after the kill")
+}
+
+// scanGate makes the next scan of the database whose hooks hk are wait
+// after its first chunk of keys (every row, when the table fits in one)
+// until release is called; entered is closed when it waits. The test's
+// cleanup releases it too, before the index closes, so that a failure
+// leaves no scan waiting.
+func scanGate(t testing.TB, hk *hooks) (entered <-chan struct{}, release func()) {
+	gate, in := make(chan struct{}), make(chan struct{})
+	var once, rel sync.Once
+	release = func() { rel.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	hk.scanRow.Store(ptr(func(n int64) error {
+		if n > 0 {
+			once.Do(func() { close(in); <-gate })
+		}
+		return nil
+	}))
+	return in, release
+}
+
+// waitClosed waits for ch to be closed (a generous bound turns a hang
+// into a failure).
+func waitClosed(t testing.TB, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(callBound):
+		t.Fatalf("%s: not reached after %v", what, callBound)
+	}
+}
