@@ -183,9 +183,15 @@ type Source struct {
 	// keys and once at the end, from a goroutine of its own, with the
 	// latest value (a slow callback skips values, never the last): the
 	// scan never waits for it, so it may call any method of any index,
-	// Close included. A Progress that panics stops the rebuild; the panic
-	// goes on in Rebuild's caller (a background rebuild records it in
-	// Stats.LastError).
+	// its own Close, Wait and Rebuild, another collection's methods and
+	// the database's Suspend, Resume and Close included: each returns
+	// (a rebuild of the same index waits for this one to end, which does
+	// not wait for the callback). Calls made from a rebuild the callback
+	// itself started run the callback too, concurrently with this one. A
+	// Progress that panics while the scan runs stops the rebuild; one
+	// that panics in the last call, after the scan, stops nothing. The
+	// panic goes on in Rebuild's caller (a background rebuild records it
+	// in Stats.LastError).
 	Progress func(done, total int64)
 
 	// ProgressEvery: keys between Progress calls. Default 10,000.

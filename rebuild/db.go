@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -131,15 +132,23 @@ func (db *DB) Suspend(ctx context.Context) error {
 	if f := db.cur.Load(); f != nil {
 		f.st.Quiesce(true)
 	}
-	errs := []error{db.work.pause(ctx), db.follow.pause(ctx)}
+	var late []string // what did not stop before ctx ended
+	if !db.work.pause(ctx) {
+		late = append(late, "the worker's job")
+	}
+	if !db.follow.pause(ctx) {
+		late = append(late, "the follower")
+	}
 	for _, ix := range list {
-		errs = append(errs, ix.life.Idle(ctx))
+		if ix.life.Idle(ctx) != nil {
+			late = append(late, fmt.Sprintf("the calls on %s", ix.cfg.Table))
+		}
 	}
 	if f := db.cur.Load(); f != nil {
 		f.st.Quiesce(true) // what the work released while it stopped
 	}
-	if err := joinClose(errs); err != nil {
-		return fmt.Errorf("suspend: %w", err)
+	if len(late) > 0 {
+		return fmt.Errorf("suspend: %s did not stop in time: %w", strings.Join(late, ", "), context.Cause(ctx))
 	}
 	return nil
 }
@@ -203,8 +212,8 @@ func (db *DB) Close(ctx context.Context) error {
 	return joinClose(errs)
 }
 
-// joinClose joins the errors of closing (or suspending), each once:
-// several waits that ran out of one ctx report its error once.
+// joinClose joins the errors of closing, each once: several waits that
+// ran out of one ctx report its error once.
 func joinClose(errs []error) error {
 	var out []error
 	for _, err := range errs {

@@ -2,7 +2,6 @@ package rebuild
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 )
@@ -177,14 +176,14 @@ func (f *follower) dataVersion(ctx context.Context) (int64, error) {
 	return file.st.DataVersion(ctx)
 }
 
-// pause stops the goroutine and waits for it until ctx ends; calls do
-// not start it again until resume.
-func (f *follower) pause(ctx context.Context) error {
+// pause stops the goroutine and waits for it until ctx ends, and reports
+// whether it ended; calls do not start it again until resume.
+func (f *follower) pause(ctx context.Context) bool {
 	f.mu.Lock()
 	f.mu.paused = true
 	if !f.mu.running {
 		f.mu.Unlock()
-		return nil
+		return true
 	}
 	if f.mu.stopped == nil {
 		f.mu.stopped = make(chan struct{})
@@ -195,9 +194,9 @@ func (f *follower) pause(ctx context.Context) error {
 	f.wake()
 	select {
 	case <-stopped:
-		return nil
+		return true
 	case <-ctx.Done():
-		return errors.Join(errors.New("the follower did not stop in time"), context.Cause(ctx))
+		return false
 	}
 }
 

@@ -38,9 +38,11 @@ func (r *rebuilder) init() { r.turn = make(chan struct{}, 1) }
 // chunk of keys, and a call waiting for its turn (ErrClosed).
 //
 // Progress is called from a goroutine of its own (see Source.Progress),
-// so a callback may call any method of any index; a Progress that panics
-// stops the rebuild, and, once the previous filter answers again, the
-// panic goes on in Rebuild's caller.
+// so a callback may call any method of any index. A Progress that panics
+// while the scan runs stops the rebuild (the previous filter, or SQLite,
+// answers again); one that panics in the last call, which comes once the
+// scan has ended, stops nothing (the new filter serves). Either way the
+// panic goes on in Rebuild's caller once the rebuild has ended.
 func (ix *Index) Rebuild(ctx context.Context) error {
 	if err := ix.enter(); err != nil {
 		return err
@@ -159,8 +161,7 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func(
 		// index closed, is undone: the app never had its filter, and the
 		// log would grow unread. One interrupted by Suspend stays: the
 		// scan runs again after Resume.
-		suspended := ctx.Err() != nil && ix.ctx.Err() == nil && ix.db.suspended()
-		if created := ix.up.created.Load(); created != nil && created.ID == src.ID && ix.filter() == nil && !suspended {
+		if created := ix.up.created.Load(); created != nil && created.ID == src.ID && ix.filter() == nil && !interrupted(ctx) {
 			if uerr := f.st.Undo(ctx, created); uerr != nil {
 				err = errors.Join(err, fmt.Errorf("undo the attach: %w", uerr))
 			}

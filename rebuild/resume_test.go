@@ -14,7 +14,6 @@ import (
 // ("DB.Resume goes on where the work was interrupted"), and a filter
 // serves.
 func TestResumeBeforeTheInterruptedJobStopped(t *testing.T) {
-	t.Skip("defect: a job Suspend interrupted is dropped when Resume comes before it stopped (worker.run requeues it only while still paused)")
 	ctx := context.Background()
 	seed := ids("seed", 500)
 	path := appDB(t, seed...)

@@ -16,7 +16,6 @@ import (
 // work) ran out of that context. Once the scan is let go and a second
 // Suspend has returned, Resume, and the work completes.
 func TestSuspendErrorNamesEachCauseOnce(t *testing.T) {
-	t.Skip("waiting for the Suspend dedupe fix")
 	ctx := context.Background()
 	path := modeDB(t, "wal", []string{"records", "others"}, ids("seed", 500)...)
 	hk := &hooks{}

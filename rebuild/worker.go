@@ -28,7 +28,7 @@ type worker struct {
 		sync.Mutex // guards the fields below
 		queues     [jobKinds][]*Index
 		running    bool               // the goroutine runs
-		current    context.CancelFunc // interrupts the job in progress
+		current    context.CancelCauseFunc // interrupts the job in progress
 		paused     bool
 		stopped    chan struct{} // closed when the goroutine ends while paused
 	}
@@ -107,7 +107,7 @@ func (w *worker) next() (kind int, ix *Index, ctx context.Context, ok bool) {
 		for k := range w.mu.queues {
 			if q := w.mu.queues[k]; len(q) > 0 {
 				ix, w.mu.queues[k] = q[0], q[1:]
-				ctx, w.mu.current = context.WithCancel(ix.ctx)
+				ctx, w.mu.current = context.WithCancelCause(ix.ctx)
 				return k, ix, ctx, true
 			}
 		}
@@ -131,9 +131,11 @@ func (w *worker) run() {
 		ix.up.jobs[kind].Start()
 		after := w.runJob(ctx, kind, ix)
 		w.mu.Lock()
-		w.mu.current()
+		w.mu.current(nil)
 		w.mu.current = nil
-		requeue := w.mu.paused && ctx.Err() != nil && ix.ctx.Err() == nil // interrupted by Suspend
+		// Interrupted by Suspend: queued again, to run after Resume (or
+		// at once, if Resume came before the job stopped).
+		requeue := interrupted(ctx) && ix.ctx.Err() == nil
 		if requeue {
 			ix.up.jobs[kind].Ask()
 			w.mu.queues[kind] = append([]*Index{ix}, w.mu.queues[kind]...)
@@ -187,18 +189,27 @@ func (w *worker) runJob(ctx context.Context, kind int, ix *Index) func() {
 	}
 }
 
+// errSuspended is the cause of a job's context that Suspend cancelled.
+var errSuspended = errors.New("suspended")
+
+// interrupted reports whether the job whose context is ctx was
+// interrupted by Suspend (its work is done again after Resume).
+func interrupted(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), errSuspended)
+}
+
 // pause stops the goroutine: the job in progress is interrupted (and
 // queued again), nothing starts until resume (wake). It waits for the
-// goroutine to end until ctx ends.
-func (w *worker) pause(ctx context.Context) error {
+// goroutine to end until ctx ends, and reports whether it did.
+func (w *worker) pause(ctx context.Context) bool {
 	w.mu.Lock()
 	w.mu.paused = true
 	if !w.mu.running {
 		w.mu.Unlock()
-		return nil
+		return true
 	}
 	if w.mu.current != nil {
-		w.mu.current()
+		w.mu.current(errSuspended)
 	}
 	if w.mu.stopped == nil {
 		w.mu.stopped = make(chan struct{})
@@ -207,9 +218,9 @@ func (w *worker) pause(ctx context.Context) error {
 	w.mu.Unlock()
 	select {
 	case <-stopped:
-		return nil
+		return true
 	case <-ctx.Done():
-		return errors.Join(errors.New("the worker's job did not stop in time"), context.Cause(ctx))
+		return false
 	}
 }
 
