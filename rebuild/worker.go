@@ -27,7 +27,7 @@ type worker struct {
 	mu struct {
 		sync.Mutex // guards the fields below
 		queues     [jobKinds][]*Index
-		running    bool               // the goroutine runs
+		running    bool                    // the goroutine runs
 		current    context.CancelCauseFunc // interrupts the job in progress
 		paused     bool
 		stopped    chan struct{} // closed when the goroutine ends while paused
