@@ -160,6 +160,9 @@ func (ix *Index) bind(ctx context.Context, c *call) (*binding, error) {
 	old := ix.keep(b)
 	if b.err == nil && !src.Logged && old != nil && old.src != nil {
 		switch {
+		case ix.up.undone.Load():
+			// This index undid its own first attach after its scan
+			// failed: a retry attaches the source again (rebuildFailed).
 		case old.f == b.f && (old.src.Row && !src.Row || old.detached):
 			b.detached = true
 			ix.m.setError(errors.New("the source was detached: answering from SQLite until the index is opened again"))

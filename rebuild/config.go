@@ -103,6 +103,7 @@ type knobs struct {
 	followPoll   func()              // the follower looks at its state (every turn of its loop)
 	published    func()              // a rebuild published its filter, before the database records the scan
 	autoNow      func() time.Time    // the clock automatic rebuilds are spaced by (nil: time.Now)
+	retryFirst   time.Duration       // the first wait before a failed background rebuild is tried again (0: retryFirst)
 }
 
 func (k knobs) clock() time.Time {

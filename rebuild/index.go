@@ -103,7 +103,12 @@ func Open(ctx context.Context, dcfg DBConfig, src Source) (*Index, error) {
 // to is reported there too, and nothing is saved to it. The first scan
 // of a source this open attached runs in the background too; if it
 // fails, what the attach added to the database is removed again (Wait
-// returns why). A process killed outright before that scan completes
+// returns why). A background rebuild that fails with no filter serving
+// (the first scan, say, while the app writes without pause and SQLite
+// reports the database locked) is tried again at the first call after a
+// wait that doubles with each failure, from a second to five minutes,
+// attaching the source again if its attach was undone; an idle app runs
+// nothing meanwhile. A process killed outright before that scan completes
 // leaves the source attached and unscanned: the next open scans it, and
 // Detach removes it.
 func (db *DB) Index(ctx context.Context, src Source) (*Index, error) {

@@ -455,3 +455,54 @@ func TestScanRecordCoversOnlyTheScan(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedFirstScanIsTriedAgain: the first scan of a source this open
+// attached fails (as when SQLite reports the database locked while the
+// app writes without pause): the attach is undone, calls are answered
+// exactly from SQLite, and, as the app keeps calling, the index attaches
+// the source again and scans it after a wait that doubles with each
+// failure, until a filter serves. Never "detached": the app did not
+// detach anything.
+func TestFailedFirstScanIsTriedAgain(t *testing.T) {
+	ctx := context.Background()
+	seed := ids("seed", 300)
+	path := appDB(t, seed...)
+	cfg, hk := hooked(appConfig(path))
+	cfg.knobs.retryFirst = 20 * time.Millisecond
+	var scans atomic.Int32
+	fail := func(n int64) error {
+		if n == 0 && scans.Add(1) <= 3 {
+			return errors.New("database is locked")
+		}
+		return nil
+	}
+	hk.scanRow.Store(&fail)
+	ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ix.Close(ctx) })
+	probe := append(seed[:30:30], ids("never", 30)...)
+	want := set(seed)
+	deadline := time.Now().Add(callBound)
+	for !ix.Stats().Serving {
+		if time.Now().After(deadline) {
+			st := ix.Stats()
+			t.Fatalf("no filter after %d scans: attached %v, upkeep %q, last error %v", scans.Load(), st.Attached, st.Upkeep, st.LastError)
+		}
+		if err := ix.Stats().LastError; err != nil && strings.Contains(err.Error(), "detached") {
+			t.Fatalf("a failed first scan reported as a detach: %v", err)
+		}
+		expect(t, ix, want, probe)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := scans.Load(); n != 4 {
+		t.Fatalf("%d scans, want 3 failed and one that served", n)
+	}
+	if st := ix.Stats(); !st.Attached {
+		t.Fatalf("serving but not attached: %+v", st)
+	}
+	insertIDs(t, rawDB(t, path), "after-0")
+	want["after-0"] = true
+	expect(t, ix, want, append(probe, "after-0"))
+}

@@ -74,7 +74,8 @@ func (ix *Index) rebuildNow(ctx context.Context) (after func()) {
 	if r := ix.up.why.Swap(nil); r != nil {
 		why = *r
 	}
-	_, wait := ix.rebuild(ctx, why) // the error is kept in the metrics
+	err, wait := ix.rebuild(ctx, why) // the error is kept in the metrics
+	ix.rebuildFailed(ctx, err)
 	return func() {
 		ix.life.Park(1)
 		ix.db.life.Park(1)
@@ -153,6 +154,7 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func(
 		if info.Created {
 			ix.up.created.Store(src)
 		}
+		ix.up.undone.Store(false)
 	}
 	s, rep, err := ix.build(ctx, f, src, why, start)
 	wait = rep.wait
@@ -162,6 +164,7 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func(
 		// log would grow unread. One interrupted by Suspend stays: the
 		// scan runs again after Resume.
 		if created := ix.up.created.Load(); created != nil && created.ID == src.ID && ix.filter() == nil && !interrupted(ctx) {
+			ix.up.undone.Store(true) // ours, not the app's Detach
 			if uerr := f.st.Undo(ctx, created); uerr != nil {
 				err = errors.Join(err, fmt.Errorf("undo the attach: %w", uerr))
 			}

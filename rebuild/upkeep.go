@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/rebuild/internal/work"
@@ -23,6 +24,65 @@ type upkeep struct {
 	// deferred is the kind of a job asked to start after the next call
 	// (worker.askAfterCall), plus one; 0: none.
 	deferred atomic.Int32
+	// retry is when a background rebuild that failed (no filter serving)
+	// is tried again, at the first call after it (unix nanoseconds; 0:
+	// none), and the wait before the one after that, doubled at each
+	// failure: a busy database (the app writing without pause) or a
+	// passing error does not leave the index answering from SQLite for
+	// good, and an idle app runs nothing.
+	retryAt, retryWait atomic.Int64
+	// undone: the first attach this index made was undone after its scan
+	// failed (not the app's Detach): the source is attached again by the
+	// next retry, not answered from SQLite for good.
+	undone atomic.Bool
+}
+
+// Bounds of the wait before a failed background rebuild is tried again.
+const (
+	retryFirst = time.Second
+	retryLast  = 5 * time.Minute
+)
+
+// rebuildFailed notes how a background rebuild ended: a failure that
+// leaves no filter serving, and that another try may mend, schedules a
+// retry; anything else ends the schedule.
+func (ix *Index) rebuildFailed(ctx context.Context, err error) {
+	if err == nil || ix.filter() != nil {
+		ix.up.retryAt.Store(0)
+		ix.up.retryWait.Store(0)
+		return
+	}
+	if interrupted(ctx) || ix.ctx.Err() != nil || refusal(err) {
+		return // Resume runs it again; Close ends it; a refusal is the app's to mend
+	}
+	first := retryFirst
+	if k := ix.db.cfg.knobs.retryFirst; k > 0 {
+		first = k
+	}
+	w := min(retryLast, max(first, 2*time.Duration(ix.up.retryWait.Load())))
+	ix.up.retryWait.Store(int64(w))
+	ix.up.retryAt.Store(time.Now().Add(w).UnixNano())
+}
+
+// refusal reports whether err says the source cannot be served as it is
+// (the app's schema, configuration or file must change first).
+func refusal(err error) bool {
+	for _, r := range []error{ErrInexactColumn, ErrNotIndexed, ErrNoSource, ErrBadName, ErrReadOnly, ErrClosed, ErrNotUTF8, ErrHardLinked} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryDue asks for the rebuild a failure scheduled, once its time came
+// (a call's, through worker.called).
+func (ix *Index) retryDue() {
+	at := ix.up.retryAt.Load()
+	if at == 0 || time.Now().UnixNano() < at || !ix.up.retryAt.CompareAndSwap(at, 0) {
+		return
+	}
+	ix.askRebuild(reason{text: "retry after a failed rebuild"})
 }
 
 // reason is why a rebuild runs: text for Stats, auto for an automatic

@@ -63,6 +63,7 @@ func (w *worker) askAfterCall(kind int, ix *Index) {
 
 // called starts ix's job asked with askAfterCall, if one waits.
 func (w *worker) called(ix *Index) {
+	ix.retryDue()
 	if ix.up.deferred.Load() == 0 {
 		return
 	}
