@@ -2,6 +2,7 @@ package rebuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -22,7 +23,7 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 	}
 	c, err := ix.look(ctx)
 	if err != nil {
-		return false, fmt.Errorf("fetched: %w", err)
+		return false, fmt.Errorf("fetched: %w", ended(ctx, err))
 	}
 	defer c.end()
 	var found bool
@@ -35,7 +36,7 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 		found, err = c.answerOne(ctx, canon)
 	}
 	if err != nil {
-		return false, fmt.Errorf("fetched: %w", c.f.explain(err))
+		return false, fmt.Errorf("fetched: %w", ended(ctx, c.f.explain(err)))
 	}
 	ix.m.queries.Add(1)
 	ix.db.follow.called(ix)
@@ -74,12 +75,12 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
 	p := newPage(keys)
 	c, err := ix.look(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("missing: %w", err)
+		return nil, fmt.Errorf("missing: %w", ended(ctx, err))
 	}
 	defer c.end()
 	found, err := c.answer(ctx, p.askedKeys())
 	if err != nil {
-		return nil, fmt.Errorf("missing: %w", c.f.explain(err))
+		return nil, fmt.Errorf("missing: %w", ended(ctx, c.f.explain(err)))
 	}
 	ix.m.queries.Add(uint64(len(keys)))
 	if p.bad != nil {
@@ -122,4 +123,15 @@ func (ix *Index) MarkFetched(ctx context.Context, keys ...string) error {
 		return fmt.Errorf("mark fetched: %w", c.b.err)
 	}
 	return c.f.st.InsertOwn(ctx, c.b.src, canon)
+}
+
+// ended returns err, wrapping ctx's cause too when ctx ended: a statement
+// interrupted by ctx fails with whatever the driver reports ("interrupted"
+// on some), and the caller's errors.Is(err, context.Canceled) should hold
+// however the driver says it.
+func ended(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%w (%w)", cause, err)
+	}
+	return err
 }
