@@ -78,7 +78,7 @@ func (ix *Index) autoRebuild(why string) {
 		at = later(at, a.last.Add(ix.cfg.AutoRebuild.Every))
 	}
 	if at.After(now) {
-		if a.timer == nil && ix.ctx.Err() == nil {
+		if a.timer == nil && ix.life.ctx.Err() == nil {
 			a.timer = time.AfterFunc(at.Sub(now), ix.autoTimerFired)
 		}
 		a.mu.Unlock()

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
-	"github.com/syncfilter/syncfilter/rebuild/internal/work"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
@@ -26,10 +25,9 @@ import (
 // listed in docs/ARCHITECTURE.md ("Locks and goroutines").
 type DB struct {
 	cfg    DBConfig
-	drv    *store.Driver   // the app's SQLite driver
-	path   store.Path      // resolved at open
-	ctx    context.Context // of background work; cancelled by Close
-	cancel context.CancelFunc
+	drv    *store.Driver        // the app's SQLite driver
+	path   store.Path           // resolved at open
+	life   lifetime             // its background work's context, and the work in progress (the worker, the follower), for Close
 	writer *syncfilter.Writer   // applies the bit changes of every filter
 	cur    atomic.Pointer[file] // the file at the path; replaced when the app replaces it, nil once closed
 
@@ -38,7 +36,6 @@ type DB struct {
 
 	work   *worker  // loads, refills and rebuilds (worker.go)
 	follow follower // catches filters up between calls (follow.go)
-	life   work.Life
 
 	mu struct {
 		sync.Mutex // guards the fields below
@@ -93,7 +90,7 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", cfg.Path, err)
 	}
 	db.path = st.Path
-	db.ctx, db.cancel = context.WithCancel(context.Background())
+	db.life.ctx, db.life.cancel = context.WithCancel(context.Background())
 	f := &file{st: st, n: 1}
 	f.refs.Store(1)
 	db.cur.Store(f)
@@ -205,7 +202,7 @@ func (db *DB) Close(ctx context.Context) error {
 	for _, ix := range list {
 		errs = append(errs, ix.close(ctx))
 	}
-	db.cancel()
+	db.life.cancel()
 	db.work.wake()
 	db.follow.wake()
 	errs = append(errs, db.life.Close(ctx, db.final))

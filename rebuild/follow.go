@@ -64,7 +64,7 @@ func (f *follower) called(ix *Index) {
 	}
 	now := time.Now()
 	f.mu.Lock()
-	if f.mu.paused || f.db.ctx.Err() != nil {
+	if f.mu.paused || f.db.life.ctx.Err() != nil {
 		f.mu.Unlock()
 		return
 	}
@@ -79,7 +79,7 @@ func (f *follower) called(ix *Index) {
 	var ctx context.Context
 	if start {
 		f.mu.running = true
-		ctx, f.mu.cancel = context.WithCancel(f.db.ctx)
+		ctx, f.mu.cancel = context.WithCancel(f.db.life.ctx)
 	}
 	f.mu.Unlock()
 	if start {
@@ -150,7 +150,7 @@ func (f *follower) due(ctx context.Context) (list []*Index, last time.Time, stop
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
-	if f.mu.paused || ctx.Err() != nil || f.db.ctx.Err() != nil || now.After(f.mu.until) {
+	if f.mu.paused || ctx.Err() != nil || f.db.life.ctx.Err() != nil || now.After(f.mu.until) {
 		f.mu.running = false
 		f.mu.cancel()
 		if f.mu.stopped != nil {

@@ -50,20 +50,29 @@ type Index struct {
 	cfg   Source
 	owned bool // Close closes db too: rebuild.Open opened it for this index
 
-	ctx    context.Context    // of this index's background work; cancelled by Close
-	cancel context.CancelFunc //
-	life   work.Life          // public calls and background jobs in progress, for Close
+	life lifetime // its background work's context, and the work in progress, for Close
 
-	mu    sync.Mutex              // owner of the state: every transition (state.go); held only to swap it
-	state atomic.Pointer[state]   // stored only under mu; never nil
+	mu struct {
+		sync.Mutex                       // owner of the state: every transition (state.go); held only to swap it
+		state      atomic.Pointer[state] // stored only under the Mutex, read lock-free; never nil
+	}
 	bound atomic.Pointer[binding] // the source as last resolved (call.go)
 
 	sp    spellings // the stored spellings that are not NFC (spellings.go)
-	costs costs     // what taking log entries in and confirming keys cost here (answer.go)
+	costs costs     // what taking log entries in and confirming keys cost here (costs.go)
 	up    upkeep    // background work asked for, and the catch-up flight (upkeep.go)
 	rb    rebuilder // rebuilds: the index's turn, automatic rebuilds (rebuilder.go, autorebuild.go)
 	snap  snapshots // where snapshots may be saved, and what was saved (snapshots.go)
 	m     metrics
+}
+
+// lifetime is an index's (or a database's) life: the context of its
+// background work, cancelled by Close, and the public calls and jobs in
+// progress (work.Life), which Close waits for.
+type lifetime struct {
+	work.Life
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // Open opens the database and the index of one collection; Close closes
@@ -121,7 +130,7 @@ func (db *DB) index(ctx context.Context, src Source, owned bool) (*Index, error)
 		return nil, err
 	}
 	if err := ix.open(ctx); err != nil {
-		ix.cancel()
+		ix.life.cancel()
 		_ = ix.close(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -142,8 +151,8 @@ func (db *DB) newIndex(src Source, owned bool) (*Index, error) {
 		}
 	}
 	ix := &Index{id: newID(), db: db, cfg: src, owned: owned}
-	ix.ctx, ix.cancel = context.WithCancel(db.ctx)
-	ix.state.Store(&state{mode: modeBypass})
+	ix.life.ctx, ix.life.cancel = context.WithCancel(db.life.ctx)
+	ix.mu.state.Store(&state{mode: modeBypass})
 	ix.rb.init()
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -261,7 +270,7 @@ func (ix *Index) Wait(ctx context.Context) error {
 				continue
 			case <-ctx.Done():
 				return context.Cause(ctx)
-			case <-ix.ctx.Done():
+			case <-ix.life.ctx.Done():
 				return ErrClosed
 			}
 		}
@@ -310,7 +319,7 @@ func (ix *Index) Close(ctx context.Context) error {
 
 // close closes the index alone.
 func (ix *Index) close(ctx context.Context) error {
-	ix.cancel()
+	ix.life.cancel()
 	return ix.life.Close(ctx, func() { ix.final(context.WithoutCancel(ctx)) })
 }
 

@@ -98,7 +98,7 @@ func (ix *Index) takeTurns(ctx context.Context, scans bool) (func(), error) {
 			return nil
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-ix.ctx.Done():
+		case <-ix.life.ctx.Done():
 			return ErrClosed
 		}
 	}

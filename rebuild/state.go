@@ -132,7 +132,7 @@ func (s *serving) covers(f *file, src *store.Source, epoch uint64) bool {
 }
 
 // get returns the current state; never nil.
-func (ix *Index) get() *state { return ix.state.Load() }
+func (ix *Index) get() *state { return ix.mu.state.Load() }
 
 // filter returns the serving filter, or nil.
 func (ix *Index) filter() *serving {
@@ -152,9 +152,9 @@ func (ix *Index) startRebuilding() bool {
 	case modeClosed:
 		return false
 	case modeServing:
-		ix.state.Store(&state{mode: modeRebuilding, filter: st.filter})
+		ix.mu.state.Store(&state{mode: modeRebuilding, filter: st.filter})
 	default:
-		ix.state.Store(&state{mode: modeRebuilding})
+		ix.mu.state.Store(&state{mode: modeRebuilding})
 	}
 	return true
 }
@@ -169,7 +169,7 @@ func (ix *Index) publish(s *serving) (prev *serving, ok bool) {
 	if st.mode == modeClosed {
 		return nil, false
 	}
-	ix.state.Store(&state{mode: modeServing, filter: s})
+	ix.mu.state.Store(&state{mode: modeServing, filter: s})
 	return st.filter, true
 }
 
@@ -185,9 +185,9 @@ func (ix *Index) install(s *serving) (prev *serving, ok bool) {
 	case modeClosed:
 		return nil, false
 	case modeRebuilding: // the rebuild publishes its own; this one is restored if it fails
-		ix.state.Store(&state{mode: modeRebuilding, filter: s})
+		ix.mu.state.Store(&state{mode: modeRebuilding, filter: s})
 	default:
-		ix.state.Store(&state{mode: modeServing, filter: s})
+		ix.mu.state.Store(&state{mode: modeServing, filter: s})
 	}
 	return st.filter, true
 }
@@ -203,10 +203,10 @@ func (ix *Index) restore() {
 		return
 	}
 	if st.filter != nil {
-		ix.state.Store(&state{mode: modeServing, filter: st.filter})
+		ix.mu.state.Store(&state{mode: modeServing, filter: st.filter})
 		return
 	}
-	ix.state.Store(&state{mode: modeBypass})
+	ix.mu.state.Store(&state{mode: modeBypass})
 }
 
 // drop stops trusting s if it still serves (or waits to be restored) and
@@ -220,9 +220,9 @@ func (ix *Index) drop(s *serving) *serving {
 	}
 	switch st.mode {
 	case modeServing:
-		ix.state.Store(&state{mode: modeBypass})
+		ix.mu.state.Store(&state{mode: modeBypass})
 	case modeRebuilding:
-		ix.state.Store(&state{mode: modeRebuilding})
+		ix.mu.state.Store(&state{mode: modeRebuilding})
 	default:
 		return nil
 	}
@@ -234,7 +234,7 @@ func (ix *Index) toClosed() *serving {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	prev := ix.get().filter
-	ix.state.Store(&state{mode: modeClosed})
+	ix.mu.state.Store(&state{mode: modeClosed})
 	return prev
 }
 

@@ -52,7 +52,7 @@ func (ix *Index) rebuildFailed(ctx context.Context, err error) {
 		ix.up.retryWait.Store(0)
 		return
 	}
-	if interrupted(ctx) || ix.ctx.Err() != nil || refusal(err) {
+	if interrupted(ctx) || ix.life.ctx.Err() != nil || refusal(err) {
 		return // Resume runs it again; Close ends it; a refusal is the app's to mend
 	}
 	first := retryFirst

@@ -81,7 +81,7 @@ func (w *worker) called(ix *Index) {
 func (w *worker) wake() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.mu.running || w.mu.paused || !w.queuedLocked() || w.db.ctx.Err() != nil {
+	if w.mu.running || w.mu.paused || !w.queuedLocked() || w.db.life.ctx.Err() != nil {
 		return
 	}
 	if !w.db.life.Enter() {
@@ -104,11 +104,11 @@ func (w *worker) queuedLocked() bool {
 func (w *worker) next() (kind int, ix *Index, ctx context.Context, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.mu.paused && w.db.ctx.Err() == nil {
+	if !w.mu.paused && w.db.life.ctx.Err() == nil {
 		for k := range w.mu.queues {
 			if q := w.mu.queues[k]; len(q) > 0 {
 				ix, w.mu.queues[k] = q[0], q[1:]
-				ctx, w.mu.current = context.WithCancelCause(ix.ctx)
+				ctx, w.mu.current = context.WithCancelCause(ix.life.ctx)
 				return k, ix, ctx, true
 			}
 		}
@@ -136,7 +136,7 @@ func (w *worker) run() {
 		w.mu.current = nil
 		// Interrupted by Suspend: queued again, to run after Resume (or
 		// at once, if Resume came before the job stopped).
-		requeue := interrupted(ctx) && ix.ctx.Err() == nil
+		requeue := interrupted(ctx) && ix.life.ctx.Err() == nil
 		if requeue {
 			ix.up.jobs[kind].Ask()
 			w.mu.queues[kind] = append([]*Index{ix}, w.mu.queues[kind]...)
