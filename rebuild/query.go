@@ -9,7 +9,11 @@ import (
 // Fetched reports whether the record with this id was fetched: whether the
 // source holds it under any canonically equivalent spelling. The filter's
 // "absent" is final; a "maybe" is confirmed in SQLite. Keys committed by
-// any connection or process before the call are seen.
+// any connection or process before the call are seen. A key with one
+// spelling (ASCII) that the filter cannot rule out alone is looked up
+// by itself, as the app's own SELECT would: exact whatever the schema now
+// says; a migration that made the source inexact is refused from the
+// next page, follower poll or Wait on (docs/ARCHITECTURE.md).
 func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 	if err := ix.enter(); err != nil {
 		return false, err
