@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/syncfilter"
@@ -34,8 +35,9 @@ type DB struct {
 	reopening chan struct{} // capacity 1: one reopen of a replaced file at a time (file.go)
 	scans     chan struct{} // capacity 1: one rebuild scan at a time in the database (rebuilder.go)
 
-	work   *worker  // loads, refills and rebuilds (worker.go)
-	follow follower // catches filters up between calls (follow.go)
+	work   *worker      // loads, refills and rebuilds (worker.go)
+	follow follower     // catches filters up between calls (follow.go)
+	calls  atomic.Int32 // the app's Fetched and Missing in progress: a rebuild's scan gives them the machine (yieldToCalls)
 
 	mu struct {
 		sync.Mutex // guards the fields below
@@ -264,5 +266,31 @@ func (db *DB) forget(ix *Index) {
 	db.follow.forget(ix)
 	if last {
 		db.release()
+	}
+}
+
+// calling counts an app's call (Fetched, Missing) in progress until the
+// returned function runs.
+func (db *DB) calling() func() {
+	db.calls.Add(1)
+	return func() { db.calls.Add(-1) }
+}
+
+// maxYield bounds how long a scan waits between two chunks for the app's
+// calls to end.
+const maxYield = 5 * time.Millisecond
+
+// yieldToCalls waits, between two chunks of a rebuild's scan, while the
+// app's calls are in progress, at most maxYield: on a machine of two
+// cores the scan, its builder and its count otherwise take the cores the
+// call needs (the first page after a migration, answered from SQLite
+// while the rebuild runs, cost up to ten times the app's own IN-list).
+func (db *DB) yieldToCalls(ctx context.Context) {
+	if db.calls.Load() == 0 {
+		return
+	}
+	deadline := time.Now().Add(maxYield)
+	for db.calls.Load() > 0 && ctx.Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
 	}
 }

@@ -19,6 +19,7 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 		return false, err
 	}
 	defer ix.leave()
+	defer ix.db.calling()()
 	canon, err := canonical(key)
 	if err != nil {
 		ix.m.queries.Add(1)
@@ -76,6 +77,7 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
 		return nil, err
 	}
 	defer ix.leave()
+	defer ix.db.calling()()
 	p := newPage(keys)
 	c, err := ix.look(ctx)
 	if err != nil {

@@ -66,6 +66,7 @@ func (ix *Index) scan(ctx context.Context, f *file, src *store.Source, l *store.
 				// noticed the interrupt in time.
 				return err
 			}
+			ix.db.yieldToCalls(ctx)
 			batch := make([]string, 0, len(keys))
 			for _, k := range keys {
 				c, err := canonicalStored(k)
