@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -28,6 +29,10 @@ type CollectionsResult struct {
 	Opts        CollectionsOptions
 	Setup       time.Duration
 	Open, First [2][]time.Duration // [one, all N]: OpenDB and the Index calls; the first answers, summed
+	// InList: [one, all N]: the app's own check instead, on a pool of
+	// its own opened for the run: its first connection, and for each
+	// collection one prepared IN-list of the page, summed.
+	InList [2][]time.Duration
 }
 
 // RealCollections builds the database (the base table renamed coll0,
@@ -75,7 +80,12 @@ func RealCollections(ctx context.Context, o CollectionsOptions) (_ *CollectionsR
 			if err != nil {
 				return nil, err
 			}
+			in, err := inListCollections(ctx, d, path, n, page, ref)
+			if err != nil {
+				return nil, err
+			}
 			res.Open[which], res.First[which] = append(res.Open[which], open), append(res.First[which], first)
+			res.InList[which] = append(res.InList[which], in)
 		}
 	}
 	return res, nil
@@ -154,14 +164,60 @@ func openCollections(ctx context.Context, d Driver, path string, n int, page []s
 
 // WriteCollectionsTable writes the many-collections results as a
 // Markdown table: medians of the reps.
+// inListCollections is the app's own check of the first page of n
+// collections: a pool opened for it, and per collection one IN-list
+// prepared and run (the ids in NFC; the tables hold UUIDs only).
+func inListCollections(ctx context.Context, d Driver, path string, n int, page []string, ref *Reference) (took time.Duration, err error) {
+	want := ref.Truth(page)
+	start := time.Now()
+	db, err := openSQL(d, path, AppDSNOptions)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	args := make([]any, len(page))
+	for i, id := range page {
+		args[i] = id
+	}
+	for i := range n {
+		st, err := db.PrepareContext(ctx, `SELECT id FROM `+collTable(i)+` WHERE id IN (?`+strings.Repeat(`, ?`, len(page)-1)+`)`)
+		if err != nil {
+			return 0, fmt.Errorf("collections: %w", err)
+		}
+		rows, err := st.QueryContext(ctx, args...)
+		if err != nil {
+			return 0, errors.Join(fmt.Errorf("collections: %w", err), st.Close())
+		}
+		found := map[string]bool{}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return 0, errors.Join(fmt.Errorf("collections: %w", err), rows.Close(), st.Close())
+			}
+			found[id] = true
+		}
+		if err := errors.Join(rows.Close(), st.Close()); err != nil {
+			return 0, fmt.Errorf("collections: %w", err)
+		}
+		got := make([]bool, len(page))
+		for j, id := range page {
+			got[j] = !found[id]
+		}
+		if err := Judge("the IN-list on "+collTable(i), page, got, want); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
 func WriteCollectionsTable(w io.Writer, results []*CollectionsResult) error {
 	var errs []error
 	p := func(format string, args ...any) {
 		_, err := fmt.Fprintf(w, format+"\n", args...)
 		errs = append(errs, err)
 	}
-	p("| collections | rows each | OpenDB + Index calls | first answers (all) | total | ÷ one collection | reps |")
-	p("|---:|---:|---:|---:|---:|---:|---:|")
+	p("| collections | rows each | OpenDB + Index calls | first answers (all) | total | ÷ one collection | the app's IN-lists instead | total ÷ IN-lists | reps |")
+	p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, res := range results {
 		total := func(which int) time.Duration {
 			ts := make([]time.Duration, len(res.Open[which]))
@@ -173,8 +229,9 @@ func WriteCollectionsTable(w io.Writer, results []*CollectionsResult) error {
 		one := total(0)
 		for which, n := range []int{1, res.Opts.N} {
 			t := total(which)
-			p("| %d | %s | %s | %s | %s | %.2f× | %d |", n, thousands(fmt.Sprint(res.Opts.Rows)), dur(Median(res.Open[which])),
-				dur(Median(res.First[which])), dur(t), Ratio(t, one), len(res.Open[which]))
+			in := Median(res.InList[which])
+			p("| %d | %s | %s | %s | %s | %.2f× | %s | %.2f× | %d |", n, thousands(fmt.Sprint(res.Opts.Rows)), dur(Median(res.Open[which])),
+				dur(Median(res.First[which])), dur(t), Ratio(t, one), dur(in), Ratio(t, in), len(res.Open[which]))
 		}
 	}
 	return errors.Join(errs...)
