@@ -96,12 +96,14 @@ func Open(ctx context.Context, dcfg DBConfig, src Source) (*Index, error) {
 
 // Index opens the index of one collection of the database. It checks the
 // source before the first write (the table, a stored key column of TEXT
-// affinity and BINARY collation, an index on it), attaches it if needed
-// (triggers that log every insert, in one transaction), and returns: the
-// filter is made ready in the background, from the snapshot if the
-// database vouches for it (then caught up on every key committed after
-// it), otherwise by scanning, and until it is, every call is answered
-// exactly from SQLite. The snapshot is loaded once the first call is
+// affinity and BINARY collation, an index on it) and returns: the filter
+// is made ready in the background, from the snapshot if the database
+// vouches for it (then caught up on every key committed after it),
+// otherwise by attaching the source if needed (triggers that log every
+// insert, in one transaction) and scanning it, and until it is, every
+// call is answered exactly from SQLite. An empty table (an app before its
+// first sync) and the library's own table are attached and scanned before
+// Index returns, so that a filter serves from the first call. The snapshot is loaded once the first call is
 // answered (so that it does not share the machine with that call), or
 // when Wait asks; a scan starts at once. Wait waits for it; Stats says
 // what is happening.
@@ -187,11 +189,21 @@ func (ix *Index) open(ctx context.Context) error {
 			return nil
 		}
 		ix.askLoad()
+	case !src.Logged && !src.Own:
+		if empty, err := c.f.st.Empty(ctx, src); err != nil || !empty {
+			// The first open of a table that holds rows (or one after
+			// its triggers were lost): the worker attaches it and scans
+			// it, in that order, so that every row is in the scan or the
+			// log; calls are answered from SQLite meanwhile, and the app's
+			// writes never make this open wait for the write lock.
+			ix.askRebuild(reason{text: "first scan"})
+			return nil
+		}
+		fallthrough
 	case !src.Logged:
-		// The first open of the source (or one after its triggers were
-		// lost): attach before answering, so that every row written from
-		// now on is logged; nothing vouches for the rows already there,
-		// so the first scan follows, in the background.
+		// The library's own table, or an empty table (an app before its
+		// first sync): attached and scanned now, so that a filter serves
+		// from the first call.
 		s, info, err := c.f.st.Attach(ctx, ix.cfg.Table, ix.cfg.Column, ix.cfg.AllowUnindexed)
 		if err != nil {
 			return fmt.Errorf("open index: %w", err)

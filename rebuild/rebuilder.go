@@ -155,6 +155,10 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func(
 			ix.up.created.Store(src)
 		}
 		ix.up.undone.Store(false)
+		// The index's binding is the attached source from now on: a call
+		// must not take the one it resolved before the attach (triggers
+		// not in place) as the truth about the filter this builds.
+		c.b = ix.rebindTo(c, src)
 	}
 	s, rep, err := ix.build(ctx, f, src, why, start)
 	wait = rep.wait

@@ -353,7 +353,13 @@ func TestStatusAndDetachAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.Close(ctx)
-	if _, err := app.Index(ctx, rebuild.Source{Table: "coll1", Column: "id"}); err != nil {
+	ix, err := app.Index(ctx, rebuild.Source{Table: "coll1", Column: "id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its filter is built (no snapshot configured: a scan, whose lease
+	// Detach would honour with ErrHeld) before the detach.
+	if err := ix.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	r = run(t, "", "detach", "--db", path, "--all").must(t, 0)
