@@ -3,33 +3,11 @@ package rebuild
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
-
-// causesOnce checks that err, returned because ctx ran out, says so,
-// and names every cause once: "context deadline exceeded" once, and no
-// line of its text twice.
-func causesOnce(t *testing.T, what string, err error) {
-	t.Helper()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("%s = %v, want the context's error", what, err)
-	}
-	text := err.Error()
-	if n := strings.Count(text, context.DeadlineExceeded.Error()); n != 1 {
-		t.Fatalf("%s: %q says %q %d times", what, text, context.DeadlineExceeded.Error(), n)
-	}
-	seen := map[string]bool{}
-	for _, l := range strings.Split(text, "\n") {
-		if seen[l] {
-			t.Fatalf("%s: %q says %q twice", what, text, l)
-		}
-		seen[l] = true
-	}
-}
 
 // TestCloseErrorNamesEachCauseOnce: Close with a context of a
 // millisecond while a rebuild scans (held in its scan) returns the

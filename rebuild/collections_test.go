@@ -4,83 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
-
-// collectionsDB creates a database with n tables, coll0..coll<n-1>, each
-// holding rows ids.
-func collectionsDB(t testing.TB, n, rows int) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "app.db")
-	db := rawDB(t, path)
-	defer db.Close() // no connection of the test's outlives the setup: descriptors count the library's
-	for i := range n {
-		mustExec(t, db, fmt.Sprintf(`CREATE TABLE coll%d (id TEXT PRIMARY KEY, body TEXT)`, i))
-		tx, err := db.Begin()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, id := range ids(fmt.Sprintf("c%d", i), rows) {
-			if _, err := tx.Exec(fmt.Sprintf(`INSERT INTO coll%d (id) VALUES (?)`, i), id); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return path
-}
-
-// openFiles counts this process's open descriptors on the database's
-// files (the database, -wal, -shm, -journal): one per SQLite connection
-// for the database itself.
-func openFiles(t *testing.T, path string) (db, all int) {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd here: %v", err)
-	}
-	real, _ := filepath.EvalSymlinks(path)
-	for _, e := range entries {
-		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-		if err != nil {
-			continue
-		}
-		switch {
-		case target == real:
-			db++
-			all++
-		case strings.HasPrefix(target, real+"-"):
-			all++
-		}
-	}
-	return db, all
-}
-
-// goroutines returns the goroutine count once it has settled.
-func goroutines() int {
-	var n int
-	for range 50 {
-		runtime.GC()
-		n = runtime.NumGoroutine()
-		time.Sleep(2 * time.Millisecond)
-		if m := runtime.NumGoroutine(); m == n {
-			return n
-		}
-	}
-	return n
-}
 
 // TestCollectionsShareTheDatabase: ten collections of one database cost
 // at most 8 SQLite connections and 6 goroutines more than one (counted,

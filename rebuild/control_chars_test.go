@@ -6,9 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
@@ -262,34 +260,4 @@ func TestControlCharactersAfterKill(t *testing.T) {
 	// killed process left and the log after it.
 	ro := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), ReadOnly: true}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}})
 	judgePage(t, ro, storedCanon(t, path, "records"), spellingPage(asked), false, "read-only after the kill")
-}
-
-// scanGate makes the next scan of the database whose hooks hk are wait
-// after its first chunk of keys (every row, when the table fits in one)
-// until release is called; entered is closed when it waits. The test's
-// cleanup releases it too, before the index closes, so that a failure
-// leaves no scan waiting.
-func scanGate(t testing.TB, hk *hooks) (entered <-chan struct{}, release func()) {
-	gate, in := make(chan struct{}), make(chan struct{})
-	var once, rel sync.Once
-	release = func() { rel.Do(func() { close(gate) }) }
-	t.Cleanup(release)
-	hk.scanRow.Store(ptr(func(n int64) error {
-		if n > 0 {
-			once.Do(func() { close(in); <-gate })
-		}
-		return nil
-	}))
-	return in, release
-}
-
-// waitClosed waits for ch to be closed (a generous bound turns a hang
-// into a failure).
-func waitClosed(t testing.TB, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(callBound):
-		t.Fatalf("%s: not reached after %v", what, callBound)
-	}
 }

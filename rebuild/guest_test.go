@@ -3,7 +3,6 @@ package rebuild
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
@@ -21,69 +20,6 @@ import (
 	"github.com/syncfilter/syncfilter/snapshot"
 	"golang.org/x/text/unicode/norm"
 )
-
-// schema returns every row of sqlite_master, all columns, in a fixed
-// order, as bytes: two equal results mean an identical schema.
-func schema(t testing.TB, path string) []byte {
-	t.Helper()
-	db, err := testdriver.Open(path, testdriver.App{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT type, name, tbl_name, rootpage, coalesce(sql, '<null>') FROM sqlite_master ORDER BY type, name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var b bytes.Buffer
-	for rows.Next() {
-		var typ, name, tbl, ddl string
-		var root int64
-		if err := rows.Scan(&typ, &name, &tbl, &root, &ddl); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%s\x00%s\x00%s\x00%d\x00%s\n", typ, name, tbl, root, ddl)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// plainDB opens path as an app that never chose a journal mode would.
-func plainDB(t testing.TB, path string) *sql.DB {
-	t.Helper()
-	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
-
-func journalMode(t testing.TB, path string) string {
-	t.Helper()
-	db, err := testdriver.Open(path, testdriver.App{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var mode string
-	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
-		t.Fatal(err)
-	}
-	return mode
-}
-
-func fileSum(t testing.TB, path string) [32]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sha256.Sum256(b)
-}
 
 // guestDB is an app's database in rollback-journal mode (the default), with
 // tables whose key columns the library must refuse, and one it accepts.

@@ -15,9 +15,8 @@ import (
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-	"github.com/syncfilter/syncfilter/snapshot"
-
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"github.com/syncfilter/syncfilter/snapshot"
 )
 
 // Identity of the database file: the file at Path replaced while an index
@@ -201,18 +200,6 @@ func TestRecreatedWhileOpen(t *testing.T) {
 }
 
 func equalFold(a, b string) bool { return bytes.EqualFold([]byte(a), []byte(b)) }
-
-// missingOf is what Missing must answer about probe when stored holds
-// exactly the stored ids.
-func missingOf(probe []string, stored map[string]bool) []string {
-	var out []string
-	for _, k := range probe {
-		if !stored[k] {
-			out = append(out, k)
-		}
-	}
-	return out
-}
 
 // snapshotRecords returns the database's records of snapshots and scan
 // leases, as text.

@@ -9,10 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-
 	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/snapshot"
 	"github.com/syncfilter/syncfilter/syncfilter"
@@ -234,18 +232,6 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 			}
 		})
 	}
-}
-
-// checkpoint folds the WAL into the database file, so that copying the file
-// copies the database.
-func checkpoint(path string) error {
-	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 5 * time.Second})
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
-	return err
 }
 
 func TestBadConfigAndSources(t *testing.T) {

@@ -18,30 +18,6 @@ import (
 // path works in each mode, with an app whose every connection sets its
 // mode in the DSN.
 
-// headerMode reads the database header's read/write versions: "wal" (2)
-// or "rollback" (1). A rollback mode (DELETE, TRUNCATE, PERSIST) is a
-// setting of each connection; WAL is recorded in the file.
-func headerMode(t testing.TB, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var h [20]byte
-	if _, err := f.ReadAt(h[:], 0); err != nil {
-		t.Fatal(err)
-	}
-	switch {
-	case h[18] == 2 && h[19] == 2:
-		return "wal"
-	case h[18] == 1 && h[19] == 1:
-		return "rollback"
-	}
-	t.Fatalf("header versions %d, %d", h[18], h[19])
-	return ""
-}
-
 // appConn opens a NEW connection of the app (its DSN sets the mode),
 // runs a statement on it and reports the mode it got; a database left in
 // another mode by someone else makes this fail ("database is locked")

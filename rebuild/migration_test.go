@@ -20,18 +20,6 @@ import (
 // while it is closed. Every answer afterwards is checked against the
 // table the name refers to then.
 
-// driftDB creates app.db in mode (set by the DSN of every connection)
-// with records(id TEXT PRIMARY KEY, body TEXT) holding seed.
-func driftDB(t *testing.T, mode string, seed []string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "app.db")
-	db := modeConn(t, path, mode)
-	mustExec(t, db, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
-	insertIDs(t, db, seed...)
-	_ = db.Close()
-	return path
-}
-
 // expectTable checks every answer of ix about probe against the rows
 // table stores now.
 func expectTable(t *testing.T, ix *Index, path, table string, probe []string) {

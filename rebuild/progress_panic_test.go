@@ -67,19 +67,6 @@ func rebuildRecovering(ctx context.Context, ix *Index) (err error, panicked any)
 	return ix.Rebuild(ctx), nil
 }
 
-// attachOnly attaches the records table (an index opened with the first
-// scan, then closed) and leaves no snapshot.
-func attachOnly(ctx context.Context, path string) error {
-	ix, err := Open(ctx, DBConfig{Path: path, Driver: appConfig(path).Driver}, Source{Table: "records", Column: "id"})
-	if err != nil {
-		return err
-	}
-	if err := ix.Wait(ctx); err != nil {
-		return err
-	}
-	return ix.Close(ctx)
-}
-
 // TestProgressPanicInTheAppsRebuild: a Progress callback that panics
 // during the app's Rebuild stops the rebuild, and the panic goes on in
 // Rebuild's caller; the index is back where it was (the filter that

@@ -11,14 +11,6 @@ import (
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
-// quietCounter counts the calls answered without a probe (call.quiet)
-// on the database whose hooks h are.
-func quietCounter(h *hooks) *atomic.Int64 {
-	var n atomic.Int64
-	h.quiet.Store(ptr(func() { n.Add(1) }))
-	return &n
-}
-
 // askTwice asks Fetched about key twice in a row and reports both answers
 // and whether the second call skipped its probe.
 func askTwice(t *testing.T, ix *Index, quiet *atomic.Int64, key string) (first, second, skipped bool) {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-
 	"github.com/syncfilter/syncfilter/internal/testexec"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
@@ -261,10 +260,6 @@ func TestCancelledRebuildsLeaveTheGateCorrect(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, ix, fetched, probe)
-}
-
-func isInterrupted(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "interrupt")
 }
 
 // TestSaveFailureKeepsServing: the disk refuses the snapshot. The rebuilt

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -252,22 +251,6 @@ func TestLoadWaitsForTheFirstCall(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// blockCatchUp returns cfg with its catch-ups parking at their first
-// chunk while block is set (entered closes then; release lets them go).
-func blockCatchUp(cfg config) (_ config, block *atomic.Bool, entered, release chan struct{}) {
-	block = new(atomic.Bool)
-	entered, release = make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	cfg.knobs.store = store.Knobs{LogChunk: 16}
-	cfg.knobs.catchUpChunk = func() {
-		if block.Load() {
-			once.Do(func() { close(entered) })
-			<-release
-		}
-	}
-	return cfg, block, entered, release
 }
 
 // TestSuspendWaitsForWait: a Wait catching the filter up reads the

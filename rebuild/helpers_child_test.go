@@ -2,16 +2,11 @@ package rebuild
 
 import (
 	"bufio"
-	"context"
 	"os"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/syncfilter/syncfilter/internal/testdriver"
 
 	"github.com/syncfilter/syncfilter/internal/testexec"
 )
@@ -111,101 +106,6 @@ func drain(lines *bufio.Scanner) string {
 	return b.String()
 }
 
-// tableIDs returns the ids a table stores (text only), read on a
-// connection of its own: the reference the index's answers must match.
-func tableIDs(t testing.TB, path, table string) map[string]bool {
-	t.Helper()
-	db, err := testdriver.Open(path, testdriver.App{ReadOnly: true, BusyTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT id FROM "` + table + `" WHERE typeof(id) = 'text'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		out[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// libraryObjects lists the library's objects in sqlite_master as
-// "type name on tbl_name", sorted.
-func libraryObjects(t testing.TB, path string) []string {
-	t.Helper()
-	db, err := testdriver.Open(path, testdriver.App{ReadOnly: true, BusyTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(`SELECT type || ' ' || name || ' on ' || tbl_name FROM sqlite_master WHERE name LIKE 'syncfilter%'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// dirEntries lists a directory's names, sorted.
-func dirEntries(t testing.TB, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
-// integrity runs PRAGMA integrity_check on its own connection.
-func integrity(t testing.TB, path string) {
-	t.Helper()
-	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var check string
-	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
-		t.Fatalf("integrity_check of %s: %q, %v", path, check, err)
-	}
-}
-
-// waitFor polls cond (no timing assertion: a generous bound only turns a
-// hang into a failure).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 60s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func init() {
 	// exec: path, mode, statements: runs each statement (one Exec each)
 	// on one connection whose DSN sets the journal mode ("" for none).
@@ -242,59 +142,17 @@ func insertIn(t *testing.T, path, mode, table, prefix string, n int) []string {
 	return ids(prefix, n)
 }
 
-// exact checks Missing and Fetched of every probe key against the
-// reference set (stored ids), reporting the keys answered wrongly.
-func exact(t testing.TB, ix *Index, fetched map[string]bool, probe []string) {
+// startChild starts this test binary again, running only the test named
+// run (a child-process helper that skips itself without its environment
+// variables), with env added; wait returns its error and output.
+func startChild(t *testing.T, run string, env ...string) (wait func() (string, error)) {
 	t.Helper()
-	ctx := context.Background()
-	missing, err := missingList(ctx, ix, probe)
-	if err != nil {
-		t.Fatalf("Missing: %v", err)
+	cmd := testexec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	isMissing := map[string]bool{}
-	for _, k := range missing {
-		isMissing[k] = true
-	}
-	var wrongMissing, wrongFetched []string
-	seen := map[string]bool{}
-	for _, k := range probe {
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		if fetched[k] && isMissing[k] {
-			wrongMissing = append(wrongMissing, k)
-		}
-		if !fetched[k] && !isMissing[k] {
-			wrongFetched = append(wrongFetched, k)
-		}
-		got, err := ix.Fetched(ctx, k)
-		if err != nil {
-			t.Fatalf("Fetched(%q): %v", k, err)
-		}
-		if got != fetched[k] {
-			t.Errorf("Fetched(%q) = %v, want %v", k, got, fetched[k])
-		}
-	}
-	if len(missing) != len(seen)-len(stored(fetched, probe)) {
-		t.Errorf("Missing listed %d keys, want %d", len(missing), len(seen)-len(stored(fetched, probe)))
-	}
-	if len(wrongMissing)+len(wrongFetched) > 0 {
-		t.Fatalf("Missing: %d stored ids listed missing %.120v; %d never-stored ids not listed %.120v",
-			len(wrongMissing), wrongMissing, len(wrongFetched), wrongFetched)
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
-}
-
-// stored returns the distinct probe keys in fetched.
-func stored(fetched map[string]bool, probe []string) map[string]bool {
-	out := map[string]bool{}
-	for _, k := range probe {
-		if fetched[k] {
-			out[k] = true
-		}
-	}
-	return out
+	return func() (string, error) { err := cmd.Wait(); return out.String(), err }
 }
