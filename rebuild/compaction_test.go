@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -140,55 +139,6 @@ func TestDropsByAnotherProcessLeakNothing(t *testing.T) {
 	})
 	mon.close()
 	goroutinesBackTo(t, baseline)
-}
-
-// TestReadOnlySeesSpellingsCommittedAfterOpen: a read-only index, on a
-// source attached by a writable open (with and without its snapshot) and
-// on a source never attached, finds an id that another connection
-// committed in NFD after the index opened under both spellings, by
-// Fetched and by Missing, and an id stored with a KELVIN SIGN (U+212A) by
-// "K".
-func TestReadOnlySeesSpellingsCommittedAfterOpen(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		attached bool
-		snapshot bool
-	}{
-		{"attached, snapshot", true, true},
-		{"attached, no snapshot", true, false},
-		{"never attached", false, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			path := modeDB(t, "wal", []string{"records"}, ids("seed", 300)...)
-			cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}}
-			if tc.snapshot {
-				cfg.Snapshot = path + ".sfb"
-			}
-			if tc.attached {
-				w := open(t, cfg)
-				if err := w.Close(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cfg.ReadOnly = true
-			ix := open(t, cfg)
-			if st := ix.Stats(); st.Attached != tc.attached || st.Serving != tc.snapshot {
-				t.Fatalf("attached %v, serving %v", st.Attached, st.Serving)
-			}
-			app := modeConn(t, path, "wal")
-			for round := range 3 { // several commits, each seen by the next calls
-				nfc := fmt.Sprintf("Ångström-%d", round)
-				nfd := norm.NFD.String(nfc)
-				kelvin := fmt.Sprintf("\u212A-after-%d", round)
-				never := fmt.Sprintf("Ångström-never-%d", round)
-				expect(t, ix, map[string]bool{}, []string{nfc, nfd, "K-after-" + fmt.Sprint(round), kelvin, never})
-				insertInto(t, app, "records", nfd, kelvin)
-				fetched := set([]string{nfc, nfd, "K-after-" + fmt.Sprint(round), kelvin, "seed-0000001"})
-				expect(t, ix, fetched, []string{nfc, nfd, "K-after-" + fmt.Sprint(round), kelvin, norm.NFD.String(never), "seed-0000001"})
-			}
-		})
-	}
 }
 
 // TestSymlinkedPathWithAStaleShmStaysFresh: the app opens its database

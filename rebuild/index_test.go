@@ -11,45 +11,8 @@ import (
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/snapshot"
-	"github.com/syncfilter/syncfilter/syncfilter"
 )
-
-func TestOwnTableMarkFetchedAndQueries(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "own.db")
-	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{}})
-	ctx := context.Background()
-	first, later, never := ids("a", 500), ids("b", 500), ids("c", 500)
-	if err := ix.MarkFetched(ctx, first...); err != nil {
-		t.Fatal(err)
-	}
-	probe := append(append(slices.Clone(first), later...), never...)
-	expect(t, ix, set(first), probe)
-	if err := ix.MarkFetched(ctx, later...); err != nil {
-		t.Fatal(err)
-	}
-	expect(t, ix, set(first, later), probe)
-
-	st := ix.Stats()
-	if !st.Serving || st.LookupsAvoided == 0 || st.ConfirmedPositives == 0 {
-		t.Fatalf("stats: %+v", st)
-	}
-	if st.Queries != st.LookupsAvoided+st.ConfirmedPositives+st.FalsePositives+st.BypassLookups {
-		t.Fatalf("queries %d != negatives + confirmed + false positives + bypass: %+v", st.Queries, st)
-	}
-	// Reopen: the snapshot was not configured, so a rebuild runs; the
-	// table keeps the truth.
-	if err := ix.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ix.Fetched(ctx, "a-0000001"); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Fetched after Close: %v", err)
-	}
-	again := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{}})
-	waitServing(t, again)
-	expect(t, again, set(first, later), probe)
-}
 
 // TestAppWritesOnItsOwnConnection: an app stores records on its own
 // connection, in its own transactions; committed ones are fetched at the
@@ -121,39 +84,6 @@ func TestOtherConnectionWritesAreCaughtUp(t *testing.T) {
 		t.Fatalf("reopen did not serve from the snapshot: %+v", st)
 	}
 	expect(t, again, set(ids("seed", 1000), late, later), append(probe, later...))
-}
-
-func TestCanonicalSpellingsFoundBothWays(t *testing.T) {
-	nfd := []string{"cafe\u0301-1", "\u1112\u1161\u11ab-2", "\u304b\u3099-3", "A\u030a-4"}
-	nfc := []string{"caf\u00e9-1", "\ud55c-2", "\u304c-3", "\u00c5-4"}
-	path := appDB(t, nfd[0], nfd[1]) // stored NFD before attaching
-	other := rawDB(t, path)
-	mustExec(t, other, `INSERT INTO records (id) VALUES (?)`, nfc[2]) // stored NFC
-	ix := open(t, appConfig(path))
-	mustExec(t, other, `INSERT INTO records (id) VALUES (?)`, nfd[3]) // stored NFD after attaching
-	fetched := set(nfd, nfc)
-	probe := append(slices.Clone(nfd), nfc...)
-	probe = append(probe, "cafe\u0301-9", "caf\u00e9-9")
-	expect(t, ix, fetched, probe)
-	// Two spellings of one new id in a page, and one id twice: every
-	// position answered on its own.
-	page := []string{"caf\u00e9-9", nfd[0], "cafe\u0301-9", "new", "new", nfc[0]}
-	if missing, err := ix.Missing(context.Background(), page); err != nil ||
-		fmt.Sprint(missing) != fmt.Sprint([]bool{true, false, true, true, true, false}) {
-		t.Fatalf("Missing(%+q) = %v, %v", page, missing, err)
-	}
-	// The same after a rebuild, and in bypass while none serves.
-	if err := ix.Rebuild(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	expect(t, ix, fetched, probe)
-	ix.startRebuilding() // bypass, as while a rebuild runs
-	expect(t, ix, fetched, probe)
-	// The table itself was never rewritten.
-	var n int
-	if err := other.QueryRow(`SELECT count(*) FROM records WHERE id IN (?, ?, ?)`, nfd[0], nfd[1], nfd[3]).Scan(&n); err != nil || n != 3 {
-		t.Fatalf("stored NFD rows: %d, %v", n, err)
-	}
 }
 
 func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
@@ -278,26 +208,6 @@ func TestBadConfigAndSources(t *testing.T) {
 	}
 }
 
-func TestInvalidKeys(t *testing.T) {
-	path := appDB(t, "good")
-	db := rawDB(t, path)
-	mustExec(t, db, `INSERT INTO records (id) VALUES (CAST(x'ff00' AS TEXT))`) // invalid UTF-8 stored by another tool
-	ix := open(t, appConfig(path))
-	ctx := context.Background()
-	if st := ix.Stats(); st.SkippedKeys != 1 {
-		t.Fatalf("SkippedKeys = %d, want 1", st.SkippedKeys)
-	}
-	if _, err := ix.Fetched(ctx, "bad\xff"); !errors.Is(err, normalize.ErrInvalidUTF8) {
-		t.Fatalf("Fetched(invalid): %v", err)
-	}
-	_, err := missingList(ctx, ix, []string{"good", "x\xc3", "y"})
-	var ke *syncfilter.KeyError
-	if !errors.As(err, &ke) || ke.Index != 1 || !errors.Is(err, normalize.ErrInvalidUTF8) {
-		t.Fatalf("Missing(invalid): %v", err)
-	}
-	expect(t, ix, set([]string{"good"}), []string{"good", "other"})
-}
-
 func TestStatsRebuildDue(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "own.db")
 	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Capacity: 1024, FPR: 0.01, AutoRebuild: AutoRebuild{NotWhenDue: true}}}) // the app watches RebuildDue
@@ -323,38 +233,6 @@ func TestStatsRebuildDue(t *testing.T) {
 	}
 }
 
-// TestMaybeIsNeverFetched: keys the filter holds but SQLite does not
-// (deleted since) answer "maybe" in the filter and "not fetched" at the
-// gate, counted as false positives.
-func TestMaybeIsNeverFetched(t *testing.T) {
-	path := appDB(t, ids("kept", 100)...)
-	ix := open(t, appConfig(path))
-	ctx := context.Background()
-	uncommitted := ids("ghost", 300)
-	db := rawDB(t, path)
-	insertIDs(t, db, uncommitted...)
-	if _, err := missingList(ctx, ix, uncommitted[:1]); err != nil { // the filter catches up on them
-		t.Fatal(err)
-	}
-	mustExec(t, db, `DELETE FROM records WHERE id LIKE 'ghost-%'`)
-	mustExec(t, db, `DELETE FROM records WHERE id < 'kept-0000010'`) // ten records deleted
-	if _, err := missingList(ctx, ix, []string{"x"}); err != nil {
-		t.Fatal(err)
-	}
-	s := ix.filter()
-	for _, k := range append(slices.Clone(uncommitted), ids("kept", 10)...) {
-		if maybe, _ := s.f.MightContain(k); !maybe {
-			t.Fatalf("filter lost %q", k)
-		}
-	}
-	before := ix.Stats().FalsePositives
-	expect(t, ix, set(ids("kept", 100)[10:]), append(append(slices.Clone(uncommitted), ids("kept", 100)...), "never"))
-	// Each of the 310 keys was asked twice (Missing, then Fetched).
-	if got := ix.Stats().FalsePositives - before; got < 2*310 {
-		t.Fatalf("%d false positives counted, want at least %d", got, 2*310)
-	}
-}
-
 // TestMissingDatabaseIsNotCreated: a mistyped path for an app's table is
 // an error, and leaves no empty database behind.
 func TestMissingDatabaseIsNotCreated(t *testing.T) {
@@ -365,25 +243,6 @@ func TestMissingDatabaseIsNotCreated(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("Open created %s", path)
-	}
-}
-
-// TestMissingOfALargePage: a page with more maybes than one confirmation
-// statement carries (40,000 stored ids) is confirmed in several
-// statements, and every stored id is answered fetched.
-func TestMissingOfALargePage(t *testing.T) {
-	ctx := context.Background()
-	stored := ids("old", 40000)
-	path := appDB(t, stored...)
-	page := append(slices.Clone(stored), ids("new", 100)...)
-	ix := open(t, appConfig(path))
-	waitServing(t, ix)
-	missing, err := missingList(ctx, ix, page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(missing, page[len(stored):]) {
-		t.Fatalf("%d missing, want the 100 new ids", len(missing))
 	}
 }
 

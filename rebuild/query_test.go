@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/snapshot"
+	"golang.org/x/text/unicode/norm"
 )
 
 // mixedPage is one page that names ids again and in other spellings:
@@ -216,4 +220,104 @@ func TestEndedContextsSayTheirError(t *testing.T) {
 			t.Errorf("%s with an ended context = %v, want its cause", name, err)
 		}
 	}
+}
+
+// TestFetchedAndMissingAgree: the single-key and the page paths give the
+// same answer for every key, stored in NFC or NFD, asked in either form,
+// in bypass (read-only and writable) and with a filter serving.
+func TestFetchedAndMissingAgree(t *testing.T) {
+	ctx := context.Background()
+	words := []string{"Ångström", "café", "Łódź", "ﬁle", "한국어", "\u212a", "K", "e\u0301", "plain",
+		// Bytes that travel through JSON escaped, both ways (the keys go to
+		// SQLite as a JSON array, the found ones come back as one).
+		"nul\x00inside", "quote\"back\\slash", "tab\tnew\nline\x01", "\u2028sep\u2029", "<tag>&amp;", "😀\U0010fffd", "\x7f", "Ångström\x00"}
+	var stored, probe []string
+	for i, w := range words {
+		nfc, nfd := norm.NFC.String(w), norm.NFD.String(w)
+		if i%2 == 0 {
+			stored = append(stored, fmt.Sprintf("%s-%d", nfc, i))
+		} else {
+			stored = append(stored, fmt.Sprintf("%s-%d", nfd, i))
+		}
+		probe = append(probe, fmt.Sprintf("%s-%d", nfc, i), fmt.Sprintf("%s-%d", nfd, i), fmt.Sprintf("%s-%d-never", nfc, i))
+	}
+	probe = append(probe, ids("never", 100)...)
+	path := appDB(t, stored...)
+	agree := func(t *testing.T, ix *Index, wantServing bool) {
+		t.Helper()
+		if got := ix.Stats().Serving; got != wantServing {
+			t.Fatalf("serving %v, want %v", got, wantServing)
+		}
+		missing, err := missingList(ctx, ix, probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		isMissing := set(missing)
+		for _, k := range probe {
+			got, err := ix.Fetched(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == isMissing[k] {
+				t.Fatalf("Fetched(%+q) = %v but Missing says missing=%v", k, got, isMissing[k])
+			}
+			if want := !strings.HasSuffix(k, "never") && !strings.HasPrefix(k, "never"); got != want {
+				t.Fatalf("Fetched(%+q) = %v, want %v", k, got, want)
+			}
+		}
+	}
+	t.Run("read-only bypass", func(t *testing.T) {
+		agree(t, open(t, config{DBConfig: DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}}), false)
+	})
+	cfg := appConfig(path)
+	t.Run("serving", func(t *testing.T) {
+		ix := open(t, cfg)
+		agree(t, ix, true)
+		if err := ix.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("bypass", func(t *testing.T) {
+		if err := os.WriteFile(cfg.Snapshot, snapshot.Magic[:], 0o600); err != nil { // damaged: refused, and replaceable
+			t.Fatal(err)
+		}
+		c := cfg
+		c.AutoRebuild.Off = true
+		agree(t, open(t, c), false)
+	})
+}
+
+func TestOwnTableMarkFetchedAndQueries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "own.db")
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{}})
+	ctx := context.Background()
+	first, later, never := ids("a", 500), ids("b", 500), ids("c", 500)
+	if err := ix.MarkFetched(ctx, first...); err != nil {
+		t.Fatal(err)
+	}
+	probe := append(append(slices.Clone(first), later...), never...)
+	expect(t, ix, set(first), probe)
+	if err := ix.MarkFetched(ctx, later...); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, set(first, later), probe)
+
+	st := ix.Stats()
+	if !st.Serving || st.LookupsAvoided == 0 || st.ConfirmedPositives == 0 {
+		t.Fatalf("stats: %+v", st)
+	}
+	if st.Queries != st.LookupsAvoided+st.ConfirmedPositives+st.FalsePositives+st.BypassLookups {
+		t.Fatalf("queries %d != negatives + confirmed + false positives + bypass: %+v", st.Queries, st)
+	}
+	// Reopen: the snapshot was not configured, so a rebuild runs; the
+	// table keeps the truth.
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Fetched(ctx, "a-0000001"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Fetched after Close: %v", err)
+	}
+	again := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{}})
+	waitServing(t, again)
+	expect(t, again, set(first, later), probe)
 }

@@ -9,16 +9,12 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-
-	"github.com/zeebo/blake3"
-
-	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/snapshot"
 	"github.com/syncfilter/syncfilter/syncfilter"
+	"github.com/zeebo/blake3"
 )
 
 // copyDB takes a backup of the database file (after a checkpoint).
@@ -297,38 +293,6 @@ func TestSnapshotsOfOtherProcessesAreVouched(t *testing.T) {
 		t.Fatalf("Reload of the other process's save: %v", err)
 	}
 	expect(t, a, set(seed, ids("cron", 100), ids("b", 50)), append(ids("b", 50), ids("never", 100)...))
-}
-
-// TestMissingAnswersAroundInvalidIDs: invalid ids in a page are reported
-// by position and listed as missing; every valid id is answered.
-func TestMissingAnswersAroundInvalidIDs(t *testing.T) {
-	ctx := context.Background()
-	stored := ids("ok", 20)
-	ix := open(t, appConfig(appDB(t, stored...)))
-	long := strings.Repeat("x", MaxKeyBytes+1)
-	page := []string{stored[0], "new-1", "bad\xff", stored[1], long, "new-2", "\xc3", stored[2]}
-	missing, err := missingList(ctx, ix, page)
-	var ike *InvalidKeysError
-	if !errors.As(err, &ike) || fmt.Sprint(ike.Positions()) != "[2 4 6]" {
-		t.Fatalf("Missing error = %v, want invalid keys at [2 4 6]", err)
-	}
-	if !errors.Is(err, normalize.ErrInvalidUTF8) || !errors.Is(err, ErrKeyTooLong) {
-		t.Fatalf("Missing error %v does not unwrap to its causes", err)
-	}
-	want := []string{"new-1", "bad\xff", long, "new-2", "\xc3"}
-	if fmt.Sprintf("%q", missing) != fmt.Sprintf("%q", want) {
-		t.Fatalf("Missing = %.80q, want %.80q", missing, want)
-	}
-	if _, err := ix.Fetched(ctx, long); !errors.Is(err, ErrKeyTooLong) {
-		t.Fatalf("Fetched(long) = %v", err)
-	}
-	exact := strings.Repeat("y", MaxKeyBytes)
-	if ok, err := ix.Fetched(ctx, exact); err != nil || ok {
-		t.Fatalf("Fetched(exactly MaxKeyBytes) = %v, %v", ok, err)
-	}
-	if m, err := missingList(ctx, ix, []string{exact}); err != nil || len(m) != 1 {
-		t.Fatalf("Missing(exactly MaxKeyBytes) = %d keys, %v", len(m), err)
-	}
 }
 
 const compactorEnv = "SYNCFILTER_REBUILD_COMPACTOR_DB"

@@ -261,3 +261,140 @@ func TestControlCharactersAfterKill(t *testing.T) {
 	ro := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), ReadOnly: true}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}})
 	judgePage(t, ro, storedCanon(t, path, "records"), spellingPage(asked), false, "read-only after the kill")
 }
+
+// TestPlainKeysNeedNoSpellingScan: while a source's triggers are being
+// put back after the app's 12-step migration, a page of ids that cannot
+// be stored in another spelling (ASCII without K, ; or `: UUIDs) is
+// answered from SQLite without scanning the table for stored spellings;
+// a page holding a name waits for that scan, and is exact.
+func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
+	ctx := context.Background()
+	plain := make([]string, 100)
+	for i := range plain {
+		plain[i] = fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
+	}
+	path := appDB(t, append(slices.Clone(plain), "cafe\u0301")...)
+	scans := 0
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(),
+		knobs: knobs{noFollow: true, spellingScan: func() { scans++ }}},
+		Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb", AutoRebuild: AutoRebuild{Off: true}}})
+	app := rawDB(t, path)
+	// SQLite's 12-step table change: the library's triggers go with the
+	// old table; nothing puts them back (AutoRebuild.Off).
+	for _, q := range []string{
+		`CREATE TABLE records_new (id TEXT PRIMARY KEY, body TEXT, extra INTEGER)`,
+		`INSERT INTO records_new (id, body) SELECT id, body FROM records`,
+		`DROP TABLE records`,
+		`ALTER TABLE records_new RENAME TO records`,
+	} {
+		mustExec(t, app, q)
+	}
+	page := append(slices.Clone(plain[:50]), "00000000-dead-4000-8000-000000000000")
+	got, err := ix.Missing(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range page {
+		if got[i] != (i == 50) {
+			t.Fatalf("Missing(%q) = %v, want %v", k, got[i], i == 50)
+		}
+	}
+	if scans != 0 {
+		t.Fatalf("a page of plain ids scanned the table for stored spellings %d times", scans)
+	}
+	if st := ix.Stats(); st.Serving {
+		t.Fatal("the filter still serves a table whose triggers are gone")
+	}
+	got, err = ix.Missing(ctx, []string{"caf\u00e9", plain[0], "caf\u00e9-not"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []bool{false, false, true}) {
+		t.Fatalf("Missing(café in NFC, a stored id, a new name) = %v, want [false false true]", got)
+	}
+	if scans == 0 {
+		t.Fatal("a name was answered without the table's stored spellings")
+	}
+}
+
+// TestReadOnlySeesSpellingsCommittedAfterOpen: a read-only index, on a
+// source attached by a writable open (with and without its snapshot) and
+// on a source never attached, finds an id that another connection
+// committed in NFD after the index opened under both spellings, by
+// Fetched and by Missing, and an id stored with a KELVIN SIGN (U+212A) by
+// "K".
+func TestReadOnlySeesSpellingsCommittedAfterOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		attached bool
+		snapshot bool
+	}{
+		{"attached, snapshot", true, true},
+		{"attached, no snapshot", true, false},
+		{"never attached", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := modeDB(t, "wal", []string{"records"}, ids("seed", 300)...)
+			cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}}
+			if tc.snapshot {
+				cfg.Snapshot = path + ".sfb"
+			}
+			if tc.attached {
+				w := open(t, cfg)
+				if err := w.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg.ReadOnly = true
+			ix := open(t, cfg)
+			if st := ix.Stats(); st.Attached != tc.attached || st.Serving != tc.snapshot {
+				t.Fatalf("attached %v, serving %v", st.Attached, st.Serving)
+			}
+			app := modeConn(t, path, "wal")
+			for round := range 3 { // several commits, each seen by the next calls
+				nfc := fmt.Sprintf("Ångström-%d", round)
+				nfd := norm.NFD.String(nfc)
+				kelvin := fmt.Sprintf("\u212A-after-%d", round)
+				never := fmt.Sprintf("Ångström-never-%d", round)
+				expect(t, ix, map[string]bool{}, []string{nfc, nfd, "K-after-" + fmt.Sprint(round), kelvin, never})
+				insertInto(t, app, "records", nfd, kelvin)
+				fetched := set([]string{nfc, nfd, "K-after-" + fmt.Sprint(round), kelvin, "seed-0000001"})
+				expect(t, ix, fetched, []string{nfc, nfd, "K-after-" + fmt.Sprint(round), kelvin, norm.NFD.String(never), "seed-0000001"})
+			}
+		})
+	}
+}
+
+func TestCanonicalSpellingsFoundBothWays(t *testing.T) {
+	nfd := []string{"cafe\u0301-1", "\u1112\u1161\u11ab-2", "\u304b\u3099-3", "A\u030a-4"}
+	nfc := []string{"caf\u00e9-1", "\ud55c-2", "\u304c-3", "\u00c5-4"}
+	path := appDB(t, nfd[0], nfd[1]) // stored NFD before attaching
+	other := rawDB(t, path)
+	mustExec(t, other, `INSERT INTO records (id) VALUES (?)`, nfc[2]) // stored NFC
+	ix := open(t, appConfig(path))
+	mustExec(t, other, `INSERT INTO records (id) VALUES (?)`, nfd[3]) // stored NFD after attaching
+	fetched := set(nfd, nfc)
+	probe := append(slices.Clone(nfd), nfc...)
+	probe = append(probe, "cafe\u0301-9", "caf\u00e9-9")
+	expect(t, ix, fetched, probe)
+	// Two spellings of one new id in a page, and one id twice: every
+	// position answered on its own.
+	page := []string{"caf\u00e9-9", nfd[0], "cafe\u0301-9", "new", "new", nfc[0]}
+	if missing, err := ix.Missing(context.Background(), page); err != nil ||
+		fmt.Sprint(missing) != fmt.Sprint([]bool{true, false, true, true, true, false}) {
+		t.Fatalf("Missing(%+q) = %v, %v", page, missing, err)
+	}
+	// The same after a rebuild, and in bypass while none serves.
+	if err := ix.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, fetched, probe)
+	ix.startRebuilding() // bypass, as while a rebuild runs
+	expect(t, ix, fetched, probe)
+	// The table itself was never rewritten.
+	var n int
+	if err := other.QueryRow(`SELECT count(*) FROM records WHERE id IN (?, ?, ?)`, nfd[0], nfd[1], nfd[3]).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("stored NFD rows: %d, %v", n, err)
+	}
+}
