@@ -392,48 +392,6 @@ func TestSnapshotTargetRefusals(t *testing.T) {
 	}
 }
 
-// TestHardLinkedDatabaseIsRefused: a database file with a second name is
-// refused before anything is written (SQLite would keep a journal beside
-// each name); a second name appearing while an index is open makes every
-// call fail with the same error instead of answering.
-func TestHardLinkedDatabaseIsRefused(t *testing.T) {
-	ctx := context.Background()
-	path := appDB(t, "seed")
-	before := schema(t, path)
-	hard := filepath.Join(t.TempDir(), "hard.db")
-	if err := os.Link(path, hard); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{path, hard} {
-		if _, err := Open(ctx, appConfig(p).DBConfig, appConfig(p).Source); !errors.Is(err, ErrHardLinked) {
-			t.Fatalf("Open(%s) = %v, want ErrHardLinked", p, err)
-		}
-		if _, err := BuildSnapshot(ctx, appConfig(p).DBConfig, appConfig(p).Source); !errors.Is(err, ErrHardLinked) {
-			t.Fatalf("BuildSnapshot(%s) = %v, want ErrHardLinked", p, err)
-		}
-	}
-	if !bytes.Equal(schema(t, path), before) {
-		t.Fatal("a refused open changed the schema")
-	}
-	if err := os.Remove(hard); err != nil {
-		t.Fatal(err)
-	}
-	ix := open(t, appConfig(path))
-	if err := os.Link(path, hard); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ix.Fetched(ctx, "seed"); !errors.Is(err, ErrHardLinked) {
-		t.Fatalf("Fetched with a second name = %v, want ErrHardLinked", err)
-	}
-	if _, err := missingList(ctx, ix, []string{"seed", "new"}); !errors.Is(err, ErrHardLinked) {
-		t.Fatalf("Missing with a second name = %v, want ErrHardLinked", err)
-	}
-	if err := os.Remove(hard); err != nil {
-		t.Fatal(err)
-	}
-	expect(t, ix, set([]string{"seed"}), []string{"seed", "new"})
-}
-
 // TestFailedOwnTableOpenLeavesNoDatabase: an Open of the library's own
 // table that starts a new database file and then fails (here, its first
 // scan) removes the file it created.

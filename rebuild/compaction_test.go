@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-	"golang.org/x/text/unicode/norm"
 )
 
 const dropperEnv = "SYNCFILTER_REBUILD_DROPPER_DB"
@@ -141,36 +141,6 @@ func TestDropsByAnotherProcessLeakNothing(t *testing.T) {
 	goroutinesBackTo(t, baseline)
 }
 
-// TestSymlinkedPathWithAStaleShmStaysFresh: the app opens its database
-// through a symbolic link, beside which lies a stale -shm file (left by
-// an old process that opened the link's name). Rows another connection
-// commits through the real path are seen by the next call, by Fetched
-// and by Missing, in both spellings.
-func TestSymlinkedPathWithAStaleShmStaysFresh(t *testing.T) {
-	real := modeDB(t, "wal", []string{"records"}, ids("seed", 200)...)
-	dir := t.TempDir()
-	link := filepath.Join(dir, "link.db")
-	if err := os.Symlink(real, link); err != nil {
-		t.Skip("no symbolic links here:", err)
-	}
-	stale := make([]byte, 32<<10)
-	for i := range stale {
-		stale[i] = byte(i * 7)
-	}
-	if err := os.WriteFile(link+"-shm", stale, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ix := open(t, config{DBConfig: DBConfig{Path: link, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: filepath.Join(dir, "link.sfb")}})
-	app := modeConn(t, real, "wal")
-	fetched := set(ids("seed", 200))
-	for round := range 4 {
-		nfc := fmt.Sprintf("Ångström-link-%d", round)
-		insertInto(t, app, "records", norm.NFD.String(nfc), fmt.Sprintf("plain-link-%d", round))
-		fetched[nfc], fetched[norm.NFD.String(nfc)], fetched[fmt.Sprintf("plain-link-%d", round)] = true, true, true
-		expect(t, ix, fetched, []string{nfc, fmt.Sprintf("plain-link-%d", round), norm.NFD.String(nfc), "seed-0000007", fmt.Sprintf("never-link-%d", round)})
-	}
-}
-
 // TestWaitRightAfterADrop: another index in this process compacts the log
 // past this one's filter; the next call answers exactly, the filter is
 // dropped (by the follower, or by Wait's own catch-up), and Wait, called
@@ -207,5 +177,119 @@ func compactPast(t *testing.T, path string) {
 	}
 	if err := other.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCompactedLogForcesRebuild: one index compacts the log past another's
+// generation (as a second process would); the other stops trusting its
+// filter, answers from SQLite and rebuilds.
+func TestCompactedLogForcesRebuild(t *testing.T) {
+	path := appDB(t, ids("seed", 100)...)
+	a := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".a.sfb", LogRetain: 1}})
+	b := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".b.sfb"}})
+	db := rawDB(t, path)
+	batch1, batch2 := ids("one", 300), ids("two", 300)
+	insertIDs(t, db, batch1...)
+	if err := a.Rebuild(context.Background()); err != nil { // compacts up to head-1
+		t.Fatal(err)
+	}
+	insertIDs(t, db, batch2...)
+	probe := append(append(append(ids("seed", 100), batch1...), batch2...), ids("never", 200)...)
+	fetched := set(ids("seed", 100), batch1, batch2)
+	expect(t, b, fetched, probe) // b's generation is below the floor now
+	if err := b.Stats().LastError; !errors.Is(err, ErrCannotCatchUp) && err != nil {
+		t.Fatalf("LastError = %v", err)
+	}
+	waitServing(t, b)
+	expect(t, b, fetched, probe)
+	expect(t, a, fetched, probe)
+}
+
+const compactorEnv = "SYNCFILTER_REBUILD_COMPACTOR_DB"
+
+// TestChildProcessCompacts is not a test: it is the second process of
+// TestCompactionNeverBreaksAConcurrentRebuild. It inserts rows and
+// rebuilds with LogRetain 1, compacting the log after every save.
+func TestChildProcessCompacts(t *testing.T) {
+	path := os.Getenv(compactorEnv)
+	if path == "" {
+		t.Skip("child process of TestCompactionNeverBreaksAConcurrentRebuild")
+	}
+	rounds, _ := strconv.Atoi(os.Getenv(compactorEnv + "_ROUNDS"))
+	ctx := context.Background()
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".child.sfb", LogRetain: 1, AutoRebuild: AutoRebuild{Off: true}}})
+	db := rawDB(t, path)
+	for r := range rounds {
+		insertIDs(t, db, ids(fmt.Sprintf("child%d", r), 200)...)
+		if err := ix.Rebuild(ctx); err != nil {
+			t.Fatalf("child rebuild %d: %v", r, err)
+		}
+	}
+}
+
+// TestCompactionNeverBreaksAConcurrentRebuild: one process compacts the
+// log aggressively while this one rebuilds in a loop (as the cron job
+// does) and inserts between scans; no rebuild may fail.
+func TestCompactionNeverBreaksAConcurrentRebuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 20000)...)
+	cfg := appConfig(path)
+	cfg.LogRetain = 1
+	if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 25
+	wait := startChild(t, "TestChildProcessCompacts", compactorEnv+"="+path, compactorEnv+"_ROUNDS="+strconv.Itoa(rounds*2))
+	db := rawDB(t, path)
+	var failed []error
+	for r := range rounds {
+		insertIDs(t, db, ids(fmt.Sprintf("parent%d", r), 100)...)
+		if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if out, err := wait(); err != nil {
+		t.Fatalf("compacting process: %v\n%s", err, out)
+	}
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d rebuilds failed; first: %v", len(failed), rounds, failed[0])
+	}
+	var floor int64
+	if err := db.QueryRow(`SELECT log_floor FROM syncfilter_sources`).Scan(&floor); err != nil || floor == 0 {
+		t.Fatalf("the log was never compacted (floor %d, %v): the test proves nothing", floor, err)
+	}
+}
+
+const compactLoopEnv = "SYNCFILTER_REBUILD_COMPACT_LOOP_DB"
+
+// TestChildProcessCompactsInALoop is not a test: it is the compacting
+// process of TestInterleavedCalls. Until the stop file appears it runs
+// the cron job (BuildSnapshot, LogRetain 1: it compacts the log up to what
+// it saved) on every table named, in turn.
+func TestChildProcessCompactsInALoop(t *testing.T) {
+	path := os.Getenv(compactLoopEnv)
+	if path == "" {
+		t.Skip("child process of TestInterleavedCalls")
+	}
+	tables := strings.Split(os.Getenv(compactLoopEnv+"_TABLES"), ",")
+	stop := os.Getenv(compactLoopEnv + "_STOP")
+	parent := os.Getppid()
+	ctx := context.Background()
+	for round := 0; ; round++ {
+		for _, tb := range tables {
+			if _, err := os.Stat(stop); err == nil {
+				fmt.Printf("compacted %d rounds\n", round)
+				return
+			}
+			if os.Getppid() != parent { // the test died without stopping us
+				return
+			}
+			if _, err := BuildSnapshot(ctx, DBConfig{Path: path, BusyTimeout: busy, Driver: testdriver.Driver()}, Source{Table: tb, Column: "id", Snapshot: path + "." + tb + ".cron.sfb", LogRetain: 1}); err != nil {
+				t.Fatalf("round %d, %s: %v", round, tb, err)
+			}
+		}
 	}
 }

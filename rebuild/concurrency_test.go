@@ -22,42 +22,12 @@ import (
 const (
 	interleaveTimeEnv = "SYNCFILTER_INTERLEAVE_TIME" // how long the calls run, a time.Duration; default 2s
 	interleaveSeedEnv = "SYNCFILTER_INTERLEAVE_SEED" // the run's seed; default from the clock (logged)
-	compactLoopEnv    = "SYNCFILTER_REBUILD_COMPACT_LOOP_DB"
 
 	// busy is every connection's busy timeout: in a rollback-journal
 	// mode SQLite's locks are not fair, and with three writers, a cron
 	// job and four indexes a writer may wait seconds for its turn.
 	busy = 30 * time.Second
 )
-
-// TestChildProcessCompactsInALoop is not a test: it is the compacting
-// process of TestInterleavedCalls. Until the stop file appears it runs
-// the cron job (BuildSnapshot, LogRetain 1: it compacts the log up to what
-// it saved) on every table named, in turn.
-func TestChildProcessCompactsInALoop(t *testing.T) {
-	path := os.Getenv(compactLoopEnv)
-	if path == "" {
-		t.Skip("child process of TestInterleavedCalls")
-	}
-	tables := strings.Split(os.Getenv(compactLoopEnv+"_TABLES"), ",")
-	stop := os.Getenv(compactLoopEnv + "_STOP")
-	parent := os.Getppid()
-	ctx := context.Background()
-	for round := 0; ; round++ {
-		for _, tb := range tables {
-			if _, err := os.Stat(stop); err == nil {
-				fmt.Printf("compacted %d rounds\n", round)
-				return
-			}
-			if os.Getppid() != parent { // the test died without stopping us
-				return
-			}
-			if _, err := BuildSnapshot(ctx, DBConfig{Path: path, BusyTimeout: busy, Driver: testdriver.Driver()}, Source{Table: tb, Column: "id", Snapshot: path + "." + tb + ".cron.sfb", LogRetain: 1}); err != nil {
-				t.Fatalf("round %d, %s: %v", round, tb, err)
-			}
-		}
-	}
-}
 
 // TestInterleavedCalls runs every public method at once, in a seeded
 // random order: G goroutines call Missing, Fetched, Stats, DatasetID,

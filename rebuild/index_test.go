@@ -3,88 +3,14 @@ package rebuild
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
-
-// TestAppWritesOnItsOwnConnection: an app stores records on its own
-// connection, in its own transactions; committed ones are fetched at the
-// next call, rolled-back ones are not, and MarkFetched is only for the
-// library's own table.
-func TestAppWritesOnItsOwnConnection(t *testing.T) {
-	path := appDB(t, ids("old", 300)...)
-	ix := open(t, appConfig(path))
-	ctx := context.Background()
-	own := rawDB(t, path)
-	added := ids("new", 200)
-	insertIDs(t, own, added...)
-	rolledBack := ids("rb", 50)
-	tx, err := own.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range rolledBack {
-		if _, err := tx.Exec(`INSERT INTO records (id, body) VALUES (?, 'z')`, id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
-	probe := append(append(ids("old", 300), added...), append(rolledBack, ids("never", 300)...)...)
-	expect(t, ix, set(ids("old", 300), added), probe)
-	if err := ix.MarkFetched(ctx, "x"); !errors.Is(err, ErrNotOwnTable) {
-		t.Fatalf("MarkFetched on an app table: %v", err)
-	}
-}
-
-// TestOtherConnectionWritesAreCaughtUp: rows inserted by plain SQL on
-// another connection, with no call to the library, are reported fetched
-// by the next query, and after a reopen from an older snapshot.
-func TestOtherConnectionWritesAreCaughtUp(t *testing.T) {
-	path := appDB(t, ids("seed", 1000)...)
-	cfg := appConfig(path)
-	ix := open(t, cfg)
-	ctx := context.Background()
-	if err := ix.Save(ctx); err != nil {
-		t.Fatal(err)
-	}
-	other := rawDB(t, path)
-	late := ids("late", 700)
-	insertIDs(t, other, late...)
-	probe := append(append(ids("seed", 1000), late...), ids("never", 500)...)
-	expect(t, ix, set(ids("seed", 1000), late), probe)
-	if ix.Stats().CaughtUp < 700 {
-		t.Fatalf("caught up %d log entries, want >= 700", ix.Stats().CaughtUp)
-	}
-
-	// Close saves; delete that save and put back an older snapshot, then
-	// write more: the reopened index loads the old file and catches up.
-	old, err := os.ReadFile(cfg.Snapshot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ix.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfg.Snapshot, old, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	later := ids("later", 300)
-	insertIDs(t, other, later...)
-	again := open(t, cfg)
-	if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
-		t.Fatalf("reopen did not serve from the snapshot: %+v", st)
-	}
-	expect(t, again, set(ids("seed", 1000), late, later), append(probe, later...))
-}
 
 func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 	seed := ids("seed", 2000)
@@ -244,23 +170,4 @@ func TestMissingDatabaseIsNotCreated(t *testing.T) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("Open created %s", path)
 	}
-}
-
-// TestLongKeysInTheLog: rows whose keys add up to more than a value may
-// hold on a reading connection (4 MiB: one key of 5 MiB, or 80 valid keys
-// of 60 KiB in one commit) are caught up like any other: the probe leaves
-// them to the log reader, which reads a long entry alone, and every call
-// answers (the old code failed every call, for good).
-func TestLongKeysInTheLog(t *testing.T) {
-	path := appDB(t, ids("old", 100)...)
-	ix := open(t, appConfig(path))
-	waitServing(t, ix)
-	app := rawDB(t, path)
-	var long []string
-	for i := range 80 {
-		long = append(long, fmt.Sprintf("%02d-%s", i, strings.Repeat("L", 60<<10)))
-	}
-	insertIDs(t, app, "b-1", strings.Repeat("H", 5<<20), "c-1")
-	insertIDs(t, app, long...)
-	expect(t, ix, set([]string{"b-1", "c-1", "old-0000007"}, long), append([]string{"b-1", "c-1", "old-0000007", "x"}, long...))
 }

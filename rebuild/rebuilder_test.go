@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-	"github.com/syncfilter/syncfilter/internal/testexec"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -139,55 +138,6 @@ func markersDone(wg *sync.WaitGroup) <-chan struct{} {
 	return ch
 }
 
-const childEnv = "SYNCFILTER_REBUILD_CHILD_DB"
-
-// TestChildProcessInserts is not a test: it is the second process of
-// TestSecondProcessWritesAreSeen. It inserts ids with plain SQL.
-func TestChildProcessInserts(t *testing.T) {
-	path := os.Getenv(childEnv)
-	if path == "" {
-		t.Skip("child process of TestSecondProcessWritesAreSeen")
-	}
-	db := rawDB(t, path)
-	insertIDs(t, db, ids("child", 400)...)
-}
-
-func runChild(t *testing.T, path string) {
-	t.Helper()
-	cmd := testexec.Command(os.Args[0], "-test.run=^TestChildProcessInserts$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+path)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("child process: %v\n%s", err, out)
-	}
-}
-
-// TestSecondProcessWritesAreSeen: another process inserts rows while the
-// index runs, and while it is closed; both are reported fetched.
-func TestSecondProcessWritesAreSeen(t *testing.T) {
-	seed := ids("seed", 500)
-	path := appDB(t, seed...)
-	cfg := appConfig(path)
-	ix := open(t, cfg)
-	ctx := context.Background()
-	probe := append(append(slices.Clone(seed), ids("child", 400)...), ids("never", 400)...)
-	expect(t, ix, set(seed), probe)
-	runChild(t, path) // while running
-	expect(t, ix, set(seed, ids("child", 400)), probe)
-	if err := ix.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// While closed: the child writes again (same ids: OR IGNORE semantics
-	// are not needed, use other ids).
-	db := rawDB(t, path)
-	mustExec(t, db, `DELETE FROM records WHERE id LIKE 'child-%'`)
-	runChild(t, path)
-	again := open(t, cfg)
-	if st := again.Stats(); !st.Serving {
-		t.Fatalf("reopen: %+v", st)
-	}
-	expect(t, again, set(seed, ids("child", 400)), probe)
-}
-
 // TestCancelledRebuildsLeaveTheGateCorrect cancels rebuilds at random
 // points of the scan (the context, which interrupts SQLite, and an error
 // from the scan as a failing SQLite read would give): each time the
@@ -304,31 +254,6 @@ func TestSaveFailureKeepsServing(t *testing.T) {
 	if !slices.Equal(before, after) {
 		t.Fatal("snapshot changed by a failed save")
 	}
-}
-
-// TestCompactedLogForcesRebuild: one index compacts the log past another's
-// generation (as a second process would); the other stops trusting its
-// filter, answers from SQLite and rebuilds.
-func TestCompactedLogForcesRebuild(t *testing.T) {
-	path := appDB(t, ids("seed", 100)...)
-	a := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".a.sfb", LogRetain: 1}})
-	b := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".b.sfb"}})
-	db := rawDB(t, path)
-	batch1, batch2 := ids("one", 300), ids("two", 300)
-	insertIDs(t, db, batch1...)
-	if err := a.Rebuild(context.Background()); err != nil { // compacts up to head-1
-		t.Fatal(err)
-	}
-	insertIDs(t, db, batch2...)
-	probe := append(append(append(ids("seed", 100), batch1...), batch2...), ids("never", 200)...)
-	fetched := set(ids("seed", 100), batch1, batch2)
-	expect(t, b, fetched, probe) // b's generation is below the floor now
-	if err := b.Stats().LastError; !errors.Is(err, ErrCannotCatchUp) && err != nil {
-		t.Fatalf("LastError = %v", err)
-	}
-	waitServing(t, b)
-	expect(t, b, fetched, probe)
-	expect(t, a, fetched, probe)
 }
 
 // TestReloadPicksUpAnotherWritersSnapshot: a cron-like second index writes

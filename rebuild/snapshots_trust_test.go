@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"testing"
 
-	"github.com/syncfilter/syncfilter/internal/testdriver"
 	"github.com/syncfilter/syncfilter/snapshot"
 	"github.com/syncfilter/syncfilter/syncfilter"
 	"github.com/zeebo/blake3"
@@ -293,62 +290,4 @@ func TestSnapshotsOfOtherProcessesAreVouched(t *testing.T) {
 		t.Fatalf("Reload of the other process's save: %v", err)
 	}
 	expect(t, a, set(seed, ids("cron", 100), ids("b", 50)), append(ids("b", 50), ids("never", 100)...))
-}
-
-const compactorEnv = "SYNCFILTER_REBUILD_COMPACTOR_DB"
-
-// TestChildProcessCompacts is not a test: it is the second process of
-// TestCompactionNeverBreaksAConcurrentRebuild. It inserts rows and
-// rebuilds with LogRetain 1, compacting the log after every save.
-func TestChildProcessCompacts(t *testing.T) {
-	path := os.Getenv(compactorEnv)
-	if path == "" {
-		t.Skip("child process of TestCompactionNeverBreaksAConcurrentRebuild")
-	}
-	rounds, _ := strconv.Atoi(os.Getenv(compactorEnv + "_ROUNDS"))
-	ctx := context.Background()
-	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".child.sfb", LogRetain: 1, AutoRebuild: AutoRebuild{Off: true}}})
-	db := rawDB(t, path)
-	for r := range rounds {
-		insertIDs(t, db, ids(fmt.Sprintf("child%d", r), 200)...)
-		if err := ix.Rebuild(ctx); err != nil {
-			t.Fatalf("child rebuild %d: %v", r, err)
-		}
-	}
-}
-
-// TestCompactionNeverBreaksAConcurrentRebuild: one process compacts the
-// log aggressively while this one rebuilds in a loop (as the cron job
-// does) and inserts between scans; no rebuild may fail.
-func TestCompactionNeverBreaksAConcurrentRebuild(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns a child process")
-	}
-	ctx := context.Background()
-	path := appDB(t, ids("seed", 20000)...)
-	cfg := appConfig(path)
-	cfg.LogRetain = 1
-	if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
-		t.Fatal(err)
-	}
-	const rounds = 25
-	wait := startChild(t, "TestChildProcessCompacts", compactorEnv+"="+path, compactorEnv+"_ROUNDS="+strconv.Itoa(rounds*2))
-	db := rawDB(t, path)
-	var failed []error
-	for r := range rounds {
-		insertIDs(t, db, ids(fmt.Sprintf("parent%d", r), 100)...)
-		if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
-			failed = append(failed, err)
-		}
-	}
-	if out, err := wait(); err != nil {
-		t.Fatalf("compacting process: %v\n%s", err, out)
-	}
-	if len(failed) > 0 {
-		t.Fatalf("%d of %d rebuilds failed; first: %v", len(failed), rounds, failed[0])
-	}
-	var floor int64
-	if err := db.QueryRow(`SELECT log_floor FROM syncfilter_sources`).Scan(&floor); err != nil || floor == 0 {
-		t.Fatalf("the log was never compacted (floor %d, %v): the test proves nothing", floor, err)
-	}
 }
