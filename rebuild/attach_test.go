@@ -8,16 +8,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
-	"github.com/syncfilter/syncfilter/snapshot"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -242,354 +245,6 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 	}
 }
 
-// TestReadOnlyUsesAnAttachedSnapshot: on an attached source, a read-only
-// index serves from the snapshot and catches up in memory on rows other
-// connections committed after it, writing nothing.
-func TestReadOnlyUsesAnAttachedSnapshot(t *testing.T) {
-	seed := ids("seed", 500)
-	path := appDB(t, seed...)
-	cfg := appConfig(path)
-	first := open(t, cfg)
-	if err := first.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	app := rawDB(t, path)
-	later := append(ids("later", 50), norm.NFD.String("Éclair-later"))
-	insertIDs(t, app, later...)
-	if err := checkpoint(path); err != nil {
-		t.Fatal(err)
-	}
-	before, snapSum := schema(t, path), fileSum(t, cfg.Snapshot)
-	var logRows, spellingRows int
-	if err := app.QueryRow(`SELECT (SELECT count(*) FROM syncfilter_log_1), (SELECT count(*) FROM syncfilter_spellings_1)`).Scan(&logRows, &spellingRows); err != nil {
-		t.Fatal(err)
-	}
-
-	cfg.ReadOnly = true
-	ix := open(t, cfg)
-	if st := ix.Stats(); !st.Serving || !st.Attached || st.SnapshotError != nil {
-		t.Fatalf("serving %v, attached %v, snapshot error %v", st.Serving, st.Attached, st.SnapshotError)
-	}
-	all := append(slices.Clone(seed), later...)
-	all = append(all, norm.NFC.String(later[len(later)-1]))
-	expect(t, ix, set(all), append(all, ids("never", 200)...))
-	if err := ix.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if after := schema(t, path); !bytes.Equal(before, after) {
-		t.Fatal("read-only Open changed sqlite_master")
-	}
-	if fileSum(t, cfg.Snapshot) != snapSum {
-		t.Fatal("read-only Open rewrote the snapshot")
-	}
-	var logAfter, spellingsAfter int
-	if err := app.QueryRow(`SELECT (SELECT count(*) FROM syncfilter_log_1), (SELECT count(*) FROM syncfilter_spellings_1)`).Scan(&logAfter, &spellingsAfter); err != nil {
-		t.Fatal(err)
-	}
-	if logAfter != logRows || spellingsAfter != spellingRows {
-		t.Fatalf("log %d→%d, spellings %d→%d rows", logRows, logAfter, spellingRows, spellingsAfter)
-	}
-}
-
-// TestSnapshotTargetRefusals: no configuration can make the library
-// replace the database (under any path), one of its files, a directory,
-// a file that is not a snapshot or another dataset's snapshot (the last
-// two unless forced); refusals come before any DDL or scan.
-func TestSnapshotTargetRefusals(t *testing.T) {
-	path := guestDB(t)
-	dir := filepath.Dir(path)
-	link := filepath.Join(t.TempDir(), "link.db")
-	if err := os.Symlink(path, link); err != nil {
-		t.Fatal(err)
-	}
-	notes := filepath.Join(dir, "notes.txt")
-	if err := os.WriteFile(notes, []byte("my notes\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	empty := filepath.Join(dir, "empty")
-	if err := os.WriteFile(empty, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	otherDB := appDB(t, ids("other", 10)...)
-	foreign := appConfig(otherDB)
-	if ix := open(t, foreign); ix.Close(context.Background()) != nil {
-		t.Fatal("close")
-	}
-	if err := os.WriteFile(path+"-journal", nil, 0o644); err != nil { // as a crash may leave it
-		t.Fatal(err)
-	}
-	defer os.Remove(path + "-journal")
-
-	for _, tc := range []struct {
-		name, target string
-		forcible     bool
-	}{
-		{"database", path, false},
-		{"via dotdot", filepath.Join(dir, "sub", "..", "app.db"), false},
-		{"via symlink", link, false},
-		{"wal", path + "-wal", false},
-		{"shm", path + "-shm", false},
-		{"journal", path + "-journal", false},
-		{"directory", dir, false},
-		{"not a snapshot", notes, true},
-		{"empty file", empty, true},
-		{"another dataset's snapshot", foreign.Snapshot, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var sums [][32]byte
-			for _, f := range []string{notes, foreign.Snapshot} {
-				sums = append(sums, fileSum(t, f))
-			}
-			for _, force := range []bool{false, true} {
-				cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: tc.target, ReplaceForeignFile: force}}
-				before := schema(t, path)
-				_, jobErr := BuildSnapshot(context.Background(), cfg.DBConfig, cfg.Source)
-				if force && tc.forcible {
-					if jobErr != nil {
-						t.Fatalf("forced: BuildSnapshot = %v", jobErr)
-					}
-					if _, err := snapshot.ReadFile(tc.target); err != nil {
-						t.Fatalf("forced: %v", err)
-					}
-					return // the forced writes changed the files on purpose
-				}
-				if !errors.Is(jobErr, ErrUnsafeTarget) {
-					t.Fatalf("force=%v: BuildSnapshot = %v, want ErrUnsafeTarget", force, jobErr)
-				}
-				if after := schema(t, path); !bytes.Equal(before, after) {
-					t.Fatal("a refused cron job left DDL behind")
-				}
-				// The app's Open is available all the same: it serves and
-				// reports why it saves no snapshot there.
-				ix, err := Open(context.Background(), cfg.DBConfig, cfg.Source)
-				if err != nil {
-					t.Fatalf("force=%v: Open = %v", force, err)
-				}
-				waitServing(t, ix)
-				if st := ix.Stats(); !errors.Is(st.SnapshotError, ErrUnsafeTarget) || !st.Serving {
-					t.Fatalf("force=%v: serving %v, SnapshotError %v, want ErrUnsafeTarget", force, st.Serving, st.SnapshotError)
-				}
-				if err := ix.Save(context.Background()); !errors.Is(err, ErrUnsafeTarget) {
-					t.Fatalf("force=%v: Save = %v, want ErrUnsafeTarget", force, err)
-				}
-				if err := ix.Close(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				for i, f := range []string{notes, foreign.Snapshot} {
-					if fileSum(t, f) != sums[i] {
-						t.Fatalf("%s changed", f)
-					}
-				}
-				var check string
-				if err := plainDB(t, path).QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
-					t.Fatalf("the database after the refusal: %q, %v", check, err)
-				}
-			}
-			if _, err := plainDB(t, path).Exec(`INSERT INTO records (id) VALUES (?)`, "after-"+tc.name); err != nil {
-				t.Fatalf("the app's INSERT fails after the refusal: %v", err)
-			}
-		})
-	}
-}
-
-// TestFailedOwnTableOpenLeavesNoDatabase: an Open of the library's own
-// table that starts a new database file and then fails (here, its first
-// scan) removes the file it created.
-func TestFailedOwnTableOpenLeavesNoDatabase(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "new.db")
-	injected := errors.New("injected scan failure")
-	dcfg := DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{scanRow: func(int64) error { return injected }}}
-	ix, err := Open(context.Background(), dcfg, Source{Snapshot: filepath.Join(dir, "new.sfb")})
-	if err == nil { // the first scan runs in the background
-		err = ix.Wait(context.Background())
-		_ = ix.Close(context.Background())
-	}
-	if !errors.Is(err, injected) {
-		t.Fatalf("Open = %v, want the injected failure", err)
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 0 {
-		t.Fatalf("a failed Open left %v", entries)
-	}
-}
-
-// TestSaveRefusesAFileThatAppeared: the check runs at every save, not
-// only at Open: a file put in the snapshot's place later is not replaced.
-func TestSaveRefusesAFileThatAppeared(t *testing.T) {
-	path := appDB(t, ids("seed", 100)...)
-	cfg := appConfig(path)
-	ix := open(t, cfg)
-	if err := os.WriteFile(cfg.Snapshot, []byte("someone else's\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := ix.Save(context.Background()); !errors.Is(err, ErrUnsafeTarget) {
-		t.Fatalf("Save = %v, want ErrUnsafeTarget", err)
-	}
-	if got, _ := os.ReadFile(cfg.Snapshot); string(got) != "someone else's\n" {
-		t.Fatal("Save replaced the file")
-	}
-}
-
-// TestDetachRestoresTheSchema: after Detach, sqlite_master is exactly
-// what it was before the first attach, and the app's writes work.
-func TestDetachRestoresTheSchema(t *testing.T) {
-	ctx := context.Background()
-	path := guestDB(t)
-	app := rawDB(t, path)
-	mustExec(t, app, `CREATE TABLE messages (server_id TEXT PRIMARY KEY)`)
-	pristine := schema(t, path)
-
-	// Two sources, rows, a rebuild, stored spellings and a compacted log.
-	for _, c := range []config{
-		{DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: path + ".sfb", LogRetain: 1}},
-		{DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "Messages", Column: "Server_ID"}},
-	} {
-		ix := open(t, c)
-		insertIDs(t, app, norm.NFD.String("Ünïcode-"+c.Table), "plain-"+c.Table)
-		if err := ix.Rebuild(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := ix.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if bytes.Equal(schema(t, path), pristine) {
-		t.Fatal("attach changed nothing?")
-	}
-	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "RECORDS", "ID"); err != nil {
-		t.Fatal(err)
-	}
-	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); !errors.Is(err, ErrNotAttached) {
-		t.Fatalf("second Detach = %v, want ErrNotAttached", err)
-	}
-	var names []string
-	rows, err := app.Query(`SELECT name FROM sqlite_master WHERE name LIKE 'syncfilter%' ORDER BY name`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var n string
-		_ = rows.Scan(&n)
-		names = append(names, n)
-	}
-	rows.Close()
-	// The other source keeps its log, spellings table, triggers and the
-	// shared tables.
-	if want := "[syncfilter_ins_2 syncfilter_log_2 syncfilter_scans syncfilter_snapshots syncfilter_sources syncfilter_spellings_2 syncfilter_upd_2]"; fmt.Sprint(names) != want {
-		t.Fatalf("after detaching one of two sources: %v, want %s", names, want)
-	}
-	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "messages", "server_id"); err != nil {
-		t.Fatal(err)
-	}
-	if after := schema(t, path); !bytes.Equal(pristine, after) {
-		t.Fatalf("Detach left the schema different:\nbefore %s\nafter  %s", pristine, after)
-	}
-	mustExec(t, app, `INSERT INTO records (id) VALUES ('after-detach')`)
-	mustExec(t, app, `INSERT INTO messages (server_id) VALUES ('after-detach')`)
-	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "bad name"); !errors.Is(err, ErrBadName) {
-		t.Fatalf("Detach with a bad name = %v", err)
-	}
-}
-
-// TestDetachOwnTable removes the library's own table with the rest.
-func TestDetachOwnTable(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "own.db")
-	app := rawDB(t, path)
-	mustExec(t, app, `CREATE TABLE app_data (x)`)
-	pristine := schema(t, path)
-	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{}})
-	if err := ix.MarkFetched(ctx, "a", "b"); err != nil {
-		t.Fatal(err)
-	}
-	if err := ix.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "", ""); err != nil {
-		t.Fatal(err)
-	}
-	if after := schema(t, path); !bytes.Equal(pristine, after) {
-		t.Fatalf("schema after Detach:\n%s", after)
-	}
-}
-
-// TestDetachUnderAnOpenIndex: Detach while an index has the source open
-// runs (an open index holds nothing in the database): the schema is as
-// before the first attach. The index notices at its next call, answers
-// exactly from SQLite, rows written after the detach included, and does
-// not attach the source again by itself; a new open does.
-func TestDetachUnderAnOpenIndex(t *testing.T) {
-	ctx := context.Background()
-	path := appDB(t, ids("seed", 100)...)
-	pristine := schema(t, path)
-	ix := open(t, appConfig(path))
-	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
-		t.Fatalf("Detach while an index is open = %v", err)
-	}
-	if !bytes.Equal(schema(t, path), pristine) {
-		t.Fatal("the schema after Detach is not the one before the first attach")
-	}
-	insertIDs(t, rawDB(t, path), "after-detach")
-	expect(t, ix, set(ids("seed", 100), []string{"after-detach"}), []string{"seed-0000001", "after-detach", "never"})
-	if err := ix.Wait(ctx); !errors.Is(err, ErrNotServing) {
-		t.Fatalf("Wait after the detach = %v, want ErrNotServing", err)
-	}
-	if st := ix.Stats(); st.Serving || st.Attached {
-		t.Fatalf("after the detach: serving %v, attached %v", st.Serving, st.Attached)
-	}
-	if !bytes.Equal(schema(t, path), pristine) {
-		t.Fatal("the index attached the source again by itself")
-	}
-	again := open(t, appConfig(path))
-	expect(t, again, set(ids("seed", 100), []string{"after-detach"}), []string{"after-detach", "never"})
-	if st := again.Stats(); !st.Serving || !st.Attached {
-		t.Fatalf("a new open: serving %v, attached %v", st.Serving, st.Attached)
-	}
-}
-
-// TestDetachRefusesDuringAScan: while a rebuild scans the source (here
-// one in this process; its lease is a row any process sees), Detach
-// refuses with ErrHeld naming the scan and changes nothing; Force
-// detaches, and the rebuild fails without leaving anything behind.
-func TestDetachRefusesDuringAScan(t *testing.T) {
-	ctx := context.Background()
-	path := appDB(t, ids("seed", 20000)...)
-	pristine := schema(t, path)
-	cfg, hk := hooked(appConfig(path))
-	cfg.knobs.store.ScanChunk = 1000
-	ix := open(t, cfg)
-	inside, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	hk.scanRow.Store(ptr(func(n int64) error {
-		if n > 0 {
-			once.Do(func() { close(inside); <-release })
-		}
-		return nil
-	}))
-	rebuilt := make(chan error, 1)
-	go func() { rebuilt <- ix.Rebuild(ctx) }()
-	<-inside
-	before := schema(t, path)
-	err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id")
-	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "rebuild scan") {
-		t.Fatalf("Detach during a scan = %v, want ErrHeld naming the scan", err)
-	}
-	if !bytes.Equal(schema(t, path), before) {
-		t.Fatal("a refused Detach changed the schema")
-	}
-	if err := DetachWith(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id", DetachOptions{Force: true}); err != nil {
-		t.Fatalf("forced Detach = %v", err)
-	}
-	close(release)
-	<-rebuilt // whatever it says: the source went under it
-	hk.scanRow.Store(nil)
-	expect(t, ix, set(ids("seed", 20000)), []string{"seed-0000001", "never"})
-	if !bytes.Equal(schema(t, path), pristine) {
-		t.Fatal("the schema after the forced Detach and the rebuild is not the one before the first attach")
-	}
-}
-
 // TestAppDefinedCollationIsRefused: a key column under a collation the
 // app defined (one that folds an accent, say) is refused with
 // ErrInexactColumn, whether the library's connections have the collation
@@ -650,4 +305,227 @@ func TestUTF16DatabaseIsRefused(t *testing.T) {
 	if after := schema(t, path); !bytes.Equal(before, after) {
 		t.Fatalf("the refusal changed sqlite_master:\nbefore %s\nafter  %s", before, after)
 	}
+}
+
+func init() {
+	// firstattach: path, how ("open" or "build"). The first attach of the
+	// source, under signal.NotifyContext(SIGINT, SIGTERM): in the middle
+	// of the scan, it says so on stdout and waits until a signal ends the
+	// context. The app (open) waits for its filter (Wait) and, once
+	// interrupted, closes the index.
+	childActs["firstattach"] = func(t *testing.T, args []string) {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		path, how := args[0], args[1]
+		var once sync.Once
+		cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{store: store.Knobs{ScanChunk: 500}, scanRow: func(n int64) error {
+			if n >= 2500 {
+				once.Do(func() {
+					fmt.Printf("progress %d of 5000\n", n)
+					select {
+					case <-ctx.Done():
+					case <-time.After(60 * time.Second):
+					}
+				})
+			}
+			return context.Cause(ctx) // interrupted: the scan stops here
+		}}}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
+		var err error
+		if how == "open" {
+			var ix *Index
+			if ix, err = Open(ctx, cfg.DBConfig, cfg.Source); err == nil {
+				err = ix.Wait(ctx)
+				_ = ix.Close(context.Background())
+			}
+		} else {
+			_, err = BuildSnapshot(ctx, cfg.DBConfig, cfg.Source)
+		}
+		fmt.Printf("result: %v\n", err)
+		if !errors.Is(err, context.Canceled) && !isInterrupted(err) {
+			t.Fatalf("the first attach ended with %v, want context.Canceled (or SQLite's interrupt)", err)
+		}
+	}
+}
+
+// TestInterruptedFirstAttach: a first attach (rebuild.Open or the cron
+// job's BuildSnapshot, in a process of its own) interrupted by SIGINT or
+// SIGTERM during its scan removes everything it added: sqlite_master is
+// as before byte for byte, the journal mode is the app's, no snapshot or
+// other file is left, the app writes as before, and a later Open attaches
+// normally. kill -9 leaves the attach behind (documented); Detach then
+// removes it.
+func TestInterruptedFirstAttach(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGINT or SIGTERM to send on Windows")
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		mode, how string
+		sig       os.Signal
+	}{
+		{"DELETE", "open", os.Interrupt},
+		{"DELETE", "build", os.Interrupt},
+		{"DELETE", "open", syscall.SIGTERM},
+		{"WAL", "open", os.Interrupt},
+		{"WAL", "build", syscall.SIGTERM},
+		{"DELETE", "open", os.Kill},
+		{"WAL", "build", os.Kill},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/%v", tc.mode, tc.how, tc.sig), func(t *testing.T) {
+			seed := ids("seed", 5000)
+			path := driftDB(t, tc.mode, seed)
+			dir := filepath.Dir(path)
+			pristine, files, header := schema(t, path), dirEntries(t, dir), headerMode(t, path)
+			cmd, lines, stderr := streamChild(t, dir, "firstattach", path, tc.how)
+			if l := waitLine(t, lines, "progress "); l == fmt.Sprintf("progress %d of %d", len(seed), len(seed)) {
+				t.Fatalf("no progress reported during the scan, only %q", l)
+			}
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			rest := drain(lines)
+			err := cmd.Wait()
+			if tc.sig == os.Kill {
+				if err == nil {
+					t.Fatal("the killed child exited normally")
+				}
+				// The app starts again: its first read rolls back what the
+				// killed process may have left in a rollback journal.
+				var n int
+				if err := modeConn(t, path, tc.mode).QueryRow(`SELECT count(*) FROM records`).Scan(&n); err != nil || n != len(seed) {
+					t.Fatalf("the app's first read after kill -9: %d rows, %v", n, err)
+				}
+				if bytes.Equal(schema(t, path), pristine) {
+					t.Fatal("kill -9 during the first attach left nothing behind (expected the attach to stay until Detach)")
+				}
+				// The killed process's scan lease (and its hold, if its
+				// worker had written it) stay: Detach refuses until they
+				// expire (store.LeaseTerm) unless forced.
+				if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); !errors.Is(err, ErrHeld) {
+					t.Fatalf("Detach after kill -9 = %v, want ErrHeld", err)
+				}
+				// Meanwhile the app opens as usual: the source is attached and
+				// was never scanned, so Open scans it.
+				ix := open(t, appConfig(path))
+				exact(t, ix, tableIDs(t, path, "records"), slices.Concat(seed[:100], ids("never", 100)))
+				if err := ix.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := DetachWith(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id", DetachOptions{Force: true}); err != nil {
+					t.Fatalf("Detach after kill -9: %v", err)
+				}
+				_ = os.Remove(path + ".sfb")
+			} else if err != nil || !strings.Contains(rest, "result: ") {
+				t.Fatalf("child: %v\n%s\n%s", err, rest, stderr)
+			}
+			if got := schema(t, path); !bytes.Equal(got, pristine) {
+				t.Fatalf("sqlite_master after the interrupted first attach:\n%s\nwant\n%s", got, pristine)
+			}
+			if got := headerMode(t, path); got != header {
+				t.Fatalf("journal mode %s, was %s", got, header)
+			}
+			if got := dirEntries(t, dir); !slices.Equal(got, files) {
+				t.Fatalf("files after the interrupted first attach: %v, were %v", got, files)
+			}
+			integrity(t, path)
+			insertIDs(t, modeConn(t, path, tc.mode), "after")
+			ix := open(t, appConfig(path))
+			exact(t, ix, tableIDs(t, path, "records"), slices.Concat(seed[:100], []string{"after"}, ids("never", 100)))
+		})
+	}
+}
+
+// TestFailedFirstAttachIsUndone: a first attach whose scan fails (a
+// SQLite error mid-scan, injected) removes what it added, for Open and
+// BuildSnapshot, in DELETE and WAL mode; so does the cron job's first
+// attach cancelled after its scan, before its snapshot is saved.
+func TestFailedFirstAttachIsUndone(t *testing.T) {
+	ctx := context.Background()
+	injected := errors.New("injected read failure")
+	for _, mode := range []string{"DELETE", "WAL"} {
+		for _, how := range []string{"open", "build"} {
+			t.Run(mode+"/"+how, func(t *testing.T) {
+				path := driftDB(t, mode, ids("seed", 3000))
+				dir := filepath.Dir(path)
+				pristine, files := schema(t, path), dirEntries(t, dir)
+				cfg := appConfig(path)
+				cfg.knobs.scanRow = func(n int64) error {
+					if n > 1000 {
+						return injected
+					}
+					return nil
+				}
+				var err error
+				if how == "open" { // the first scan runs in the background: Wait says how it ended
+					var ix *Index
+					if ix, err = Open(ctx, cfg.DBConfig, cfg.Source); err == nil {
+						err = ix.Wait(ctx)
+						_ = ix.Close(ctx)
+					}
+				} else {
+					_, err = BuildSnapshot(ctx, cfg.DBConfig, cfg.Source)
+				}
+				if !errors.Is(err, injected) {
+					t.Fatalf("%s = %v, want the injected failure", how, err)
+				}
+				if got := schema(t, path); !bytes.Equal(got, pristine) {
+					t.Fatalf("sqlite_master after the failed first attach:\n%s", got)
+				}
+				if got := dirEntries(t, dir); !slices.Equal(got, files) {
+					t.Fatalf("files after the failed first attach: %v, were %v", got, files)
+				}
+			})
+		}
+	}
+}
+
+// TestFailedFirstScanIsTriedAgain: the first scan of a source this open
+// attached fails (as when SQLite reports the database locked while the
+// app writes without pause): the attach is undone, calls are answered
+// exactly from SQLite, and, as the app keeps calling, the index attaches
+// the source again and scans it after a wait that doubles with each
+// failure, until a filter serves. Never "detached": the app did not
+// detach anything.
+func TestFailedFirstScanIsTriedAgain(t *testing.T) {
+	ctx := context.Background()
+	seed := ids("seed", 300)
+	path := appDB(t, seed...)
+	cfg, hk := hooked(appConfig(path))
+	cfg.knobs.retryFirst = 20 * time.Millisecond
+	var scans atomic.Int32
+	fail := func(n int64) error {
+		if n == 0 && scans.Add(1) <= 3 {
+			return errors.New("database is locked")
+		}
+		return nil
+	}
+	hk.scanRow.Store(&fail)
+	ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ix.Close(ctx) })
+	probe := append(seed[:30:30], ids("never", 30)...)
+	want := set(seed)
+	deadline := time.Now().Add(callBound)
+	for !ix.Stats().Serving {
+		if time.Now().After(deadline) {
+			st := ix.Stats()
+			t.Fatalf("no filter after %d scans: attached %v, upkeep %q, last error %v", scans.Load(), st.Attached, st.Upkeep, st.LastError)
+		}
+		if err := ix.Stats().LastError; err != nil && strings.Contains(err.Error(), "detached") {
+			t.Fatalf("a failed first scan reported as a detach: %v", err)
+		}
+		expect(t, ix, want, probe)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := scans.Load(); n != 4 {
+		t.Fatalf("%d scans, want 3 failed and one that served", n)
+	}
+	if st := ix.Stats(); !st.Attached {
+		t.Fatalf("serving but not attached: %+v", st)
+	}
+	insertIDs(t, rawDB(t, path), "after-0")
+	want["after-0"] = true
+	expect(t, ix, want, append(probe, "after-0"))
 }

@@ -2,16 +2,15 @@ package rebuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
 // TestCollectionsShareTheDatabase: ten collections of one database cost
@@ -74,141 +73,37 @@ func TestCollectionsShareTheDatabase(t *testing.T) {
 	}
 }
 
-// TestCollectionsRebuildInTurn: rebuilds of different collections never
-// run at the same time, and one collection's rebuild leaves the others
-// serving.
-func TestCollectionsRebuildInTurn(t *testing.T) {
-	ctx := context.Background()
-	path := collectionsDB(t, 3, 3000)
-	var mu sync.Mutex
-	active, peak := 0, 0
-	var others atomic.Bool // another collection was caught in bypass during a scan
-	var ixs atomic.Pointer[[]*Index]
-	// The scans report to the database's hook from their own goroutines,
-	// at their start (n = 0) and with every chunk (500 keys, up to the
-	// 3,000 each collection holds).
-	scanRow := func(n int64) error {
-		mu.Lock()
-		switch {
-		case n == 0:
-			active++
-			peak = max(peak, active)
-		case n >= 3000:
-			active--
-		}
-		mu.Unlock()
-		time.Sleep(time.Millisecond) // widen the window
-		if list := ixs.Load(); list != nil {
-			for _, ix := range *list {
-				if st := ix.Stats(); !st.Serving && !st.Rebuilding {
-					others.Store(true)
-				}
-			}
-		}
-		return nil
+// TestMissingDatabaseIsNotCreated: a mistyped path for an app's table is
+// an error, and leaves no empty database behind.
+func TestMissingDatabaseIsNotCreated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "typo.db")
+	_, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id"})
+	if !errors.Is(err, ErrNoSource) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Open = %v", err)
 	}
-	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{store: store.Knobs{ScanChunk: 500}, scanRow: scanRow}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(ctx)
-	var list []*Index
-	for i := range 3 {
-		ix, err := db.Index(ctx, Source{Table: fmt.Sprintf("coll%d", i), Column: "id"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ix.Wait(ctx); err != nil { // built (no snapshot): none in bypass from now on
-			t.Fatal(err)
-		}
-		list = append(list, ix)
-	}
-	ixs.Store(&list)
-	var wg sync.WaitGroup
-	for _, ix := range list {
-		for range 3 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := ix.Rebuild(ctx); err != nil {
-					t.Error(err)
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	if peak != 1 {
-		t.Fatalf("%d scans at once, want one at a time", peak)
-	}
-	if others.Load() {
-		t.Fatal("a collection was in bypass while another rebuilt")
-	}
-	for i, ix := range list {
-		expect(t, ix, set(ids(fmt.Sprintf("c%d", i), 3000)), append(ids(fmt.Sprintf("c%d", i), 50), ids("never", 50)...))
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("Open created %s", path)
 	}
 }
 
-// TestIndexLoadsItsSnapshotAfterOpen: DB.Index returns before its snapshot
-// is loaded; the first call (or the worker, whichever comes first) loads
-// it, every answer is exact meanwhile, Wait waits for it, and a snapshot
-// that cannot be used is reported and rebuilt from as at rebuild.Open.
-func TestIndexLoadsItsSnapshotAfterOpen(t *testing.T) {
-	ctx := context.Background()
-	path := collectionsDB(t, 4, 2000)
-	src := func(i int) Source {
-		return Source{Table: fmt.Sprintf("coll%d", i), Column: "id", Snapshot: fmt.Sprintf("%s.%d.sfb", path, i)}
+// TestFailedOwnTableOpenLeavesNoDatabase: an Open of the library's own
+// table that starts a new database file and then fails (here, its first
+// scan) removes the file it created.
+func TestFailedOwnTableOpenLeavesNoDatabase(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "new.db")
+	injected := errors.New("injected scan failure")
+	dcfg := DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{scanRow: func(int64) error { return injected }}}
+	ix, err := Open(context.Background(), dcfg, Source{Snapshot: filepath.Join(dir, "new.sfb")})
+	if err == nil { // the first scan runs in the background
+		err = ix.Wait(context.Background())
+		_ = ix.Close(context.Background())
 	}
-	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver()})
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, injected) {
+		t.Fatalf("Open = %v, want the injected failure", err)
 	}
-	for i := range 4 { // attach and save every snapshot
-		ix, err := db.Index(ctx, src(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ix.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(src(3).Snapshot, []byte("damaged"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, err = OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(ctx)
-	var ixs []*Index
-	for i := range 4 {
-		ix, err := db.Index(ctx, src(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ixs = append(ixs, ix)
-	}
-	var wg sync.WaitGroup
-	for i, ix := range ixs { // first calls racing the worker's loads
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			expect(t, ix, set(ids(fmt.Sprintf("c%d", i), 2000)), append(ids(fmt.Sprintf("c%d", i), 30), ids("never", 30)...))
-		}()
-	}
-	wg.Wait()
-	for i, ix := range ixs {
-		if err := ix.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-		st := ix.Stats()
-		switch {
-		case i < 3 && (st.SnapshotError != nil || st.Rebuilds != 0 || !st.Serving):
-			t.Fatalf("collection %d: serving %v, %d rebuilds, snapshot error %v: the snapshot was not used", i, st.Serving, st.Rebuilds, st.SnapshotError)
-		case i == 3 && (st.SnapshotError == nil || !st.Serving):
-			t.Fatalf("damaged snapshot: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
-		}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Fatalf("a failed Open left %v", entries)
 	}
 }

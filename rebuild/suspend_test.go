@@ -204,55 +204,6 @@ func libraryGoroutines() map[string]string {
 	return out
 }
 
-// TestLoadWaitsForTheFirstCall: an index opened with its snapshot file
-// there loads it once the app's first call is answered (or the app waits
-// for it), not before: the first answer, from SQLite, does not share the
-// machine with the load, and an index opened and never asked loads
-// nothing.
-func TestLoadWaitsForTheFirstCall(t *testing.T) {
-	ctx := context.Background()
-	path := appDB(t, ids("seed", 2000)...)
-	cfg := appConfig(path)
-	warm := open(t, cfg) // the first scan, and the snapshot saved at Close
-	if err := warm.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, first := range []string{"Missing", "Wait"} {
-		ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-		if st := ix.Stats(); st.Serving || st.Upkeep != "load" {
-			t.Fatalf("before any call: serving %v, upkeep %q; want the load asked, not run", st.Serving, st.Upkeep)
-		}
-		switch first {
-		case "Missing":
-			got, err := missingList(ctx, ix, append(ids("seed", 10), "never"))
-			if err != nil || len(got) != 1 || got[0] != "never" {
-				t.Fatalf("the first call, before the load: %q, %v", got, err)
-			}
-			deadline := time.Now().Add(callBound)
-			for !ix.Stats().Serving {
-				if time.Now().After(deadline) {
-					t.Fatal("no filter serving after the first call")
-				}
-				time.Sleep(time.Millisecond)
-			}
-		case "Wait":
-			if err := ix.Wait(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if !ix.Stats().Serving {
-				t.Fatal("no filter serving after Wait")
-			}
-		}
-		if err := ix.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestSuspendWaitsForWait: a Wait catching the filter up reads the
 // database as any call does: Suspend waits for it, and once Suspend
 // returns nil the library holds no descriptor of the database's files.
