@@ -11,10 +11,11 @@ import (
 	"github.com/syncfilter/syncfilter/internal/testexec"
 )
 
-// The second process of the tests in migration_test.go, identity_test.go
-// and journal_test.go: this test binary run again with
-// TestChildProcessActs alone and an action in its environment. It is not
-// a test on its own (it skips without the environment).
+// The second process of the tests that need one (the first attach, the
+// file at the path, journal modes, migrations, stored spellings, the key
+// property): this test binary run again with TestChildProcessActs alone
+// and an action in its environment. It is not a test on its own (it skips
+// without the environment).
 
 const (
 	actEnv  = "SYNCFILTER_T18_ACT"  // what the child does
@@ -26,7 +27,7 @@ const (
 func TestChildProcessActs(t *testing.T) {
 	act := os.Getenv(actEnv)
 	if act == "" {
-		t.Skip("child process of the identity, migration and journal tests")
+		t.Skip("child process of other tests")
 	}
 	args := strings.Split(os.Getenv(argsEnv), "\x1f")
 	fn, ok := childActs[act]

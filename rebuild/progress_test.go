@@ -319,7 +319,7 @@ func stopUntilPanic(p *panicky) func(n int64) error {
 }
 
 // panicChunk is the scans' chunk, and the keys between Progress calls,
-// in the tests of this file: the first chunk's call panics.
+// in the tests of a panicking Progress: the first chunk's call panics.
 const panicChunk = 100
 
 // rebuildRecovering runs the app's Rebuild the way an app that recovers
