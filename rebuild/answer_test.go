@@ -39,8 +39,10 @@ func askTwice(t *testing.T, ix *Index, quiet *atomic.Int64, key string) (first, 
 // first checks that the quiet answer is taken at all, so that it tests
 // something.
 func TestQuietAnswersSeeEveryCommit(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"WAL", "DELETE"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			path := modeDB(t, mode, []string{"records"}, ids("old", 1000)...)
 			app := modeConn(t, path, mode)
@@ -137,6 +139,7 @@ func TestQuietAnswersSeeEveryCommit(t *testing.T) {
 // note: both answer new ids without a probe, and a row committed to one
 // sends both through their probes.
 func TestQuietAnswersPerCollection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := collectionsDB(t, 2, 100)
 	hk := &hooks{}
@@ -193,7 +196,11 @@ func TestQuietAnswersPerCollection(t *testing.T) {
 // still catching the filter up must not take that probe's note as its
 // own (quietNote's gen).
 func TestQuietAnswersUnderWriters(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"WAL", "DELETE"} {
+		// Subtests not parallel: the DELETE one is among the longest, and a
+		// parallel subtest waits behind every test already waiting (it would
+		// run last, alone).
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
 			path := modeDB(t, mode, []string{"records"}, ids("seed", 1000)...)
@@ -303,9 +310,11 @@ func TestQuietAnswersUnderWriters(t *testing.T) {
 // inside the probe when it is short (the entries that may be stored
 // spellings only) and by a catch-up when it is not.
 func TestBehindCallAnswersWhatTheFilterRuledOut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, chunk := range []int{64, 8} { // the tail fits the probe's chunk, or not
 		t.Run(fmt.Sprintf("chunk %d", chunk), func(t *testing.T) {
+			t.Parallel()
 			old := ids("old", 200)
 			path := appDB(t, old...)
 			ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(),
@@ -374,6 +383,7 @@ func TestBehindCallAnswersWhatTheFilterRuledOut(t *testing.T) {
 // (deleted since) answer "maybe" in the filter and "not fetched" at the
 // gate, counted as false positives.
 func TestMaybeIsNeverFetched(t *testing.T) {
+	t.Parallel()
 	path := appDB(t, ids("kept", 100)...)
 	ix := open(t, appConfig(path))
 	ctx := context.Background()
@@ -406,6 +416,7 @@ func TestMaybeIsNeverFetched(t *testing.T) {
 // statement carries (40,000 stored ids) is confirmed in several
 // statements, and every stored id is answered fetched.
 func TestMissingOfALargePage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	stored := ids("old", 40000)
 	path := appDB(t, stored...)

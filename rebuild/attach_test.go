@@ -63,6 +63,7 @@ func guestDB(t testing.TB) string {
 // typed error comes before any DDL, sqlite_master and the journal mode are
 // exactly as before, and the app's own INSERTs still work.
 func TestRefusalsLeaveNoTrace(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		table, column string
 		want          error
@@ -132,6 +133,7 @@ func TestRefusalsLeaveNoTrace(t *testing.T) {
 // TestFailedAttachRollsBack: a failure inside attach's transaction (here
 // an app's index occupying the name of the log table) leaves nothing.
 func TestFailedAttachRollsBack(t *testing.T) {
+	t.Parallel()
 	path := guestDB(t)
 	app := rawDB(t, path)
 	mustExec(t, app, `CREATE TABLE notes (n TEXT)`)
@@ -150,6 +152,7 @@ func TestFailedAttachRollsBack(t *testing.T) {
 // TestNamesResolveCaseInsensitively: one table is one source whatever the
 // letter case of its name in the configuration.
 func TestNamesResolveCaseInsensitively(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "app.db")
 	app := rawDB(t, path)
 	mustExec(t, app, `CREATE TABLE messages (server_id TEXT PRIMARY KEY)`)
@@ -188,6 +191,7 @@ func TestNamesResolveCaseInsensitively(t *testing.T) {
 // leaves the file, the schema and the journal mode as they were, also
 // while another connection holds a write transaction.
 func TestReadOnlyChangesNothing(t *testing.T) {
+	t.Parallel()
 	path := guestDB(t)
 	app := plainDB(t, path)
 	nfd := norm.NFD.String("Ångström-1")
@@ -253,6 +257,7 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 // that had it accepted the column and confirmed never-fetched ids that
 // the collation equates with stored ones.
 func TestAppDefinedCollationIsRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	unaccent := func(a, b string) int {
 		return strings.Compare(strings.ReplaceAll(a, "é", "e"), strings.ReplaceAll(b, "é", "e"))
@@ -291,6 +296,7 @@ func (c connector) Driver() driver.Driver                        { return c.d }
 // is refused at open with ErrNotUTF8, naming the encoding, and nothing is
 // written to it.
 func TestUTF16DatabaseIsRefused(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "app.db")
 	app := rawDB(t, path)
 	app.SetMaxOpenConns(1)
@@ -355,6 +361,7 @@ func init() {
 // normally. kill -9 leaves the attach behind (documented); Detach then
 // removes it.
 func TestInterruptedFirstAttach(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("no SIGINT or SIGTERM to send on Windows")
 	}
@@ -372,6 +379,7 @@ func TestInterruptedFirstAttach(t *testing.T) {
 		{"WAL", "build", os.Kill},
 	} {
 		t.Run(fmt.Sprintf("%s/%s/%v", tc.mode, tc.how, tc.sig), func(t *testing.T) {
+			t.Parallel()
 			seed := ids("seed", 5000)
 			path := driftDB(t, tc.mode, seed)
 			dir := filepath.Dir(path)
@@ -440,11 +448,13 @@ func TestInterruptedFirstAttach(t *testing.T) {
 // BuildSnapshot, in DELETE and WAL mode; so does the cron job's first
 // attach cancelled after its scan, before its snapshot is saved.
 func TestFailedFirstAttachIsUndone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	injected := errors.New("injected read failure")
 	for _, mode := range []string{"DELETE", "WAL"} {
 		for _, how := range []string{"open", "build"} {
 			t.Run(mode+"/"+how, func(t *testing.T) {
+				t.Parallel()
 				path := driftDB(t, mode, ids("seed", 3000))
 				dir := filepath.Dir(path)
 				pristine, files := schema(t, path), dirEntries(t, dir)
@@ -487,6 +497,7 @@ func TestFailedFirstAttachIsUndone(t *testing.T) {
 // failure, until a filter serves. Never "detached": the app did not
 // detach anything.
 func TestFailedFirstScanIsTriedAgain(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 300)
 	path := appDB(t, seed...)

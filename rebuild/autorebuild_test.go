@@ -55,8 +55,10 @@ func growUntil(t *testing.T, ix *Index, insert func(ids []string), prefix string
 // allows. The spacing's clock is the test's (a knob): no waiting for an
 // hour, no timed assertion.
 func TestAutoRebuildTimerFollowsTheServingFilter(t *testing.T) {
+	t.Parallel()
 	for _, replace := range []string{"Rebuild", "Reload"} {
 		t.Run(replace, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			seed := ids("seed", 1000)
 			path := appDB(t, seed...)
@@ -155,6 +157,7 @@ func TestAutoRebuildTimerFollowsTheServingFilter(t *testing.T) {
 // ends with an estimated false-positive rate within twice the target,
 // without the app ever calling Rebuild; Stats says why it rebuilt.
 func TestGrowingCollectionStaysUseful(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("start", 1000)...)
 	cfg := appConfig(path)
@@ -197,6 +200,7 @@ func TestGrowingCollectionStaysUseful(t *testing.T) {
 }
 
 func TestStatsRebuildDue(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "own.db")
 	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Capacity: 1024, FPR: 0.01, AutoRebuild: AutoRebuild{NotWhenDue: true}}}) // the app watches RebuildDue
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 // TestBuildSnapshotForCron: the cron entry point writes a snapshot an app
 // then opens and trusts, including rows written after the job.
 func TestBuildSnapshotForCron(t *testing.T) {
+	t.Parallel()
 	seed := ids("seed", 20000)
 	path := appDB(t, seed...)
 	cfg := appConfig(path)
@@ -45,8 +46,10 @@ func TestBuildSnapshotForCron(t *testing.T) {
 // the scan of a first attach (in the last Progress call): the job fails
 // and leaves the database and the directory as they were.
 func TestCronCancelledAfterItsScan(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"DELETE", "WAL"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			path := driftDB(t, mode, ids("seed", 3000))
 			dir := filepath.Dir(path)
 			pristine, files := schema(t, path), dirEntries(t, dir)

@@ -24,6 +24,7 @@ import (
 // committed before the call is fetched (by Missing and Fetched, in NFC
 // and NFD), the filter is dropped and rebuilt.
 func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var once sync.Once
 	var armed atomic.Bool
@@ -77,6 +78,7 @@ func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
 // (ErrCannotCatchUp); the call that waited must not take the generation
 // the failed read reached as caught up: its answer is exact too.
 func TestCatchUpWaitersNeverTrustAnIncompleteRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var hook atomic.Pointer[func()]
 	ref, ix, other := behindByChunks(t, "wait", func() {
@@ -153,6 +155,7 @@ func behindByChunks(t *testing.T, name string, chunk func()) (ref *reference, ix
 // next call, rolled-back ones are not, and MarkFetched is only for the
 // library's own table.
 func TestAppWritesOnItsOwnConnection(t *testing.T) {
+	t.Parallel()
 	path := appDB(t, ids("old", 300)...)
 	ix := open(t, appConfig(path))
 	ctx := context.Background()
@@ -183,6 +186,7 @@ func TestAppWritesOnItsOwnConnection(t *testing.T) {
 // another connection, with no call to the library, are reported fetched
 // by the next query, and after a reopen from an older snapshot.
 func TestOtherConnectionWritesAreCaughtUp(t *testing.T) {
+	t.Parallel()
 	path := appDB(t, ids("seed", 1000)...)
 	cfg := appConfig(path)
 	ix := open(t, cfg)
@@ -226,6 +230,7 @@ func TestOtherConnectionWritesAreCaughtUp(t *testing.T) {
 // them to the log reader, which reads a long entry alone, and every call
 // answers (the old code failed every call, for good).
 func TestLongKeysInTheLog(t *testing.T) {
+	t.Parallel()
 	path := appDB(t, ids("old", 100)...)
 	ix := open(t, appConfig(path))
 	waitServing(t, ix)
@@ -244,6 +249,7 @@ const childEnv = "SYNCFILTER_REBUILD_CHILD_DB"
 // TestChildProcessInserts is not a test: it is the second process of
 // TestSecondProcessWritesAreSeen. It inserts ids with plain SQL.
 func TestChildProcessInserts(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv(childEnv)
 	if path == "" {
 		t.Skip("child process of TestSecondProcessWritesAreSeen")
@@ -264,6 +270,7 @@ func runChild(t *testing.T, path string) {
 // TestSecondProcessWritesAreSeen: another process inserts rows while the
 // index runs, and while it is closed; both are reported fetched.
 func TestSecondProcessWritesAreSeen(t *testing.T) {
+	t.Parallel()
 	seed := ids("seed", 500)
 	path := appDB(t, seed...)
 	cfg := appConfig(path)
@@ -294,6 +301,7 @@ const hammerEnv = "SYNCFILTER_REBUILD_HAMMER_DB"
 // TestFreshnessUnderAHammeringWriter. It commits one id per transaction,
 // in order, as fast as it can.
 func TestChildProcessHammers(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv(hammerEnv)
 	if path == "" {
 		t.Skip("child process of TestFreshnessUnderAHammeringWriter")
@@ -310,6 +318,7 @@ func TestChildProcessHammers(t *testing.T) {
 // tight loop, every id committed before a call is reported fetched, by
 // Fetched and by Missing.
 func TestFreshnessUnderAHammeringWriter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 1000)...)
 	ix := open(t, appConfig(path))

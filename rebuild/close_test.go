@@ -86,6 +86,7 @@ func (p *progressCloser) progress(done, total int64) {
 // ErrClosed, nothing holds a lock on the file or the source (Detach
 // works), and no goroutine outlives the callback.
 func TestCloseFromProgress(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	rows := ids("seed", 12000)
 	for _, tc := range []struct {
 		name       string
@@ -256,6 +257,7 @@ func TestCloseFromProgress(t *testing.T) {
 // the rest finishes without the caller: the snapshot is saved and no
 // goroutine remains.
 func TestCloseIsBoundedByItsContext(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	for _, mode := range []string{"wal", "delete"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
@@ -322,6 +324,7 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 // database's, several collections'. The rebuild then stops, and the
 // closing finishes without the caller.
 func TestCloseErrorNamesEachCauseOnce(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	for _, tc := range []struct {
 		name    string
 		db      bool // OpenDB with two collections, DB.Close; else rebuild.Open, Index.Close
@@ -403,6 +406,7 @@ func TestCloseErrorNamesEachCauseOnce(t *testing.T) {
 // queries in flight (and background rebuilds started by dropped filters):
 // afterwards no goroutine is left.
 func TestNoGoroutineOutlivesClose(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 2000)...)
 	cfg := appConfig(path)

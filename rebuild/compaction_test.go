@@ -19,6 +19,7 @@ const dropperEnv = "SYNCFILTER_REBUILD_DROPPER_DB"
 // the family "drop", then runs the cron job with LogRetain 1, which
 // compacts the log up to what it saved.
 func TestChildProcessCompactsOnce(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv(dropperEnv)
 	if path == "" {
 		t.Skip("child process of TestDropsByAnotherProcessLeakNothing")
@@ -45,6 +46,7 @@ func TestChildProcessCompactsOnce(t *testing.T) {
 // nil; Stats counts the drops; and after Close no goroutine remains of
 // the eight filters dropped (the count before Open is reached again).
 func TestDropsByAnotherProcessLeakNothing(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}
@@ -147,6 +149,7 @@ func TestDropsByAnotherProcessLeakNothing(t *testing.T) {
 // right after the call, returns nil once the rebuild the drop asked for
 // is done: a filter serves again, no rebuild runs, no error is left.
 func TestWaitRightAfterADrop(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 500)...)
 	ix := open(t, appConfig(path))
@@ -184,6 +187,7 @@ func compactPast(t *testing.T, path string) {
 // generation (as a second process would); the other stops trusting its
 // filter, answers from SQLite and rebuilds.
 func TestCompactedLogForcesRebuild(t *testing.T) {
+	t.Parallel()
 	path := appDB(t, ids("seed", 100)...)
 	a := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".a.sfb", LogRetain: 1}})
 	b := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".b.sfb"}})
@@ -211,6 +215,7 @@ const compactorEnv = "SYNCFILTER_REBUILD_COMPACTOR_DB"
 // TestCompactionNeverBreaksAConcurrentRebuild. It inserts rows and
 // rebuilds with LogRetain 1, compacting the log after every save.
 func TestChildProcessCompacts(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv(compactorEnv)
 	if path == "" {
 		t.Skip("child process of TestCompactionNeverBreaksAConcurrentRebuild")
@@ -231,6 +236,7 @@ func TestChildProcessCompacts(t *testing.T) {
 // log aggressively while this one rebuilds in a loop (as the cron job
 // does) and inserts between scans; no rebuild may fail.
 func TestCompactionNeverBreaksAConcurrentRebuild(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns a child process")
 	}
@@ -270,6 +276,7 @@ const compactLoopEnv = "SYNCFILTER_REBUILD_COMPACT_LOOP_DB"
 // the cron job (BuildSnapshot, LogRetain 1: it compacts the log up to what
 // it saved) on every table named, in turn.
 func TestChildProcessCompactsInALoop(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv(compactLoopEnv)
 	if path == "" {
 		t.Skip("child process of TestInterleavedCalls")

@@ -47,6 +47,7 @@ const (
 // SYNCFILTER_INTERLEAVE_SEED replays a run; SYNCFILTER_INTERLEAVE_TIME
 // runs it longer (make soak).
 func TestInterleavedCalls(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	if testing.Short() {
 		t.Skip("spawns a child process")
 	}

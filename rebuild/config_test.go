@@ -9,6 +9,7 @@ import (
 )
 
 func TestBadConfigAndSources(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, "a")
 	db := rawDB(t, path)

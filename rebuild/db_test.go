@@ -18,6 +18,7 @@ import (
 // not timed): they share the writer, the readers, the filters' writer
 // goroutine and the worker.
 func TestCollectionsShareTheDatabase(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	ctx := context.Background()
 	path := collectionsDB(t, 10, 200)
 	measure := func(n int) (conns, files, gs int) {
@@ -76,6 +77,7 @@ func TestCollectionsShareTheDatabase(t *testing.T) {
 // TestMissingDatabaseIsNotCreated: a mistyped path for an app's table is
 // an error, and leaves no empty database behind.
 func TestMissingDatabaseIsNotCreated(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "typo.db")
 	_, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id"})
 	if !errors.Is(err, ErrNoSource) || !errors.Is(err, os.ErrNotExist) {
@@ -90,6 +92,7 @@ func TestMissingDatabaseIsNotCreated(t *testing.T) {
 // table that starts a new database file and then fails (here, its first
 // scan) removes the file it created.
 func TestFailedOwnTableOpenLeavesNoDatabase(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "new.db")
 	injected := errors.New("injected scan failure")

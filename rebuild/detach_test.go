@@ -17,6 +17,7 @@ import (
 // TestDetachRestoresTheSchema: after Detach, sqlite_master is exactly
 // what it was before the first attach, and the app's writes work.
 func TestDetachRestoresTheSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := guestDB(t)
 	app := rawDB(t, path)
@@ -77,6 +78,7 @@ func TestDetachRestoresTheSchema(t *testing.T) {
 
 // TestDetachOwnTable removes the library's own table with the rest.
 func TestDetachOwnTable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "own.db")
 	app := rawDB(t, path)
@@ -103,6 +105,7 @@ func TestDetachOwnTable(t *testing.T) {
 // exactly from SQLite, rows written after the detach included, and does
 // not attach the source again by itself; a new open does.
 func TestDetachUnderAnOpenIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 100)...)
 	pristine := schema(t, path)
@@ -136,6 +139,7 @@ func TestDetachUnderAnOpenIndex(t *testing.T) {
 // refuses with ErrHeld naming the scan and changes nothing; Force
 // detaches, and the rebuild fails without leaving anything behind.
 func TestDetachRefusesDuringAScan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 20000)...)
 	pristine := schema(t, path)
@@ -177,6 +181,7 @@ func TestDetachRefusesDuringAScan(t *testing.T) {
 // attached again (a migration dropped a trigger) leaves nothing behind
 // once closed: Detach runs and the schema is as before.
 func TestDetachAfterCloseOfAReattachedIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for round := range 5 {
 		path := driftDB(t, "WAL", ids("seed", 100))

@@ -92,10 +92,12 @@ func init() {
 // source is attached and rebuilt there, rows written later are fetched,
 // and the new file is intact.
 func TestRecreatedWhileOpen(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ mode, how string }{
 		{"WAL", "delete"}, {"DELETE", "delete"}, {"WAL", "rename"},
 	} {
 		t.Run(tc.mode+"/"+tc.how, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			old := ids("old", 300)
 			path := driftDB(t, tc.mode, old)
@@ -229,8 +231,10 @@ func snapshotRecords(t testing.TB, path string) string {
 // index in DELETE mode; in WAL mode one opened after every connection
 // through the first name closed, see below), and the database is intact.
 func TestHardLinkWhileAnotherProcessWrites(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"WAL", "DELETE"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			seed := ids("seed", 300)
 			path := driftDB(t, mode, seed)
@@ -410,6 +414,7 @@ func init() {
 // the database first resolved; nothing is created or changed in the new
 // directory.
 func TestRelativePathAndChdir(t *testing.T) {
+	t.Parallel()
 	dirA, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -460,6 +465,7 @@ func TestRelativePathAndChdir(t *testing.T) {
 // read, changed or joined by new ones (but the snapshot configured
 // there).
 func TestSymlinkWithStaleFilesBesideIt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 300)
 	real := driftDB(t, "WAL", seed)
@@ -535,6 +541,7 @@ func TestSymlinkWithStaleFilesBesideIt(t *testing.T) {
 // link renamed over the old one). The next call answers about the file
 // the link names now; the file it named before is left alone.
 func TestSymlinkRepointedWhileOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	first := driftDB(t, "WAL", ids("first", 200))
 	second := driftDB(t, "DELETE", ids("second", 150))
@@ -577,6 +584,7 @@ func TestSymlinkRepointedWhileOpen(t *testing.T) {
 // each name); a second name appearing while an index is open makes every
 // call fail with the same error instead of answering.
 func TestHardLinkedDatabaseIsRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, "seed")
 	before := schema(t, path)
@@ -620,6 +628,7 @@ func TestHardLinkedDatabaseIsRefused(t *testing.T) {
 // commits through the real path are seen by the next call, by Fetched
 // and by Missing, in both spellings.
 func TestSymlinkedPathWithAStaleShmStaysFresh(t *testing.T) {
+	t.Parallel()
 	real := modeDB(t, "wal", []string{"records"}, ids("seed", 200)...)
 	dir := t.TempDir()
 	link := filepath.Join(dir, "link.db")

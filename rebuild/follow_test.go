@@ -16,6 +16,7 @@ import (
 // goroutine left is the filters' writer, blocked on its queue (no timer,
 // no polling), until the next call starts the follower again.
 func TestIdleDatabaseRunsNothing(t *testing.T) {
+	// Not parallel: takes every goroutine of the library in the process for this database's.
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 500)...)
 	before := map[string]bool{}
@@ -71,6 +72,7 @@ func TestIdleDatabaseRunsNothing(t *testing.T) {
 // call: the next call finds the filter at the log's head (its probe reads
 // no entry).
 func TestFollowerCatchesUpBetweenCalls(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 500)...)
 	ix := open(t, appConfig(path))
@@ -121,6 +123,7 @@ func libraryGoroutines() map[string]string {
 // turning on its cancelled ctx for as long as the app keeps calling; and
 // calls stay exact, with the new follower catching up.
 func TestFollowerEndsAfterASuspendThatGaveUp(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 500)...)
 	cfg, block, entered, release := blockCatchUp(appConfig(path))
@@ -172,6 +175,7 @@ func TestFollowerEndsAfterASuspendThatGaveUp(t *testing.T) {
 // the follower leads is not failed by the follower's cancellation
 // (Suspend): it catches up itself and answers exactly.
 func TestACallOutlivesTheFollowersCancel(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 500)...)
 	cfg, block, entered, release := blockCatchUp(appConfig(path))

@@ -25,6 +25,7 @@ const (
 // TestChildProcessActs is not a test: it is the second process of other
 // tests. It runs the action named in its environment.
 func TestChildProcessActs(t *testing.T) {
+	t.Parallel()
 	act := os.Getenv(actEnv)
 	if act == "" {
 		t.Skip("child process of other tests")

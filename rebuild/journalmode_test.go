@@ -43,9 +43,11 @@ func appConn(t testing.TB, path, mode string) string {
 // new connections in between (no "database is locked"), the mode is the
 // app's at every step, and every answer is exact.
 func TestEveryJournalMode(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, mode := range []string{"DELETE", "TRUNCATE", "PERSIST", "WAL"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			want := strings.ToLower(mode)
 			wantHeader := "rollback"
 			if mode == "WAL" {
@@ -134,6 +136,7 @@ func TestEveryJournalMode(t *testing.T) {
 // caught up and saved): the copy holds every committed row and is a
 // sound database.
 func TestBackupByCopyingTheFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "app.db")
 	app := modeConn(t, path, "DELETE")
@@ -198,9 +201,11 @@ func init() {
 // rolled back and answers exactly: the dead transaction's rows missing,
 // the committed ones fetched.
 func TestHotJournalOfACrashedWriter(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"DELETE", "TRUNCATE", "PERSIST"} {
 		for _, openFirst := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/open-during-the-crash=%v", mode, openFirst), func(t *testing.T) {
+				t.Parallel()
 				seed := ids("seed", 300)
 				path := driftDB(t, mode, seed)
 				probe := slices.Concat(seed, ids("dead", 2000), ids("never", 100))

@@ -19,6 +19,7 @@ import (
 // that every code point outside ASCII whose canonical form holds an ASCII
 // character holds only characters maySpell names.
 func TestMaySpellCoversEveryEquivalent(t *testing.T) {
+	t.Parallel()
 	for r := rune(0x80); r <= utf8.MaxRune; r++ {
 		if !utf8.ValidRune(r) {
 			continue
@@ -46,6 +47,7 @@ func TestMaySpellCoversEveryEquivalent(t *testing.T) {
 }
 
 func TestInvalidKeys(t *testing.T) {
+	t.Parallel()
 	path := appDB(t, "good")
 	db := rawDB(t, path)
 	mustExec(t, db, `INSERT INTO records (id) VALUES (CAST(x'ff00' AS TEXT))`) // invalid UTF-8 stored by another tool
@@ -68,6 +70,7 @@ func TestInvalidKeys(t *testing.T) {
 // TestMissingAnswersAroundInvalidIDs: invalid ids in a page are reported
 // by position and listed as missing; every valid id is answered.
 func TestMissingAnswersAroundInvalidIDs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	stored := ids("ok", 20)
 	ix := open(t, appConfig(appDB(t, stored...)))

@@ -21,8 +21,12 @@ import (
 // the writers keep committing during the rebuilds. In WAL and in
 // rollback-journal mode.
 func TestQueriesAndRebuildsNeverWaitForTheAppsWriters(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"wal", "delete"} {
-		t.Run(mode, func(t *testing.T) { lockCycle(t, mode) })
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			lockCycle(t, mode)
+		})
 	}
 }
 
@@ -218,9 +222,11 @@ func lockCycle(t *testing.T, mode string) {
 // connection their own call holds, also when the builder must wait for
 // the count (more rows than it keeps as digests).
 func TestScansNeverWaitForAReaderTheirCallerHolds(t *testing.T) {
+	t.Parallel()
 	rows := ids("seed", 40000) // more than the scan's chunks buffered ahead of the builder
 	for _, readers := range []int{1, 2} {
 		t.Run(fmt.Sprint(readers), func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			path := appDB(t, rows...)
 			mon := newMonitor(t, callBound)

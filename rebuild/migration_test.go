@@ -127,6 +127,7 @@ func triggersOn(t *testing.T, path, table string) []string {
 // again to the table the name refers to, its snapshot reloads, and Detach
 // removes everything.
 func TestMigrationsAreFollowed(t *testing.T) {
+	t.Parallel()
 	seed := ids("seed", 300)
 	never := ids("never", 100)
 	for _, mode := range []string{"WAL", "DELETE"} {
@@ -224,6 +225,7 @@ func TestMigrationsAreFollowed(t *testing.T) {
 // alone (another table, an index, a view) is noticed and checked, and
 // the filter keeps serving: nothing is attached again or rebuilt.
 func TestUnrelatedDDLKeepsTheFilter(t *testing.T) {
+	t.Parallel()
 	seed := ids("seed", 300)
 	path := driftDB(t, "WAL", seed)
 	ix := open(t, appConfig(path))
@@ -261,9 +263,11 @@ func generatedDB(t *testing.T, kind string) string {
 // trigger on the key) is refused at attach, before any write, by Open,
 // BuildSnapshot and a read-only Open alike.
 func TestGeneratedKeysAreRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, kind := range []string{"STORED", "VIRTUAL"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			path := generatedDB(t, kind)
 			before, sum := schema(t, path), fileSum(t, path)
 			cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "gen", Column: "id", Snapshot: path + ".sfb"}}
@@ -294,9 +298,11 @@ func TestGeneratedKeysAreRefused(t *testing.T) {
 // an UPDATE of the base column re-keyed a row, and after reopening; a
 // migration back to a stored column makes the index answer exactly again.
 func TestMigrationToAGeneratedKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, kind := range []string{"STORED", "VIRTUAL"} {
 		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
 			seed := ids("seed", 200)
 			path := driftDB(t, "WAL", seed)
 			cfg := appConfig(path)
@@ -371,6 +377,7 @@ func TestMigrationToAGeneratedKey(t *testing.T) {
 // (the triggers of the old table are gone or no longer prove anything);
 // the migration reverted, the same index answers exactly again.
 func TestDriftToASourceThatCannotBeExact(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rebuildAs := func(ddl string, extra ...string) []string {
 		q := []string{`BEGIN`, ddl}
@@ -395,6 +402,7 @@ func TestDriftToASourceThatCannotBeExact(t *testing.T) {
 		{"a view of the name", []string{`ALTER TABLE records RENAME TO archive`, `CREATE VIEW records AS SELECT id, body FROM archive`}, ErrNoSource},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join(t.TempDir(), "app.db")
 			app := rawDB(t, path)
 			mustExec(t, app, `CREATE TABLE records (id TEXT, body TEXT)`)
@@ -456,6 +464,7 @@ func TestDriftToASourceThatCannotBeExact(t *testing.T) {
 // call that starts after it commits answers about the table after it
 // (run it with -race).
 func TestMigrationWhileAsking(t *testing.T) {
+	t.Parallel()
 	seed := ids("seed", 300)
 	for _, m := range migrations {
 		var stored map[string]bool // after the migration
@@ -468,6 +477,7 @@ func TestMigrationWhileAsking(t *testing.T) {
 			continue
 		}
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			path := driftDB(t, "WAL", seed)
 			ix := open(t, appConfig(path))
@@ -529,6 +539,7 @@ func TestMigrationWhileAsking(t *testing.T) {
 // afterwards takes the log again into the filter and keeps it (no drop,
 // no rebuild), and answers stay exact.
 func TestMigrationAfterDeletesKeepsTheFilter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("old", 100)...)
 	ix := open(t, appConfig(path))

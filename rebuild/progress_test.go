@@ -27,8 +27,10 @@ const progressBound = 60 * time.Second
 // waited for the rebuild running the callback, or for the worker that
 // waits for the callback, would run out its deadline.
 func TestProgressMayCallEverything(t *testing.T) {
+	t.Parallel()
 	for _, by := range []string{"app", "worker"} {
 		t.Run(by, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			path := appDB(t, ids("a", 30_000)...)
 			app := rawDB(t, path)
@@ -221,6 +223,7 @@ func callEverything(db *DB, ix, other *Index) (bad []string) {
 // (DBConfig.Readers 1): the scan running the callback holds no connection
 // the queries need.
 func TestQueriesFromProgress(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rows := ids("seed", 12000)
 	path := appDB(t, rows...)
@@ -339,6 +342,7 @@ func rebuildRecovering(ctx context.Context, ix *Index) (err error, panicked any)
 // it goes on in the caller all the same, the new filter serves, and
 // nothing is left rebuilding or running.
 func TestProgressPanicInTheAppsRebuild(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	for _, tc := range []struct {
 		name    string
 		serving bool // a filter serves before the Rebuild
@@ -440,6 +444,7 @@ func TestProgressPanicInTheAppsRebuild(t *testing.T) {
 // fails), the index is not left rebuilding, answers exactly from SQLite,
 // and after Close no goroutine is left.
 func TestProgressPanicInTheWorkersRebuild(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	for _, first := range []bool{true, false} {
 		name := "snapshot gone"
 		if first {

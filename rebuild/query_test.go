@@ -81,6 +81,7 @@ func checkMixed(t *testing.T, ix *Index, path, what string) {
 // the app's pool, bypass while a rebuild runs, a read-only index with a
 // snapshot, without one, and on a table never attached.
 func TestEveryPositionAnsweredOnItsOwn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 300)
 	stored := []string{"plain-s", "cafe\u0301-s", "\u212a-s"}
@@ -92,6 +93,7 @@ func TestEveryPositionAnsweredOnItsOwn(t *testing.T) {
 	}
 
 	t.Run("serving", func(t *testing.T) {
+		t.Parallel()
 		path := newDB(t)
 		ix := open(t, appConfig(path))
 		if !ix.Stats().Serving {
@@ -102,6 +104,7 @@ func TestEveryPositionAnsweredOnItsOwn(t *testing.T) {
 	})
 
 	t.Run("serving, rows stored after open", func(t *testing.T) {
+		t.Parallel()
 		path := appDB(t, seed...)
 		cfg := appConfig(path)
 		cfg.knobs.noFollow = true
@@ -111,6 +114,7 @@ func TestEveryPositionAnsweredOnItsOwn(t *testing.T) {
 	})
 
 	t.Run("the app's pool", func(t *testing.T) {
+		t.Parallel()
 		path := appDB(t, seed...)
 		app := rawDB(t, path)
 		cfg := appConfig(path)
@@ -121,6 +125,7 @@ func TestEveryPositionAnsweredOnItsOwn(t *testing.T) {
 	})
 
 	t.Run("bypass during a rebuild", func(t *testing.T) {
+		t.Parallel()
 		path := newDB(t)
 		cfg, hk := hooked(appConfig(path))
 		ix := open(t, cfg)
@@ -149,6 +154,7 @@ func TestEveryPositionAnsweredOnItsOwn(t *testing.T) {
 		{"read-only, never attached", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			path := newDB(t)
 			cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}}
 			if tc.snapshot {
@@ -176,6 +182,7 @@ func TestEveryPositionAnsweredOnItsOwn(t *testing.T) {
 // then (after the app stored it) fetched, is answered at every position
 // of the next page.
 func TestMissingOfRepeatsAcrossAPage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 100)...)
 	ix := open(t, appConfig(path))
@@ -205,6 +212,7 @@ func TestMissingOfRepeatsAcrossAPage(t *testing.T) {
 // (quiet, lookup, probe, bypass) and whatever the driver reports for an
 // interrupted statement.
 func TestEndedContextsSayTheirError(t *testing.T) {
+	t.Parallel()
 	seed := ids("seed", 200)
 	ix := open(t, appConfig(appDB(t, seed...)))
 	cctx, cancel := context.WithCancelCause(context.Background())
@@ -226,6 +234,7 @@ func TestEndedContextsSayTheirError(t *testing.T) {
 // same answer for every key, stored in NFC or NFD, asked in either form,
 // in bypass (read-only and writable) and with a filter serving.
 func TestFetchedAndMissingAgree(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	words := []string{"Ångström", "café", "Łódź", "ﬁle", "한국어", "\u212a", "K", "e\u0301", "plain",
 		// Bytes that travel through JSON escaped, both ways (the keys go to
@@ -288,6 +297,7 @@ func TestFetchedAndMissingAgree(t *testing.T) {
 }
 
 func TestOwnTableMarkFetchedAndQueries(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "own.db")
 	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{}})
 	ctx := context.Background()

@@ -23,6 +23,7 @@ import (
 // answer is checked against the state before and after it: committed
 // before → must be fetched; still unmarked after → must be missing.
 func TestConcurrentMarkQueryRebuild(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "own.db")
 	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Snapshot: path + ".sfb", Capacity: 2000, ProgressEvery: 100}}
 	ix := open(t, cfg)
@@ -142,6 +143,7 @@ func markersDone(wg *sync.WaitGroup) <-chan struct{} {
 // from the scan as a failing SQLite read would give): each time the
 // previous filter answers again, correctly.
 func TestCancelledRebuildsLeaveTheGateCorrect(t *testing.T) {
+	t.Parallel()
 	seed := ids("seed", 30000)
 	path := appDB(t, seed...)
 	cfg, hk := hooked(appConfig(path))
@@ -215,6 +217,7 @@ func TestCancelledRebuildsLeaveTheGateCorrect(t *testing.T) {
 // run at the same time, and one collection's rebuild leaves the others
 // serving.
 func TestCollectionsRebuildInTurn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := collectionsDB(t, 3, 3000)
 	var mu sync.Mutex

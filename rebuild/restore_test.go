@@ -33,9 +33,11 @@ func restoreInto(t *testing.T, dst, src, mode string) {
 // answer after the restore is the restored table's, in WAL and in a
 // rollback-journal mode.
 func TestRestoreInPlace(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"WAL", "DELETE"} {
 		for _, after := range []int{10, 80} {
 			t.Run(fmt.Sprintf("%s/%d rows after", mode, after), func(t *testing.T) {
+				t.Parallel()
 				ctx := context.Background()
 				path := modeDB(t, mode, []string{"records"}, ids("old", 100)...)
 				app := modeConn(t, path, mode)
@@ -66,8 +68,10 @@ func TestRestoreInPlace(t *testing.T) {
 // numbers the filter had passed are gone, so the filter cannot be
 // checked against them and is dropped; every answer is the table's.
 func TestRestoreThenCompaction(t *testing.T) {
+	t.Parallel()
 	for _, after := range []int{10, 51, 80} {
 		t.Run(fmt.Sprintf("%d rows after", after), func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			path := modeDB(t, "WAL", []string{"records"}, ids("old", 100)...)
 			app := modeConn(t, path, "WAL")
@@ -95,8 +99,10 @@ func TestRestoreThenCompaction(t *testing.T) {
 // the file, its log compacted or not: the filter of this one is not
 // taken for it.
 func TestRestoreFromAnotherDatabase(t *testing.T) {
+	t.Parallel()
 	for _, compacted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("compacted %v", compacted), func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			dir := t.TempDir()
 			path, other := dir+"/app.db", dir+"/other.db"

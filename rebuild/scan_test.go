@@ -17,9 +17,11 @@ import (
 // at one key, the builder waits for the count. A row committed by another
 // connection during the scan is found through the log either way.
 func TestRebuildSizesFromTheRowsRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, bound := range []int64{defaultDeferredRows, 1} {
 		t.Run(fmt.Sprintf("digests=%d", bound), func(t *testing.T) {
+			t.Parallel()
 			stored := ids("stored", 1000)
 			path := appDB(t, stored...)
 			db := rawDB(t, path)
@@ -63,6 +65,7 @@ func TestRebuildSizesFromTheRowsRead(t *testing.T) {
 // the count is in, the builder waits for the count (the scan with it) and
 // sizes from it; the filter holds every key.
 func TestRebuildWaitsForTheCount(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	stored := ids("stored", 3*batchKeys)
 	path := appDB(t, stored...)
@@ -94,6 +97,7 @@ func TestRebuildWaitsForTheCount(t *testing.T) {
 // were: sqlite_master byte for byte, the snapshot file unchanged, the app
 // still able to INSERT, and the previous filter answering.
 func TestFailedRebuildLeavesTheAppAlone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	stored := ids("stored", 2*batchKeys)
 	path := appDB(t, stored...)
@@ -151,6 +155,7 @@ func TestFailedRebuildLeavesTheAppAlone(t *testing.T) {
 // by an NFC query of the next open, which builds its spellings from the
 // record and the log after it.
 func TestScanRecordCoversOnlyTheScan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 100)...)
 	app := rawDB(t, path)

@@ -22,6 +22,7 @@ import (
 // index replaces it and the next open loads it. The same holds for a
 // read-only open and for the snapshot of another database.
 func TestForeignSnapshotAtOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := driftDB(t, "WAL", ids("old", 300))
 	cfg := appConfig(path)
@@ -135,6 +136,7 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 }
 
 func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
+	t.Parallel()
 	seed := ids("seed", 2000)
 	for _, tc := range []struct {
 		name  string
@@ -187,6 +189,7 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 		}, ErrNotVouched, false}, // the backup has no record of the later save
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			cfg := appConfig(appDB(t, seed...))
 			first := open(t, cfg)
 			if err := first.Close(context.Background()); err != nil { // saves
@@ -215,6 +218,7 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 // TestReloadPicksUpAnotherWritersSnapshot: a cron-like second index writes
 // the snapshot file; the running one reloads it and catches up.
 func TestReloadPicksUpAnotherWritersSnapshot(t *testing.T) {
+	t.Parallel()
 	path := appDB(t, ids("seed", 1000)...)
 	cfg := appConfig(path)
 	app := open(t, cfg)
@@ -251,6 +255,7 @@ func TestReloadPicksUpAnotherWritersSnapshot(t *testing.T) {
 // filter is complete, so it serves; the error is reported; the old file
 // is untouched.
 func TestSaveFailureKeepsServing(t *testing.T) {
+	t.Parallel()
 	seed := ids("seed", 1000)
 	path := appDB(t, seed...)
 	cfg := appConfig(path)
@@ -294,6 +299,7 @@ func TestSaveFailureKeepsServing(t *testing.T) {
 // TestFirstOpenWithUnwritableSnapshot: the first scan succeeds but the
 // snapshot cannot be written. The index serves; the error is reported.
 func TestFirstOpenWithUnwritableSnapshot(t *testing.T) {
+	t.Parallel()
 	path := appDB(t, ids("seed", 200)...)
 	cfg := appConfig(path)
 	cfg.Snapshot = filepath.Join(t.TempDir(), "no-such-dir", "f.sfb")
@@ -309,6 +315,7 @@ func TestFirstOpenWithUnwritableSnapshot(t *testing.T) {
 // index serves from the snapshot and catches up in memory on rows other
 // connections committed after it, writing nothing.
 func TestReadOnlyUsesAnAttachedSnapshot(t *testing.T) {
+	t.Parallel()
 	seed := ids("seed", 500)
 	path := appDB(t, seed...)
 	cfg := appConfig(path)

@@ -42,6 +42,7 @@ func restoreDB(t *testing.T, path string, backup []byte) {
 // and after the restore another program writes more rows than the
 // snapshot's generation. The snapshot must be refused, every row found.
 func TestRestoredDatabaseRefusesTheNewerSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 300)
 	path := appDB(t, seed...)
@@ -130,10 +131,12 @@ func forge(t *testing.T, path string, how string) {
 }
 
 func TestForgedSnapshotsAreRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 2000)
 	for _, how := range []string{"zeroed payload", "another hash key", "k = 21", "all ones"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel()
 			path := appDB(t, seed...)
 			cfg := appConfig(path)
 			first := open(t, cfg)
@@ -199,6 +202,7 @@ func allocDuring(fn func()) uint64 {
 // (2 GiB) for a source that needs a few KiB is refused by Open, Reload
 // and a read-only check without allocating for the claim.
 func TestSparseSnapshotIsRefusedBeforeAllocation(t *testing.T) {
+	// Not parallel: measures the process's allocations (runtime.MemStats).
 	ctx := context.Background()
 	seed := ids("seed", 200)
 	path := appDB(t, seed...)
@@ -242,6 +246,7 @@ func TestSparseSnapshotIsRefusedBeforeAllocation(t *testing.T) {
 // database recorded is refused before its payload is read when it is far
 // larger than the source now needs.
 func TestOversizedRecordedSnapshotIsImplausible(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 100)...)
 	cfg := appConfig(path)
@@ -263,6 +268,7 @@ func TestOversizedRecordedSnapshotIsImplausible(t *testing.T) {
 // accepted by a running app's Reload, and two app processes sharing the
 // database accept each other's saves.
 func TestSnapshotsOfOtherProcessesAreVouched(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 1000)
 	path := appDB(t, seed...)

@@ -78,6 +78,7 @@ func spellingPage(stored []string) []string {
 // those entries), and after a reopen (the spellings table the saves
 // wrote). TestControlCharactersAfterKill adds a writer killed outright.
 func TestControlCharactersBeforeTheAccent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 200)
 	before := nulSpellings("before")
@@ -223,6 +224,7 @@ func init() {
 // the index serves from what that process saved and answers every id the
 // table holds, in its stored spelling and in NFC.
 func TestControlCharactersAfterKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns a child process")
 	}
@@ -268,6 +270,7 @@ func TestControlCharactersAfterKill(t *testing.T) {
 // answered from SQLite without scanning the table for stored spellings;
 // a page holding a name waits for that scan, and is exact.
 func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	plain := make([]string, 100)
 	for i := range plain {
@@ -324,6 +327,7 @@ func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
 // Fetched and by Missing, and an id stored with a KELVIN SIGN (U+212A) by
 // "K".
 func TestReadOnlySeesSpellingsCommittedAfterOpen(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		attached bool
@@ -334,6 +338,7 @@ func TestReadOnlySeesSpellingsCommittedAfterOpen(t *testing.T) {
 		{"never attached", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			path := modeDB(t, "wal", []string{"records"}, ids("seed", 300)...)
 			cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}}
@@ -367,6 +372,7 @@ func TestReadOnlySeesSpellingsCommittedAfterOpen(t *testing.T) {
 }
 
 func TestCanonicalSpellingsFoundBothWays(t *testing.T) {
+	t.Parallel()
 	nfd := []string{"cafe\u0301-1", "\u1112\u1161\u11ab-2", "\u304b\u3099-3", "A\u030a-4"}
 	nfc := []string{"caf\u00e9-1", "\ud55c-2", "\u304c-3", "\u00c5-4"}
 	path := appDB(t, nfd[0], nfd[1]) // stored NFD before attaching

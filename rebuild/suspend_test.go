@@ -20,6 +20,7 @@ import (
 // letting go of what it opened before it returns, and after Resume the
 // interrupted rebuild completes.
 func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 1000)...)
 	started, release := make(chan struct{}), make(chan struct{})
@@ -51,7 +52,11 @@ func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
 	}
 	suspended := make(chan error, 1)
 	go func() { suspended <- db.Suspend(ctx) }()
-	time.Sleep(20 * time.Millisecond) // Suspend is waiting for the scan
+	waitFor(t, "Suspend waiting for the scan", func() bool { // the worker paused: its job interrupted
+		db.work.mu.Lock()
+		defer db.work.mu.Unlock()
+		return db.work.mu.paused
+	})
 	close(release)
 	select {
 	case err := <-suspended:
@@ -103,6 +108,7 @@ func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
 // database as any call does: Suspend waits for it, and once Suspend
 // returns nil the library holds no descriptor of the database's files.
 func TestSuspendWaitsForWait(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 500)...)
 	cfg, block, entered, release := blockCatchUp(appConfig(path))
@@ -148,6 +154,7 @@ func TestSuspendWaitsForWait(t *testing.T) {
 // PRAGMA data_version connection is closed again too). After Resume the
 // interrupted rebuild runs and the filter serves.
 func TestSuspendHoldsNoConnection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 3000)
 	path := appDB(t, seed...)
@@ -256,6 +263,7 @@ func TestSuspendHoldsNoConnection(t *testing.T) {
 // work) ran out of that context. Once the scan is let go and a second
 // Suspend has returned, Resume, and the work completes.
 func TestSuspendErrorNamesEachCauseOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := modeDB(t, "wal", []string{"records", "others"}, ids("seed", 500)...)
 	hk := &hooks{}
@@ -306,6 +314,7 @@ func TestSuspendErrorNamesEachCauseOnce(t *testing.T) {
 // ("DB.Resume goes on where the work was interrupted"), and a filter
 // serves.
 func TestResumeBeforeTheInterruptedJobStopped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 500)
 	path := appDB(t, seed...)

@@ -65,6 +65,7 @@ func sum(t *testing.T, path string) [32]byte {
 // Neither ReplaceForeignFile nor any spelling of that -wal gets it
 // replaced, and every row written stays readable.
 func TestForceNeverReplacesTheWALThroughALink(t *testing.T) {
+	t.Parallel()
 	realDir := t.TempDir()
 	real, app := tgtDB(t, realDir, 2000)
 	if _, err := app.Exec(`INSERT INTO records VALUES ('the-last-one')`); err != nil {
@@ -122,6 +123,7 @@ func TestForceNeverReplacesTheWALThroughALink(t *testing.T) {
 // library's temporary files, stale and even holding the snapshot magic,
 // survives every save and sweep (Open, Save, Close, BuildSnapshot).
 func TestTempLikeAppFileSurvives(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path, _ := tgtDB(t, dir, 100)
 	snap := filepath.Join(dir, "records.sfb")
@@ -171,6 +173,7 @@ func TestTempLikeAppFileSurvives(t *testing.T) {
 // (ErrNotRegular); a writable Open and the job refuse the path; Describe
 // reports it; the FIFO stays.
 func TestFIFOAtTheSnapshotPath(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path, _ := tgtDB(t, dir, 100)
 	if _, err := BuildSnapshot(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: filepath.Join(dir, "first.sfb")}); err != nil {
@@ -231,6 +234,7 @@ func TestFIFOAtTheSnapshotPath(t *testing.T) {
 // followed: saves replace the file it names, in that file's directory,
 // the link stays, and an Open through the link loads the file.
 func TestSnapshotThroughALink(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path, app := tgtDB(t, dir, 500)
 	data := t.TempDir()
@@ -283,6 +287,7 @@ func TestSnapshotThroughALink(t *testing.T) {
 // again; the cron job's refusal of the old snapshot says so, with the
 // file's dataset and time, and what to do.
 func TestRecreatedDatabaseIsNamed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path, app := tgtDB(t, dir, 50)
 	snap := filepath.Join(dir, "records.sfb")
@@ -324,6 +329,7 @@ func TestRecreatedDatabaseIsNamed(t *testing.T) {
 // a file that is not a snapshot or another dataset's snapshot (the last
 // two unless forced); refusals come before any DDL or scan.
 func TestSnapshotTargetRefusals(t *testing.T) {
+	t.Parallel()
 	path := guestDB(t)
 	dir := filepath.Dir(path)
 	link := filepath.Join(t.TempDir(), "link.db")
@@ -423,6 +429,7 @@ func TestSnapshotTargetRefusals(t *testing.T) {
 // TestSaveRefusesAFileThatAppeared: the check runs at every save, not
 // only at Open: a file put in the snapshot's place later is not replaced.
 func TestSaveRefusesAFileThatAppeared(t *testing.T) {
+	t.Parallel()
 	path := appDB(t, ids("seed", 100)...)
 	cfg := appConfig(path)
 	ix := open(t, cfg)

@@ -16,6 +16,7 @@ import (
 // it, every answer is exact meanwhile, Wait waits for it, and a snapshot
 // that cannot be used is reported and rebuilt from as at rebuild.Open.
 func TestIndexLoadsItsSnapshotAfterOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := collectionsDB(t, 4, 2000)
 	src := func(i int) Source {
@@ -82,6 +83,7 @@ func TestIndexLoadsItsSnapshotAfterOpen(t *testing.T) {
 // machine with the load, and an index opened and never asked loads
 // nothing.
 func TestLoadWaitsForTheFirstCall(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 2000)...)
 	cfg := appConfig(path)
