@@ -13,6 +13,7 @@ import (
 // a JSON array of integers below the number of keys asked; anything else
 // is an error, never a panic or a position out of range.
 func TestParsePositions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		list string
 		want []int

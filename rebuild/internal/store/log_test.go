@@ -16,6 +16,7 @@ import (
 // stand for any key (skipped); the sequence numbers it reports rise and
 // end at upTo.
 func TestReadLogByRange(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, app := testDBWith(t, Knobs{LogChunk: 8, ShortKey: 64}, `CREATE TABLE t (id TEXT)`, `CREATE INDEX t_id ON t (id)`)
 	s := attach(t, db, "t", "id", false)

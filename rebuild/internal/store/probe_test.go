@@ -14,6 +14,7 @@ import (
 // deleted, wider than a chunk) neither stalls the caller nor skips an
 // entry, and Read never passes the head.
 func TestProbeReadsLogByRange(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, app := testDBWith(t, Knobs{LogChunk: 4}, `CREATE TABLE t (id TEXT)`, `CREATE INDEX t_id ON t (id)`)
 	s := attach(t, db, "t", "id", false)
@@ -81,6 +82,7 @@ func TestProbeReadsLogByRange(t *testing.T) {
 // Otherwise is confirmed in the same statement, through the spellings
 // table for the keys Spelled names.
 func TestProbeWholeOrElse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, app := testDBWith(t, Knobs{LogChunk: 64}, `CREATE TABLE t (id TEXT PRIMARY KEY)`)
 	s := attach(t, db, "t", "id", false)
@@ -145,6 +147,7 @@ func TestProbeWholeOrElse(t *testing.T) {
 // source) reports the new cookie and confirms nothing, neither its keys
 // nor what the filter ruled out.
 func TestProbeOfAnotherSchemaConfirmsNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, app := testDB(t, `CREATE TABLE t (id TEXT PRIMARY KEY)`)
 	s := attach(t, db, "t", "id", false)

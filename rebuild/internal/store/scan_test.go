@@ -18,6 +18,7 @@ import (
 // sizes that cut everywhere and short-key bounds that send many keys the
 // long way.
 func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, db := testDB(t, `CREATE TABLE t (id TEXT, body TEXT)`, `CREATE INDEX t_id ON t (id)`)
 	var keys []string
@@ -107,6 +108,7 @@ func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 // TestChunkedScanNeedsTheIndex: without an index on the column, SQLite
 // would sort for every chunk, so the scan reads row by row.
 func TestChunkedScanNeedsTheIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, db := testDB(t, `CREATE TABLE t (id TEXT, body TEXT)`)
 	var want []string
