@@ -21,6 +21,7 @@ import (
 // only connection (Missing inside the app's own transaction) does not
 // wait for it: the library's reader confirms instead.
 func TestConfirmOnTheAppsPool(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := modeDB(t, "WAL", []string{"records"}, ids("seed", 2000)...)
 	app := modeConn(t, path, "WAL")
@@ -58,6 +59,7 @@ func TestConfirmOnTheAppsPool(t *testing.T) {
 // for one that a long read of the library holds meanwhile (here every
 // reader is held).
 func TestCallOnTheAppsPoolTakesNoReader(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := modeDB(t, "WAL", []string{"records"}, ids("seed", 500)...)
 	app := modeConn(t, path, "WAL")
@@ -95,6 +97,7 @@ func TestCallOnTheAppsPoolTakesNoReader(t *testing.T) {
 // or a temporary one; it is taken when it is the same file under another
 // name (a symbolic link), and beside a Driver of the same type.
 func TestAppDBMustMatch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := modeDB(t, "WAL", []string{"records"}, ids("seed", 20)...)
@@ -170,6 +173,7 @@ func (c dsnConnector) Driver() driver.Driver { return c.d }
 // library (a shutdown in that order) gets exact answers from then on, on
 // the library's own connections, rows committed after the close included.
 func TestAppClosesItsPoolFirst(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := modeDB(t, "WAL", []string{"records"}, ids("seed", 2000)...)
 	app := modeConn(t, path, "WAL")

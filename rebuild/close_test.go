@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -86,6 +86,7 @@ func (p *progressCloser) progress(done, total int64) {
 // ErrClosed, nothing holds a lock on the file or the source (Detach
 // works), and no goroutine outlives the callback.
 func TestCloseFromProgress(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	rows := ids("seed", 12000)
 	for _, tc := range []struct {
 		name       string
@@ -256,6 +257,7 @@ func TestCloseFromProgress(t *testing.T) {
 // the rest finishes without the caller: the snapshot is saved and no
 // goroutine remains.
 func TestCloseIsBoundedByItsContext(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	for _, mode := range []string{"wal", "delete"} {
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
@@ -315,61 +317,148 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 	}
 }
 
-// TestQueriesFromProgress: Fetched, Missing and Stats called from inside
-// Source.Progress (during the app's Rebuild and during the worker's)
-// return and answer exactly, with a single reading connection
-// (DBConfig.Readers 1): the scan running the callback holds no connection
-// the queries need.
-func TestQueriesFromProgress(t *testing.T) {
+// TestCloseErrorNamesEachCauseOnce: Close with a context of a
+// millisecond while a rebuild scans (held in its scan) returns the
+// context's error, whose text says "context deadline exceeded" once,
+// however many waits ran out of that context: the index's, the
+// database's, several collections'. The rebuild then stops, and the
+// closing finishes without the caller.
+func TestCloseErrorNamesEachCauseOnce(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
+	for _, tc := range []struct {
+		name    string
+		db      bool // OpenDB with two collections, DB.Close; else rebuild.Open, Index.Close
+		worker  bool // the worker's first scan; else the app's Rebuild
+		closeIx bool // Index.Close of one collection of the DB
+	}{
+		{name: "Open, the app's Rebuild"},
+		{name: "Open, the worker's first scan", worker: true},
+		{name: "DB.Close, the app's Rebuild", db: true},
+		{name: "DB.Close, the worker's first scan", db: true, worker: true},
+		{name: "DB.Index Close, the app's Rebuild", db: true, closeIx: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := modeDB(t, "wal", []string{"records", "others"}, ids("seed", 500)...)
+			if !tc.worker {
+				for _, table := range []string{"records", "others"} { // attached and scanned before
+					ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: table, Column: "id", Snapshot: path + "." + table + ".sfb"}})
+					if err := ix.Close(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			baseline := baselineGoroutines()
+			hk := &hooks{}
+			dcfg := DBConfig{Path: path, Driver: testdriver.Driver(), knobs: hk.knobsOf(knobs{})}
+			entered, release := scanGate(t, hk)
+			src := func(table string) Source {
+				return Source{Table: table, Column: "id", Snapshot: path + "." + table + ".sfb"}
+			}
+			var ix *Index
+			var db *DB
+			var err error
+			if tc.db {
+				if db, err = OpenDB(ctx, dcfg); err != nil {
+					t.Fatal(err)
+				}
+				if ix, err = db.Index(ctx, src("records")); err != nil {
+					t.Fatal(err)
+				}
+				if _, err = db.Index(ctx, src("others")); err != nil {
+					t.Fatal(err)
+				}
+			} else if ix, err = Open(ctx, dcfg, src("records")); err != nil {
+				t.Fatal(err)
+			}
+			rebuilt := make(chan error, 1)
+			if !tc.worker {
+				go func() { rebuilt <- ix.Rebuild(ctx) }()
+			}
+			waitClosed(t, entered, "the scan")
+			cctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+			defer cancel()
+			switch {
+			case tc.closeIx:
+				causesOnce(t, "Index.Close", ix.Close(cctx))
+			case tc.db:
+				causesOnce(t, "DB.Close", db.Close(cctx))
+			default:
+				causesOnce(t, "Close", ix.Close(cctx))
+			}
+			release()
+			if !tc.worker {
+				if err := <-rebuilt; err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
+					t.Fatalf("the Rebuild that Close stopped = %v", err)
+				}
+			}
+			if tc.closeIx {
+				if err := db.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			goroutinesBackTo(t, baseline)
+		})
+	}
+}
+
+// TestNoGoroutineOutlivesClose opens and closes the index many times with
+// queries in flight (and background rebuilds started by dropped filters):
+// afterwards no goroutine is left.
+func TestNoGoroutineOutlivesClose(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	ctx := context.Background()
-	rows := ids("seed", 12000)
-	path := appDB(t, rows...)
+	path := appDB(t, ids("seed", 2000)...)
 	cfg := appConfig(path)
-	cfg.Readers = 1
-	cfg.ProgressEvery = 1000
-	mon := newMonitor(t, callBound)
-	var h atomic.Pointer[Index]
-	var asked atomic.Int64
-	probe := append(rows[:20:20], ids("never", 20)...)
-	cfg.Progress = func(done, total int64) {
-		ix := h.Load()
-		if ix == nil {
-			return
-		}
-		asked.Add(1)
-		missing, err := missingList(ctx, ix, probe)
-		if err != nil || fmt.Sprint(missing) != fmt.Sprint(probe[20:]) {
-			t.Errorf("Missing inside Progress = %v, %v", missing, err)
-		}
-		if ok, err := ix.Fetched(ctx, rows[done%int64(len(rows))]); err != nil || !ok {
-			t.Errorf("Fetched inside Progress = %v, %v", ok, err)
-		}
-		_ = ix.Stats()
-	}
-	var ix *Index
-	mon.do("Open with one reader", func() { ix = open(t, cfg) })
-	h.Store(ix)
-	mon.do("Rebuild whose Progress asks the index", func() {
-		if err := ix.Rebuild(ctx); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if err := ix.Close(ctx); err != nil {
+	warm := open(t, cfg) // first attach and snapshot, outside the count
+	if err := warm.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The worker's rebuild: no snapshot to load.
-	if err := os.Remove(cfg.Snapshot); err != nil {
-		t.Fatal(err)
-	}
-	h.Store(nil)
-	mon.do("Open with one reader", func() { ix = open(t, cfg) })
-	h.Store(ix)
-	mon.do("Wait for the worker's rebuild whose Progress asks the index", func() {
-		if err := ix.Wait(ctx); err != nil {
+	runtime.GC()
+	baseline := runtime.NumGoroutine()
+	probe := append(ids("seed", 100), ids("never", 100)...)
+	for cycle := range 30 {
+		ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
+		if err != nil {
 			t.Fatal(err)
 		}
-	})
-	if asked.Load() == 0 {
-		t.Fatal("Progress never asked the index: the test proves nothing")
+		var wg sync.WaitGroup
+		for q := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					var err error
+					if q%2 == 0 {
+						_, err = missingList(ctx, ix, probe)
+					} else {
+						_, err = ix.Fetched(ctx, probe[q])
+					}
+					if errors.Is(err, ErrClosed) {
+						return
+					}
+					if err != nil {
+						t.Errorf("query: %v", err)
+						return
+					}
+				}
+			}()
+		}
+		if cycle%3 == 0 {
+			go func() { _ = ix.Rebuild(ctx) }() // a rebuild in flight too
+		}
+		time.Sleep(2 * time.Millisecond)
+		if err := ix.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > baseline {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), baseline, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -20,6 +20,7 @@ import (
 // each driver of the build answers, and Detach given the app's *sql.DB
 // (DBConfig.DB) uses its driver.
 func TestOpenNamesTheDriver(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, "a", "b")
 	before := schema(t, path)
@@ -75,6 +76,7 @@ func (otherDriver) Open(string) (driver.Conn, error) { return nil, errors.New("n
 // without a driver: the library reads the copy from the modules Go
 // records in the binary.
 func TestSecondCopyInTheBuild(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a program")
 	}

@@ -5,16 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-
-	"github.com/syncfilter/syncfilter/internal/testexec"
 )
 
 // appDB creates a SQLite file with an app table, records(id TEXT PRIMARY
@@ -116,35 +111,6 @@ func waitServing(t testing.TB, ix *Index) {
 	}
 }
 
-// expect checks Fetched and Missing against the reference set of fetched
-// ids.
-func expect(t testing.TB, ix *Index, fetched map[string]bool, probe []string) {
-	t.Helper()
-	ctx := context.Background()
-	missing, err := missingList(ctx, ix, probe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, k := range probe {
-		if !fetched[k] {
-			want = append(want, k)
-		}
-	}
-	if fmt.Sprint(missing) != fmt.Sprint(want) {
-		t.Fatalf("Missing = %d keys %.200v\nwant %d keys %.200v", len(missing), missing, len(want), want)
-	}
-	for _, k := range probe {
-		got, err := ix.Fetched(ctx, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != fetched[k] {
-			t.Fatalf("Fetched(%+q) = %v, want %v", k, got, fetched[k])
-		}
-	}
-}
-
 func set(keys ...[]string) map[string]bool {
 	m := map[string]bool{}
 	for _, ks := range keys {
@@ -153,21 +119,6 @@ func set(keys ...[]string) map[string]bool {
 		}
 	}
 	return m
-}
-
-// startChild starts this test binary again, running only the test named
-// run (a child-process helper that skips itself without its environment
-// variables), with env added; wait returns its error and output.
-func startChild(t *testing.T, run string, env ...string) (wait func() (string, error)) {
-	t.Helper()
-	cmd := testexec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env...)
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return func() (string, error) { err := cmd.Wait(); return out.String(), err }
 }
 
 // missingList returns the keys of page that Missing answers missing, in
@@ -192,52 +143,136 @@ func missingList(ctx context.Context, ix *Index, page []string) ([]string, error
 // ptr returns a pointer to v.
 func ptr[T any](v T) *T { return &v }
 
-// hooks are a test's hooks into one database, which it may set and clear
-// after opening it: the database's knobs call through them (knobsOf).
-type hooks struct {
-	scanRow      atomic.Pointer[func(n int64) error]
-	quiet        atomic.Pointer[func()]
-	beforeCount  atomic.Pointer[func() error]
-	countWait    atomic.Pointer[func()]
-	catchUpChunk atomic.Pointer[func()]
+// modeDB creates a database in the given journal mode ("wal" or "delete")
+// with the app tables named, each (id TEXT PRIMARY KEY, body TEXT) and
+// holding ids.
+func modeDB(t testing.TB, mode string, tables []string, ids ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	db := modeConn(t, path, mode)
+	defer db.Close()
+	for _, tb := range tables {
+		mustExec(t, db, `CREATE TABLE `+tb+` (id TEXT PRIMARY KEY, body TEXT)`)
+		insertInto(t, db, tb, ids...)
+	}
+	return path
 }
 
-// knobsOf returns k with its hooks calling through h.
-func (h *hooks) knobsOf(k knobs) knobs {
-	k.scanRow = func(n int64) error {
-		if f := h.scanRow.Load(); f != nil {
-			return (*f)(n)
-		}
-		return nil
+// modeConn opens the app's own connection in its journal mode.
+func modeConn(t testing.TB, path, mode string) *sql.DB {
+	t.Helper()
+	db, err := testdriver.Open(path, testdriver.App{JournalMode: mode, BusyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
 	}
-	k.quiet = func() {
-		if f := h.quiet.Load(); f != nil {
-			(*f)()
-		}
-	}
-	k.beforeCount = func() error {
-		if f := h.beforeCount.Load(); f != nil {
-			return (*f)()
-		}
-		return nil
-	}
-	k.countWait = func() {
-		if f := h.countWait.Load(); f != nil {
-			(*f)()
-		}
-	}
-	k.catchUpChunk = func() {
-		if f := h.catchUpChunk.Load(); f != nil {
-			(*f)()
-		}
-	}
-	return k
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }
 
-// hooked returns cfg with its database's hooks calling through a new
-// hooks value, and that value.
-func hooked(cfg config) (config, *hooks) {
-	h := &hooks{}
-	cfg.knobs = h.knobsOf(cfg.knobs)
-	return cfg, h
+func insertInto(t testing.TB, db *sql.DB, table string, ids ...string) {
+	t.Helper()
+	if err := tryInsert(db, table, ids...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tryInsert commits ids into table in one transaction.
+func tryInsert(db *sql.DB, table string, ids ...string) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := tx.Exec(`INSERT INTO `+table+` (id, body) VALUES (?, 'x')`, id); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("insert %+q: %w", id, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// driftDB creates app.db in mode (set by the DSN of every connection)
+// with records(id TEXT PRIMARY KEY, body TEXT) holding seed.
+func driftDB(t *testing.T, mode string, seed []string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	db := modeConn(t, path, mode)
+	mustExec(t, db, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+	insertIDs(t, db, seed...)
+	_ = db.Close()
+	return path
+}
+
+// plainDB opens path as an app that never chose a journal mode would.
+func plainDB(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// collectionsDB creates a database with n tables, coll0..coll<n-1>, each
+// holding rows ids.
+func collectionsDB(t testing.TB, n, rows int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "app.db")
+	db := rawDB(t, path)
+	defer db.Close() // no connection of the test's outlives the setup: descriptors count the library's
+	for i := range n {
+		mustExec(t, db, fmt.Sprintf(`CREATE TABLE coll%d (id TEXT PRIMARY KEY, body TEXT)`, i))
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids(fmt.Sprintf("c%d", i), rows) {
+			if _, err := tx.Exec(fmt.Sprintf(`INSERT INTO coll%d (id) VALUES (?)`, i), id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}
+
+// checkpoint folds the WAL into the database file, so that copying the file
+// copies the database.
+func checkpoint(path string) error {
+	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	return err
+}
+
+// attachOnly attaches the records table (an index opened with the first
+// scan, then closed) and leaves no snapshot.
+func attachOnly(ctx context.Context, path string) error {
+	ix, err := Open(ctx, DBConfig{Path: path, Driver: appConfig(path).Driver}, Source{Table: "records", Column: "id"})
+	if err != nil {
+		return err
+	}
+	if err := ix.Wait(ctx); err != nil {
+		return err
+	}
+	return ix.Close(ctx)
+}
+
+// waitFor polls cond (no timing assertion: a generous bound only turns a
+// hang into a failure).
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 60s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -19,6 +19,7 @@ import (
 // appears anywhere but beside the database (nor in the working
 // directory).
 func TestPathsSQLiteAccepts(t *testing.T) {
+	t.Parallel()
 	cwd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)

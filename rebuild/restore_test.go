@@ -33,9 +33,11 @@ func restoreInto(t *testing.T, dst, src, mode string) {
 // answer after the restore is the restored table's, in WAL and in a
 // rollback-journal mode.
 func TestRestoreInPlace(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"WAL", "DELETE"} {
 		for _, after := range []int{10, 80} {
 			t.Run(fmt.Sprintf("%s/%d rows after", mode, after), func(t *testing.T) {
+				t.Parallel()
 				ctx := context.Background()
 				path := modeDB(t, mode, []string{"records"}, ids("old", 100)...)
 				app := modeConn(t, path, mode)
@@ -66,8 +68,10 @@ func TestRestoreInPlace(t *testing.T) {
 // numbers the filter had passed are gone, so the filter cannot be
 // checked against them and is dropped; every answer is the table's.
 func TestRestoreThenCompaction(t *testing.T) {
+	t.Parallel()
 	for _, after := range []int{10, 51, 80} {
 		t.Run(fmt.Sprintf("%d rows after", after), func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			path := modeDB(t, "WAL", []string{"records"}, ids("old", 100)...)
 			app := modeConn(t, path, "WAL")
@@ -95,8 +99,10 @@ func TestRestoreThenCompaction(t *testing.T) {
 // the file, its log compacted or not: the filter of this one is not
 // taken for it.
 func TestRestoreFromAnotherDatabase(t *testing.T) {
+	t.Parallel()
 	for _, compacted := range []bool{false, true} {
 		t.Run(fmt.Sprintf("compacted %v", compacted), func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			dir := t.TempDir()
 			path, other := dir+"/app.db", dir+"/other.db"
@@ -126,35 +132,5 @@ func TestRestoreFromAnotherDatabase(t *testing.T) {
 			probe := append(append(ids("theirs", 60), ids("mine", 50)...), "base-other.db-0000001", "base-app.db-0000001")
 			expect(t, ix, set(ids("base-other.db", 100), ids("theirs", 60)), probe)
 		})
-	}
-}
-
-// TestMigrationAfterDeletesKeepsTheFilter: rows deleted and re-keyed
-// before a rebuild stay in the log but not in the filter; a migration
-// afterwards takes the log again into the filter and keeps it (no drop,
-// no rebuild), and answers stay exact.
-func TestMigrationAfterDeletesKeepsTheFilter(t *testing.T) {
-	ctx := context.Background()
-	path := appDB(t, ids("old", 100)...)
-	ix := open(t, appConfig(path))
-	waitServing(t, ix)
-	app := rawDB(t, path)
-	insertIDs(t, app, ids("tmp", 20)...)
-	expect(t, ix, set(ids("old", 100), ids("tmp", 20)), []string{"tmp-0000001"})
-	mustExec(t, app, `DELETE FROM records WHERE id LIKE 'tmp-%'`)
-	mustExec(t, app, `UPDATE records SET id = 'rk-' || id WHERE id LIKE 'old-000000%'`)
-	if err := ix.Rebuild(ctx); err != nil {
-		t.Fatal(err)
-	}
-	before := ix.Stats()
-	mustExec(t, app, `CREATE TABLE unrelated (a TEXT)`)
-	mustExec(t, app, `ALTER TABLE records ADD COLUMN extra INTEGER`)
-	stored := set(ids("old", 100)[10:])
-	for _, k := range ids("old", 10) {
-		stored["rk-"+k] = true
-	}
-	expect(t, ix, stored, append(append(ids("tmp", 20), ids("old", 100)...), "rk-old-0000001"))
-	if st := ix.Stats(); st.Dropped != before.Dropped || st.Rebuilds != before.Rebuilds || !st.Serving {
-		t.Fatalf("dropped %d → %d, rebuilds %d → %d, serving %v: the migration should keep the filter", before.Dropped, st.Dropped, before.Rebuilds, st.Rebuilds, st.Serving)
 	}
 }

@@ -2,12 +2,10 @@ package rebuild
 
 import (
 	"context"
-	"fmt"
-	"runtime"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 // letting go of what it opened before it returns, and after Resume the
 // interrupted rebuild completes.
 func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 1000)...)
 	started, release := make(chan struct{}), make(chan struct{})
@@ -53,7 +52,11 @@ func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
 	}
 	suspended := make(chan error, 1)
 	go func() { suspended <- db.Suspend(ctx) }()
-	time.Sleep(20 * time.Millisecond) // Suspend is waiting for the scan
+	waitFor(t, "Suspend waiting for the scan", func() bool { // the worker paused: its job interrupted
+		db.work.mu.Lock()
+		defer db.work.mu.Unlock()
+		return db.work.mu.paused
+	})
 	close(release)
 	select {
 	case err := <-suspended:
@@ -101,179 +104,11 @@ func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
 	expect(t, ix, set(ids("seed", 1000), ids("while", 50)), slices.Concat(ids("seed", 30), ids("while", 50), ids("never", 30)))
 }
 
-// TestIdleDatabaseRunsNothing: once the app stops calling, the follower
-// ends after its window and nothing of the library runs: its only
-// goroutine left is the filters' writer, blocked on its queue (no timer,
-// no polling), until the next call starts the follower again.
-func TestIdleDatabaseRunsNothing(t *testing.T) {
-	ctx := context.Background()
-	path := appDB(t, ids("seed", 500)...)
-	before := map[string]bool{}
-	for id := range libraryGoroutines() {
-		before[id] = true
-	}
-	ix := open(t, appConfig(path))
-	app := rawDB(t, path)
-	for i := range 5 { // a short sync: the pauses set a short window
-		insertIDs(t, app, ids("page"+string(rune('a'+i)), 10)...)
-		if _, err := ix.Missing(ctx, ids("seed", 20)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	following := func() bool {
-		f := &ix.db.follow
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		return f.mu.running
-	}
-	if !following() {
-		t.Fatal("the follower does not run right after calls")
-	}
-	deadline := time.Now().Add(followMax + 10*time.Second)
-	for following() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the follower still runs %v after the last call", followMax+10*time.Second)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	// What of the library is left: goroutines with a frame in it, other
-	// than those that were there before the test opened the database.
-	time.Sleep(50 * time.Millisecond)
-	var ours []string
-	for id, g := range libraryGoroutines() {
-		if !before[id] {
-			ours = append(ours, g)
-		}
-	}
-	if len(ours) != 1 || !strings.Contains(ours[0], "(*Writer)") || !strings.Contains(ours[0], "[chan receive") && !strings.Contains(ours[0], "[select") {
-		t.Fatalf("an idle database keeps %d goroutines of the library (want the writer, blocked):\n%s", len(ours), strings.Join(ours, "\n\n"))
-	}
-	// The next call starts the follower again and sees the app's commits.
-	insertIDs(t, app, ids("after", 5)...)
-	expect(t, ix, set(ids("seed", 500), ids("after", 5)), append(ids("after", 5), "never"))
-	if !following() {
-		t.Fatal("a call after the idle time did not start the follower")
-	}
-}
-
-// TestFollowerCatchesUpBetweenCalls: after a call, the app's commits are
-// taken into the filter while the engine waits on the network, without a
-// call: the next call finds the filter at the log's head (its probe reads
-// no entry).
-func TestFollowerCatchesUpBetweenCalls(t *testing.T) {
-	ctx := context.Background()
-	path := appDB(t, ids("seed", 500)...)
-	ix := open(t, appConfig(path))
-	app := rawDB(t, path)
-	if _, err := ix.Missing(ctx, ids("seed", 20)); err != nil { // the call that starts the window
-		t.Fatal(err)
-	}
-	before := ix.Stats()
-	insertIDs(t, app, ids("page", 200)...) // the page's records, stored after the call
-	deadline := time.Now().Add(callBound)
-	for ix.Stats().CaughtUp < before.CaughtUp+200 {
-		if time.Now().After(deadline) {
-			st := ix.Stats()
-			t.Fatalf("without a call, the filter took %d of the 200 entries logged", st.CaughtUp-before.CaughtUp)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if st := ix.Stats(); st.Queries != before.Queries {
-		t.Fatalf("%d keys asked meanwhile: the catch-up was a call's", st.Queries-before.Queries)
-	}
-	// The next call's answers rest on the filter, current: the 200 new
-	// ids are maybes confirmed, the never-stored ones ruled out.
-	expect(t, ix, set(ids("seed", 500), ids("page", 200)), append(ids("page", 200), ids("never", 50)...))
-	if st := ix.Stats(); st.BypassLookups != before.BypassLookups {
-		t.Fatalf("%d keys answered without the filter: it was behind", st.BypassLookups-before.BypassLookups)
-	}
-}
-
-// libraryGoroutines returns the stacks of the goroutines with a frame in
-// the library (not the tests'), by goroutine id.
-func libraryGoroutines() map[string]string {
-	buf := make([]byte, 1<<22)
-	dump := string(buf[:runtime.Stack(buf, true)])
-	out := map[string]string{}
-	for _, g := range strings.Split(dump, "\n\n") {
-		if !strings.Contains(g, "github.com/syncfilter/syncfilter/") || strings.Contains(g, "testing.tRunner") || strings.Contains(g, "_test.go") {
-			continue
-		}
-		id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
-		out[id] = g
-	}
-	return out
-}
-
-// TestLoadWaitsForTheFirstCall: an index opened with its snapshot file
-// there loads it once the app's first call is answered (or the app waits
-// for it), not before: the first answer, from SQLite, does not share the
-// machine with the load, and an index opened and never asked loads
-// nothing.
-func TestLoadWaitsForTheFirstCall(t *testing.T) {
-	ctx := context.Background()
-	path := appDB(t, ids("seed", 2000)...)
-	cfg := appConfig(path)
-	warm := open(t, cfg) // the first scan, and the snapshot saved at Close
-	if err := warm.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, first := range []string{"Missing", "Wait"} {
-		ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-		if st := ix.Stats(); st.Serving || st.Upkeep != "load" {
-			t.Fatalf("before any call: serving %v, upkeep %q; want the load asked, not run", st.Serving, st.Upkeep)
-		}
-		switch first {
-		case "Missing":
-			got, err := missingList(ctx, ix, append(ids("seed", 10), "never"))
-			if err != nil || len(got) != 1 || got[0] != "never" {
-				t.Fatalf("the first call, before the load: %q, %v", got, err)
-			}
-			deadline := time.Now().Add(callBound)
-			for !ix.Stats().Serving {
-				if time.Now().After(deadline) {
-					t.Fatal("no filter serving after the first call")
-				}
-				time.Sleep(time.Millisecond)
-			}
-		case "Wait":
-			if err := ix.Wait(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if !ix.Stats().Serving {
-				t.Fatal("no filter serving after Wait")
-			}
-		}
-		if err := ix.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// blockCatchUp returns cfg with its catch-ups parking at their first
-// chunk while block is set (entered closes then; release lets them go).
-func blockCatchUp(cfg config) (_ config, block *atomic.Bool, entered, release chan struct{}) {
-	block = new(atomic.Bool)
-	entered, release = make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	cfg.knobs.store = store.Knobs{LogChunk: 16}
-	cfg.knobs.catchUpChunk = func() {
-		if block.Load() {
-			once.Do(func() { close(entered) })
-			<-release
-		}
-	}
-	return cfg, block, entered, release
-}
-
 // TestSuspendWaitsForWait: a Wait catching the filter up reads the
 // database as any call does: Suspend waits for it, and once Suspend
 // returns nil the library holds no descriptor of the database's files.
 func TestSuspendWaitsForWait(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 500)...)
 	cfg, block, entered, release := blockCatchUp(appConfig(path))
@@ -311,101 +146,208 @@ func TestSuspendWaitsForWait(t *testing.T) {
 	ix.db.Resume()
 }
 
-// TestFollowerEndsAfterASuspendThatGaveUp: a Suspend whose ctx ends while
-// the follower is inside a catch-up cancels that follower; after Resume
-// it ends at its next turn (the next call starts a new one), instead of
-// turning on its cancelled ctx for as long as the app keeps calling; and
-// calls stay exact, with the new follower catching up.
-func TestFollowerEndsAfterASuspendThatGaveUp(t *testing.T) {
+// TestSuspendHoldsNoConnection: once Suspend returns, the library holds
+// no descriptor of the database's files (so no SQLite lock) and starts
+// nothing: a rebuild in progress is interrupted and waits for Resume.
+// Calls meanwhile are answered exactly, each closing what it opened
+// before it returns, on a source with a log and on one without (whose
+// PRAGMA data_version connection is closed again too). After Resume the
+// interrupted rebuild runs and the filter serves.
+func TestSuspendHoldsNoConnection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	path := appDB(t, ids("seed", 500)...)
-	cfg, block, entered, release := blockCatchUp(appConfig(path))
-	var polls atomic.Int64
-	cfg.knobs.followPoll = func() { polls.Add(1) }
-	ix := open(t, cfg)
-	app := rawDB(t, path)
-	if _, err := ix.Missing(ctx, ids("seed", 20)); err != nil {
+	seed := ids("seed", 3000)
+	path := appDB(t, seed...)
+	{
+		app := rawDB(t, path)
+		mustExec(t, app, `CREATE TABLE notes (id TEXT PRIMARY KEY)`)
+		mustExec(t, app, `INSERT INTO notes (id) VALUES ('cafe`+"\u0301"+`')`) // stored NFD
+		_ = app.Close()
+	}
+	cfg := appConfig(path)
+	cfg.knobs.store.ScanChunk = 16 // a first scan of many chunks
+	cfg, h := hooked(cfg)
+	started := make(chan struct{})
+	var once sync.Once
+	slow := func(n int64) error {
+		if n > 0 {
+			once.Do(func() { close(started) })
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	}
+	h.scanRow.Store(&slow)
+	db, err := OpenDB(ctx, cfg.DBConfig)
+	if err != nil {
 		t.Fatal(err)
 	}
-	block.Store(true)
-	insertIDs(t, app, ids("page", 200)...)
-	select {
-	case <-entered:
-	case <-time.After(callBound):
-		t.Fatal("the follower never caught up")
+	defer db.Close(ctx)
+	own, err := db.Index(ctx, Source{}) // the library's own table: MarkFetched (its empty table scanned at once, before the other scan holds the turn)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	err := ix.db.Suspend(sctx)
-	cancel()
-	if err == nil {
-		t.Fatal("Suspend returned nil while the follower was parked in a catch-up")
+	ix, err := db.Index(ctx, cfg.Source) // attaches, and asks the worker for the first scan
+	if err != nil {
+		t.Fatal(err)
 	}
-	ix.db.Resume()
-	polls.Store(0)
-	block.Store(false)
-	close(release)
-	// The app goes on syncing: a page stored, a call, a pause; 20 times.
-	for i := range 20 {
-		page := ids(fmt.Sprintf("more%02d", i), 5)
-		insertIDs(t, app, page...)
-		missing, err := ix.Missing(ctx, append(page, "never-"+page[0]))
-		if err != nil {
+	ro, err := OpenDB(ctx, DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close(ctx)
+	notes, err := ro.Index(ctx, Source{Table: "notes", Column: "id"}) // never attached: no log
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := notes.Fetched(ctx, "caf\u00e9"); err != nil || !ok { // reads data_version on a connection kept for it
+		t.Fatalf("Fetched before Suspend = %v, %v", ok, err)
+	}
+	<-started
+
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, d := range []*DB{db, ro} {
+		if err := d.Suspend(sctx); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(missing, []bool{false, false, false, false, false, true}) {
-			t.Fatalf("page %d: missing %v", i, missing)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	// A follower polls at most every millisecond: a few hundred turns in
-	// these 20 pauses. One turning on a cancelled ctx makes millions.
-	if n := polls.Load(); n > 5000 {
-		t.Fatalf("the follower turned %d times in 20 pauses of 10 ms", n)
+	if _, open := openFiles(t, path); open > 0 {
+		t.Fatalf("after Suspend the process holds %d descriptors of the database's files", open)
 	}
+	if st := ix.Stats(); st.Serving || !strings.Contains(st.Upkeep, "rebuild") {
+		t.Fatalf("after Suspend: serving %v, upkeep %q; want the interrupted first scan pending", st.Serving, st.Upkeep)
+	}
+
+	// Calls while suspended: exact, and nothing left open.
+	{
+		app := rawDB(t, path)
+		insertIDs(t, app, "while-suspended")
+		_ = app.Close()
+	}
+	probe := append(slices.Clone(seed[:50]), "while-suspended", "never-1", "never-2")
+	expect(t, ix, set(seed, []string{"while-suspended"}), probe)
+	if ok, err := notes.Fetched(ctx, "cafe\u0301"); err != nil || !ok {
+		t.Fatalf("Fetched while suspended = %v, %v", ok, err)
+	}
+	if ok, err := notes.Fetched(ctx, "na\u00efve"); err != nil || ok {
+		t.Fatalf("Fetched(never stored) while suspended = %v, %v", ok, err)
+	}
+	// A write while suspended: its transaction's connection is closed as
+	// soon as it is given back, after the statement prepared on it.
+	if err := own.MarkFetched(ctx, "marked-while-suspended"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := own.Fetched(ctx, "marked-while-suspended"); err != nil || !ok {
+		t.Fatalf("Fetched(marked while suspended) = %v, %v", ok, err)
+	}
+	time.Sleep(50 * time.Millisecond) // nothing starts meanwhile
+	if _, open := openFiles(t, path); open > 0 {
+		t.Fatalf("after calls while suspended the process holds %d descriptors of the database's files", open)
+	}
+	if ix.Stats().Serving {
+		t.Fatal("a filter was built while suspended")
+	}
+
+	db.Resume()
+	ro.Resume()
+	h.scanRow.Store(nil)
+	waitServing(t, ix)
+	expect(t, ix, set(seed, []string{"while-suspended"}), probe)
 }
 
-// TestACallOutlivesTheFollowersCancel: a call waiting for the catch-up
-// the follower leads is not failed by the follower's cancellation
-// (Suspend): it catches up itself and answers exactly.
-func TestACallOutlivesTheFollowersCancel(t *testing.T) {
+// TestSuspendErrorNamesEachCauseOnce: Suspend with a context of a
+// millisecond while the worker's scan runs (held in it), with a call in
+// progress on another collection's index, returns the context's error,
+// whose text names each cause once: "context deadline exceeded" once,
+// however many of its waits (the worker, the follower, each index's
+// work) ran out of that context. Once the scan is let go and a second
+// Suspend has returned, Resume, and the work completes.
+func TestSuspendErrorNamesEachCauseOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	path := appDB(t, ids("seed", 500)...)
-	cfg, block, entered, release := blockCatchUp(appConfig(path))
-	ix := open(t, cfg)
-	app := rawDB(t, path)
-	if _, err := ix.Missing(ctx, ids("seed", 20)); err != nil {
+	path := modeDB(t, "wal", []string{"records", "others"}, ids("seed", 500)...)
+	hk := &hooks{}
+	entered, release := scanGate(t, hk)
+	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: hk.knobsOf(knobs{})})
+	if err != nil {
 		t.Fatal(err)
 	}
-	block.Store(true)
-	page := ids("page", 200)
-	insertIDs(t, app, page...)
-	select {
-	case <-entered: // the follower leads the catch-up, parked
-	case <-time.After(callBound):
-		t.Fatal("the follower never caught up")
-	}
-	type answer struct {
-		missing []bool
-		err     error
-	}
-	answered := make(chan answer, 1)
-	go func() {
-		// Keys outside ASCII: the call needs the spellings caught up too.
-		m, err := ix.Missing(ctx, []string{page[7], "caf\u00e9-never", "na\u00efve-never"})
-		answered <- answer{m, err}
-	}()
-	time.Sleep(30 * time.Millisecond) // the call waits for the follower's run
-	suspended := make(chan error, 1)
-	go func() { suspended <- ix.db.Suspend(ctx) }()
-	time.Sleep(30 * time.Millisecond) // Suspend cancelled the follower
-	block.Store(false)
-	close(release)
-	a := <-answered
-	if a.err != nil || !slices.Equal(a.missing, []bool{false, true, true}) {
-		t.Fatalf("a call during Suspend: %v, %v; want [false true true], nil", a.missing, a.err)
-	}
-	if err := <-suspended; err != nil {
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	t.Cleanup(release) // before Close, on a failure
+	ix, err := db.Index(ctx, Source{Table: "records", Column: "id", Snapshot: path + ".records.sfb"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	other, err := db.Index(ctx, Source{Table: "others", Column: "id", Snapshot: path + ".others.sfb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, entered, "the first scan")
+	// A Rebuild of the other collection waits for the database's scans
+	// turn: work in progress on a second index.
+	waiting := make(chan error, 1)
+	go func() { waiting <- other.Rebuild(ctx) }()
+	waitFor(t, "the other Rebuild waiting", func() bool { return other.up.app.Wait() != nil })
+	sctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	causesOnce(t, "Suspend", db.Suspend(sctx))
+	// Suspended once the scan lets go (Suspend again, until it has),
+	// then resumed: the scan runs again.
+	release()
+	if err := db.Suspend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db.Resume()
+	if err := <-waiting; err != nil {
+		t.Fatalf("the other collection's Rebuild = %v", err)
+	}
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	judgePage(t, ix, storedCanon(t, path, "records"), append(ids("seed", 20), ids("never", 20)...), true, "after Resume")
+}
+
+// TestResumeBeforeTheInterruptedJobStopped: Suspend whose context ends
+// while the worker's rebuild is still scanning (held in its scan), then
+// Resume before that rebuild has stopped: the rebuild Suspend
+// interrupted runs again, as it does after a Suspend that returned nil
+// ("DB.Resume goes on where the work was interrupted"), and a filter
+// serves.
+func TestResumeBeforeTheInterruptedJobStopped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	seed := ids("seed", 500)
+	path := appDB(t, seed...)
+	if err := attachOnly(ctx, path); err != nil { // attached and scanned, no snapshot
+		t.Fatal(err)
+	}
+	cfg, hk := hooked(appConfig(path))
+	cfg.knobs.store.ScanChunk = 100 // chunks after the one held: the scan sees Suspend's cancel
+	entered, release := scanGate(t, hk)
+	ix, err := Open(ctx, cfg.DBConfig, cfg.Source) // serves from SQLite; the worker rebuilds
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ix.Close(ctx) })
+	t.Cleanup(release)                                  // before Close, on a failure
+	if _, err := ix.Fetched(ctx, seed[0]); err != nil { // the first call: the load, which fails, asks for the rebuild
+		t.Fatal(err)
+	}
+	waitClosed(t, entered, "the worker's rebuild")
+	sctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	if err := ix.db.Suspend(sctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Suspend while the scan is held = %v, want its context's error", err)
 	}
 	ix.db.Resume()
+	release()
+	wctx, wcancel := context.WithTimeout(ctx, callBound)
+	defer wcancel()
+	if err := ix.Wait(wctx); err != nil {
+		t.Fatalf("Wait after Resume = %v (Stats: serving %v, upkeep %q, last error %v)", err, ix.Stats().Serving, ix.Stats().Upkeep, ix.Stats().LastError)
+	}
+	if !ix.Stats().Serving {
+		t.Fatal("no filter serving after Resume")
+	}
+	judgePage(t, ix, storedCanon(t, path, "records"), append(seed[:20], ids("never", 20)...), true, "after Resume")
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -66,6 +65,7 @@ func sum(t *testing.T, path string) [32]byte {
 // Neither ReplaceForeignFile nor any spelling of that -wal gets it
 // replaced, and every row written stays readable.
 func TestForceNeverReplacesTheWALThroughALink(t *testing.T) {
+	t.Parallel()
 	realDir := t.TempDir()
 	real, app := tgtDB(t, realDir, 2000)
 	if _, err := app.Exec(`INSERT INTO records VALUES ('the-last-one')`); err != nil {
@@ -123,6 +123,7 @@ func TestForceNeverReplacesTheWALThroughALink(t *testing.T) {
 // library's temporary files, stale and even holding the snapshot magic,
 // survives every save and sweep (Open, Save, Close, BuildSnapshot).
 func TestTempLikeAppFileSurvives(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path, _ := tgtDB(t, dir, 100)
 	snap := filepath.Join(dir, "records.sfb")
@@ -172,6 +173,7 @@ func TestTempLikeAppFileSurvives(t *testing.T) {
 // (ErrNotRegular); a writable Open and the job refuse the path; Describe
 // reports it; the FIFO stays.
 func TestFIFOAtTheSnapshotPath(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path, _ := tgtDB(t, dir, 100)
 	if _, err := BuildSnapshot(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: filepath.Join(dir, "first.sfb")}); err != nil {
@@ -232,6 +234,7 @@ func TestFIFOAtTheSnapshotPath(t *testing.T) {
 // followed: saves replace the file it names, in that file's directory,
 // the link stays, and an Open through the link loads the file.
 func TestSnapshotThroughALink(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path, app := tgtDB(t, dir, 500)
 	data := t.TempDir()
@@ -284,6 +287,7 @@ func TestSnapshotThroughALink(t *testing.T) {
 // again; the cron job's refusal of the old snapshot says so, with the
 // file's dataset and time, and what to do.
 func TestRecreatedDatabaseIsNamed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path, app := tgtDB(t, dir, 50)
 	snap := filepath.Join(dir, "records.sfb")
@@ -317,5 +321,125 @@ func TestRecreatedDatabaseIsNamed(t *testing.T) {
 	_, err = BuildSnapshot(context.Background(), cfg.DBConfig, cfg.Source)
 	if !errors.Is(err, ErrUnsafeTarget) || !strings.Contains(err.Error(), hex.EncodeToString(h.DatasetID[:])) || !strings.Contains(err.Error(), "this database's source is dataset") {
 		t.Fatalf("BuildSnapshot over another dataset's file = %v", err)
+	}
+}
+
+// TestSnapshotTargetRefusals: no configuration can make the library
+// replace the database (under any path), one of its files, a directory,
+// a file that is not a snapshot or another dataset's snapshot (the last
+// two unless forced); refusals come before any DDL or scan.
+func TestSnapshotTargetRefusals(t *testing.T) {
+	t.Parallel()
+	path := guestDB(t)
+	dir := filepath.Dir(path)
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("my notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	otherDB := appDB(t, ids("other", 10)...)
+	foreign := appConfig(otherDB)
+	if ix := open(t, foreign); ix.Close(context.Background()) != nil {
+		t.Fatal("close")
+	}
+	if err := os.WriteFile(path+"-journal", nil, 0o644); err != nil { // as a crash may leave it
+		t.Fatal(err)
+	}
+	defer os.Remove(path + "-journal")
+
+	for _, tc := range []struct {
+		name, target string
+		forcible     bool
+	}{
+		{"database", path, false},
+		{"via dotdot", filepath.Join(dir, "sub", "..", "app.db"), false},
+		{"via symlink", link, false},
+		{"wal", path + "-wal", false},
+		{"shm", path + "-shm", false},
+		{"journal", path + "-journal", false},
+		{"directory", dir, false},
+		{"not a snapshot", notes, true},
+		{"empty file", empty, true},
+		{"another dataset's snapshot", foreign.Snapshot, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sums [][32]byte
+			for _, f := range []string{notes, foreign.Snapshot} {
+				sums = append(sums, fileSum(t, f))
+			}
+			for _, force := range []bool{false, true} {
+				cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: tc.target, ReplaceForeignFile: force}}
+				before := schema(t, path)
+				_, jobErr := BuildSnapshot(context.Background(), cfg.DBConfig, cfg.Source)
+				if force && tc.forcible {
+					if jobErr != nil {
+						t.Fatalf("forced: BuildSnapshot = %v", jobErr)
+					}
+					if _, err := snapshot.ReadFile(tc.target); err != nil {
+						t.Fatalf("forced: %v", err)
+					}
+					return // the forced writes changed the files on purpose
+				}
+				if !errors.Is(jobErr, ErrUnsafeTarget) {
+					t.Fatalf("force=%v: BuildSnapshot = %v, want ErrUnsafeTarget", force, jobErr)
+				}
+				if after := schema(t, path); !bytes.Equal(before, after) {
+					t.Fatal("a refused cron job left DDL behind")
+				}
+				// The app's Open is available all the same: it serves and
+				// reports why it saves no snapshot there.
+				ix, err := Open(context.Background(), cfg.DBConfig, cfg.Source)
+				if err != nil {
+					t.Fatalf("force=%v: Open = %v", force, err)
+				}
+				waitServing(t, ix)
+				if st := ix.Stats(); !errors.Is(st.SnapshotError, ErrUnsafeTarget) || !st.Serving {
+					t.Fatalf("force=%v: serving %v, SnapshotError %v, want ErrUnsafeTarget", force, st.Serving, st.SnapshotError)
+				}
+				if err := ix.Save(context.Background()); !errors.Is(err, ErrUnsafeTarget) {
+					t.Fatalf("force=%v: Save = %v, want ErrUnsafeTarget", force, err)
+				}
+				if err := ix.Close(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				for i, f := range []string{notes, foreign.Snapshot} {
+					if fileSum(t, f) != sums[i] {
+						t.Fatalf("%s changed", f)
+					}
+				}
+				var check string
+				if err := plainDB(t, path).QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+					t.Fatalf("the database after the refusal: %q, %v", check, err)
+				}
+			}
+			if _, err := plainDB(t, path).Exec(`INSERT INTO records (id) VALUES (?)`, "after-"+tc.name); err != nil {
+				t.Fatalf("the app's INSERT fails after the refusal: %v", err)
+			}
+		})
+	}
+}
+
+// TestSaveRefusesAFileThatAppeared: the check runs at every save, not
+// only at Open: a file put in the snapshot's place later is not replaced.
+func TestSaveRefusesAFileThatAppeared(t *testing.T) {
+	t.Parallel()
+	path := appDB(t, ids("seed", 100)...)
+	cfg := appConfig(path)
+	ix := open(t, cfg)
+	if err := os.WriteFile(cfg.Snapshot, []byte("someone else's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Save(context.Background()); !errors.Is(err, ErrUnsafeTarget) {
+		t.Fatalf("Save = %v, want ErrUnsafeTarget", err)
+	}
+	if got, _ := os.ReadFile(cfg.Snapshot); string(got) != "someone else's\n" {
+		t.Fatal("Save replaced the file")
 	}
 }

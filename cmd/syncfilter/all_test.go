@@ -120,6 +120,7 @@ type allJSON struct {
 }
 
 func TestAllUsage(t *testing.T) {
+	t.Parallel()
 	db := plainApp(t)
 	before := state(t, db)
 	for _, tc := range []struct {
@@ -152,6 +153,7 @@ func TestAllUsage(t *testing.T) {
 // metrics file holds a series per source across runs, and the exit status
 // says whether any failed.
 func TestRebuildAll(t *testing.T) {
+	t.Parallel()
 	path := multiDB(t, 3, 300)
 	dir := filepath.Dir(path)
 	snaps, outDir := filepath.Join(dir, "snaps"), filepath.Join(dir, "out")
@@ -269,6 +271,7 @@ func TestRebuildAll(t *testing.T) {
 // not exist fail those sources alone; the metrics file may not be one of
 // the snapshots.
 func TestRebuildAllPathRules(t *testing.T) {
+	t.Parallel()
 	path := multiDB(t, 4, 50)
 	dir := filepath.Dir(path)
 	var srcs []rebuild.Source
@@ -317,6 +320,7 @@ func TestRebuildAllPathRules(t *testing.T) {
 // so), leaves the snapshot files, and with --force leaves sqlite_master as
 // it was before the first attach.
 func TestStatusAndDetachAll(t *testing.T) {
+	t.Parallel()
 	path := multiDB(t, 2, 100)
 	pristine := state(t, path)
 	snap := filepath.Join(filepath.Dir(path), "c0.sfb")

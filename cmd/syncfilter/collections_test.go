@@ -76,6 +76,7 @@ func loadTable(i int) string { return fmt.Sprintf("coll%d", i) }
 // loadMigrateAt it rebuilds the last table as migrations do
 // (create, copy, drop, rename), which drops the library's triggers.
 func TestLoadWriterChild(t *testing.T) {
+	t.Parallel()
 	path := os.Getenv(writerEnv)
 	if path == "" {
 		t.Skip("the writing process of TestManyCollectionsUnderLoad")
@@ -194,6 +195,7 @@ func settledGoroutines() int {
 }
 
 func TestManyCollectionsUnderLoad(t *testing.T) {
+	// Not parallel: counts the process's goroutines.
 	if testing.Short() {
 		t.Skip("a second process and the cron job, for seconds")
 	}

@@ -56,6 +56,7 @@ func describeFile(p string) string {
 // FIFO, and a foreign file only with --force; every refusal comes before
 // the scan: the database is not attached, no snapshot is written.
 func TestMetricsFileRefusals(t *testing.T) {
+	t.Parallel()
 	db := plainApp(t)
 	dir := filepath.Dir(db)
 	out := filepath.Join(dir, "r.sfb")
@@ -122,6 +123,7 @@ func TestMetricsFileRefusals(t *testing.T) {
 // symbolic link, --out naming the live -wal beside the file it resolves
 // to is refused, --force or not, and every row stays.
 func TestForceNeverReplacesTheWALThroughALink(t *testing.T) {
+	t.Parallel()
 	real := appDB(t, 2000) // WAL mode
 	app, err := sql.Open("sqlite3", "file:"+real+"?_busy_timeout=5000")
 	if err != nil {
@@ -156,6 +158,7 @@ func TestForceNeverReplacesTheWALThroughALink(t *testing.T) {
 // link names, atomically in that file's directory; the link stays, and
 // the app reading through it sees every new snapshot.
 func TestSymlinkedOut(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 300)
 	data := t.TempDir()
 	real := filepath.Join(data, "records.sfb")
@@ -191,6 +194,7 @@ func TestSymlinkedOut(t *testing.T) {
 // command: each ends at once, with the FIFO named (check and status
 // answer from SQLite and say why), and the FIFO stays.
 func TestFIFOAtTheSnapshotPath(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 100)
 	dir := filepath.Dir(db)
 	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", filepath.Join(dir, "first.sfb")).must(t, 0)
@@ -261,6 +265,7 @@ func runQuiet(args ...string) result {
 // TestTempLikeAppFileSurvives: "records.sfb.tmp-notes", an app's file,
 // stale and holding the snapshot magic, survives every rebuild.
 func TestTempLikeAppFileSurvives(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 100)
 	dir := filepath.Dir(db)
 	notes := filepath.Join(dir, "records.sfb.tmp-notes")

@@ -64,6 +64,7 @@ func state(t *testing.T, path string) string {
 }
 
 func TestRefusedRebuildLeavesTheAppWorking(t *testing.T) {
+	t.Parallel()
 	db := plainApp(t)
 	out := filepath.Join(filepath.Dir(db), "r.sfb")
 	before := state(t, db)
@@ -99,6 +100,7 @@ func TestRefusedRebuildLeavesTheAppWorking(t *testing.T) {
 }
 
 func TestRebuildNeverReplacesAForeignFile(t *testing.T) {
+	t.Parallel()
 	db := plainApp(t)
 	notes := filepath.Join(filepath.Dir(db), "notes.txt")
 	if err := os.WriteFile(notes, []byte("keep me\n"), 0o644); err != nil {
@@ -125,6 +127,7 @@ func TestRebuildNeverReplacesAForeignFile(t *testing.T) {
 }
 
 func TestCheckIsReadOnly(t *testing.T) {
+	t.Parallel()
 	db := plainApp(t)
 	other := plainApp(t)
 	otherSnap := filepath.Join(filepath.Dir(other), "other.sfb")
@@ -164,6 +167,7 @@ func TestCheckIsReadOnly(t *testing.T) {
 }
 
 func TestDetachCommand(t *testing.T) {
+	t.Parallel()
 	db := plainApp(t)
 	pristine := state(t, db)
 	snap := filepath.Join(filepath.Dir(db), "r.sfb")

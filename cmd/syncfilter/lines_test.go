@@ -93,6 +93,7 @@ func checkLines(t *testing.T, what string, r result, want []line) {
 // spelling is fetched every time, and invalid keys between them change
 // no other answer. Input long enough for several batches keeps it so.
 func TestEveryLineAnsweredOnItsOwn(t *testing.T) {
+	t.Parallel()
 	db, snap := linesDB(t)
 	src := []string{"check", "--db", db, "--table", "records", "--column", "id"}
 	for _, extra := range [][]string{nil, {"--snapshot", snap}} {
@@ -161,6 +162,7 @@ func TestEveryLineAnsweredOnItsOwn(t *testing.T) {
 // snapshot's filter read in this process), a stored id "maybe" in every
 // spelling, an invalid key "invalid" without moving any other answer.
 func TestEveryQueryLineAnsweredOnItsOwn(t *testing.T) {
+	t.Parallel()
 	_, snap := linesDB(t)
 	s, err := snapshot.ReadFile(snap)
 	if err != nil {

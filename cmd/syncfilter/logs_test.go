@@ -16,6 +16,7 @@ var stamped = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ `)
 // starts with an RFC 3339 time, failures, usage errors and warnings
 // included.
 func TestEveryStderrLineIsStamped(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 50)
 	dir := filepath.Dir(db)
 	snap := filepath.Join(dir, "r.sfb")
@@ -52,6 +53,7 @@ func TestEveryStderrLineIsStamped(t *testing.T) {
 // `>> log 2>&1`), the summary of a rebuild is its last line, also with
 // warnings and a slow scan's progress lines.
 func TestSummaryIsTheLastLine(t *testing.T) {
+	t.Parallel()
 	// Enough rows for many reports: the callback is handed the latest
 	// value, so a scan of a few reports may finish before the first line.
 	db := appDB(t, 0)

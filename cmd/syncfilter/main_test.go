@@ -123,6 +123,7 @@ func appDB(t *testing.T, n int) string {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 3000)
 	out := filepath.Join(filepath.Dir(db), "records.sfb")
 	r := run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", out, "--json").must(t, 0)
@@ -196,6 +197,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestDamagedSnapshot(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 500)
 	out := filepath.Join(filepath.Dir(db), "records.sfb")
 	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", out).must(t, 0)
@@ -245,6 +247,7 @@ func version(b []byte, v byte) []byte {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 10)
 	out := filepath.Join(filepath.Dir(db), "x.sfb")
 	for _, args := range [][]string{
@@ -280,6 +283,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	r := run(t, "", "help").must(t, 0)
 	for _, c := range commands {
 		if !strings.Contains(r.stdout, c.name) {
@@ -299,6 +303,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := run(t, "", "demo", "--dir", dir, "--records", "20000").must(t, 0)
 	for _, want := range []string{"wrong answers: 0", "lookups avoided", "false positives caught", "page 10"} {
@@ -318,6 +323,7 @@ func TestDemo(t *testing.T) {
 // TestKilledRebuildLeavesPreviousFile kills the cron job at random moments:
 // the snapshot at --out is always the previous one or the new one, valid.
 func TestKilledRebuildLeavesPreviousFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}

@@ -200,6 +200,7 @@ func readMetrics(t *testing.T, path string) map[string]*family {
 // TestParseExpositionRefuses: the parser the metrics tests rely on refuses
 // what a scraper refuses.
 func TestParseExpositionRefuses(t *testing.T) {
+	t.Parallel()
 	good := "# HELP a_b doc\n# TYPE a_b gauge\na_b{reason=\"x\\\"y\"} 1.5\nc 2 1700000000\n"
 	if _, err := parseExposition([]byte(good)); err != nil {
 		t.Fatalf("valid input refused: %v", err)
@@ -240,6 +241,7 @@ func reason(fams map[string]*family) string {
 // reason; consecutive failures are counted. Every series is the source's,
 // labelled table and column.
 func TestMetricsAcrossFailures(t *testing.T) {
+	t.Parallel()
 	db := cronDB(t)
 	dir := filepath.Dir(db)
 	out, prom := filepath.Join(dir, "r.sfb"), filepath.Join(dir, "syncfilter.prom")
@@ -335,6 +337,7 @@ func exclusiveLock(t *testing.T, path string) func() {
 // TestEveryMetricIsDocumented: docs/OPERATIONS.md names every metric the
 // file can hold, and every failure reason.
 func TestEveryMetricIsDocumented(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/OPERATIONS.md")
 	if err != nil {
 		t.Fatal(err)
@@ -355,6 +358,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 // keep each other's series; a file written before the labels (one
 // unlabelled series) gives its last success to the next run's source.
 func TestMetricsSeriesPerSource(t *testing.T) {
+	t.Parallel()
 	db := cronDB(t)
 	dir := filepath.Dir(db)
 	prom := filepath.Join(dir, "syncfilter.prom")

@@ -21,6 +21,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		r := run(t, "", args...).must(t, 0)
 		for _, want := range []string{"syncfilter ", "module", "github.com/syncfilter/syncfilter", "go1.", "reads format [1]", "writes format 1", "nfc/1", "Unicode 15.0.0", "sqlite         3."} {
@@ -37,6 +38,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestHelpAndUsageStreams(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"help", "rebuild"}, {"rebuild", "--help"}} {
 		r := run(t, "", args...).must(t, 0)
 		if r.stdout == "" || r.stderr != "" {
@@ -62,6 +64,7 @@ func TestHelpAndUsageStreams(t *testing.T) {
 }
 
 func TestStrictNumbersAndInstantLimits(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 10)
 	out := filepath.Join(filepath.Dir(db), "x.sfb")
 	base := []string{"rebuild", "--db", db, "--table", "records", "--column", "id", "--out", out}
@@ -84,6 +87,7 @@ func TestStrictNumbersAndInstantLimits(t *testing.T) {
 func cloneArgs(s []string) []string { return append([]string(nil), s...) }
 
 func TestOutIsCheckedBeforeTheScan(t *testing.T) {
+	t.Parallel()
 	db := plainApp(t)
 	before := state(t, db)
 	dir := filepath.Dir(db)
@@ -139,6 +143,7 @@ func cronDB(t *testing.T) string {
 }
 
 func TestCronOutputAndMetrics(t *testing.T) {
+	t.Parallel()
 	db := cronDB(t)
 	dir := filepath.Dir(db)
 	out, prom := filepath.Join(dir, "r.sfb"), filepath.Join(dir, "syncfilter.prom")
@@ -200,6 +205,7 @@ func openPTY(t *testing.T, cols int) (master, slave *os.File) {
 // TestProgressBarFitsATerminal runs a rebuild with stderr on a 60-column
 // pseudo-terminal: the bar is drawn and no frame reaches the last column.
 func TestProgressBarFitsATerminal(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 120_000)
 	master, slave := openPTY(t, 60)
 	defer master.Close()
@@ -284,6 +290,7 @@ func answersOf(t *testing.T, keys []string, args ...string) []string {
 }
 
 func TestQueryAndCheckAnswerAsKeysArrive(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 100)
 	snap := filepath.Join(filepath.Dir(db), "r.sfb")
 	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
@@ -298,6 +305,7 @@ func TestQueryAndCheckAnswerAsKeysArrive(t *testing.T) {
 }
 
 func TestInvalidKeysDoNotStopTheRun(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 100)
 	snap := filepath.Join(filepath.Dir(db), "r.sfb")
 	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
@@ -321,6 +329,7 @@ func TestInvalidKeysDoNotStopTheRun(t *testing.T) {
 }
 
 func TestJSONOutputAndExitCode(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 100)
 	snap := filepath.Join(filepath.Dir(db), "r.sfb")
 	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
@@ -343,6 +352,7 @@ func TestJSONOutputAndExitCode(t *testing.T) {
 }
 
 func TestTextOutputIsUnambiguous(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 10)
 	snap := filepath.Join(filepath.Dir(db), "r.sfb")
 	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
@@ -372,6 +382,7 @@ func TestTextOutputIsUnambiguous(t *testing.T) {
 // TestVerifyRefusesWhatThisBuildCannotUse: an intact snapshot of another
 // Unicode version exits 3 with the reason.
 func TestVerifyRefusesWhatThisBuildCannotUse(t *testing.T) {
+	t.Parallel()
 	db := appDB(t, 10)
 	snap := filepath.Join(filepath.Dir(db), "r.sfb")
 	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
@@ -390,6 +401,7 @@ func TestVerifyRefusesWhatThisBuildCannotUse(t *testing.T) {
 }
 
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	db := plainApp(t)
 	snap := filepath.Join(filepath.Dir(db), "r.sfb")
 	before := state(t, db)
@@ -456,6 +468,7 @@ func peakRSSFeeding(t *testing.T, n int, args ...string) (int, int64, int) {
 // TestStreamingMemoryIsBounded feeds 3M keys through a pipe: query stays
 // under 64 MiB resident, check under 128 MiB, every key answered.
 func TestStreamingMemoryIsBounded(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("3M keys")
 	}
@@ -497,6 +510,7 @@ func raceBuild() bool {
 // docs/OPERATIONS.md as written, with the binary on PATH, in a directory
 // holding app.db.
 func TestOperationsExamplesRun(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/OPERATIONS.md")
 	if err != nil {
 		t.Fatal(err)

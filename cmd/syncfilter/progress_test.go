@@ -16,6 +16,7 @@ func fakeClock(step time.Duration) func() time.Time {
 }
 
 func TestProgressOffATerminal(t *testing.T) {
+	t.Parallel()
 	var log bytes.Buffer
 	lg := newLogger(&log, false)
 	p := newProgress(lg, 0)
@@ -51,6 +52,7 @@ func TestProgressOffATerminal(t *testing.T) {
 }
 
 func TestProgressFitsTheTerminal(t *testing.T) {
+	t.Parallel()
 	for _, width := range []int{20, 40, 60, 132} {
 		var term bytes.Buffer
 		p := newProgress(newLogger(&term, true), width)

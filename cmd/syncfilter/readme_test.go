@@ -13,6 +13,7 @@ import (
 // the tracked files and the new ones not ignored), and the binary they
 // build.
 func TestReadmeInstallStepsRun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the command from a copy of the repository")
 	}

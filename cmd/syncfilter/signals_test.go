@@ -22,6 +22,7 @@ import (
 // asserted is far below what the command would otherwise take (an hour,
 // or forever); the time taken is logged (the design: half a second).
 func TestSignalsEndEveryCommand(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
@@ -103,6 +104,7 @@ func TestSignalsEndEveryCommand(t *testing.T) {
 // step that waited and the hint; given longer, the command waits past
 // SQLite's default 5 seconds and succeeds once the app lets go.
 func TestBusyTimeoutOnEveryCommand(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits 12 seconds")
 	}

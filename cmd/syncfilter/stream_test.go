@@ -122,6 +122,7 @@ func peakRSS(t *testing.T, cmd *exec.Cmd, watched func() int64) int64 {
 // read to its end and refused with peak memory far below the claim, by
 // verify, inspect and query.
 func TestVerifyAndInspectStream(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("hashes 2 GiB")
 	}
@@ -147,6 +148,7 @@ func TestVerifyAndInspectStream(t *testing.T) {
 // TestNotAFileIsNotAnInvalidSnapshot: a directory is named as such and is
 // a runtime failure (1), not an invalid snapshot (3).
 func TestNotAFileIsNotAnInvalidSnapshot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, cmd := range []string{"verify", "inspect"} {
 		r := run(t, "", cmd, dir)

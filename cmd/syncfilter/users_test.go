@@ -158,6 +158,7 @@ func ownerOf(t *testing.T, path string) (uid, gid uint32, perm os.FileMode) {
 // "snapshot not used"); the next root run keeps that, atomically;
 // --owner and --group give it elsewhere.
 func TestRootRebuildLeavesASnapshotTheAppReads(t *testing.T) {
+	t.Parallel()
 	app := testAccount(t, appUser)
 	ops := testAccount(t, opsUser)
 	dir := sharedDir(t, app, 0o750)
@@ -201,6 +202,7 @@ func TestRootRebuildLeavesASnapshotTheAppReads(t *testing.T) {
 // not root but is in the database's group runs the job: the snapshot
 // goes to the database's group, and the app reads it.
 func TestGroupMemberRebuildLeavesASnapshotTheAppReads(t *testing.T) {
+	t.Parallel()
 	app := testAccount(t, appUser)
 	ops := testAccount(t, opsUser, appUser)
 	dir := sharedDir(t, app, 0o770)
@@ -230,6 +232,7 @@ func TestGroupMemberRebuildLeavesASnapshotTheAppReads(t *testing.T) {
 // mode they work while the app holds the database open, and otherwise
 // fail saying exactly why and what to do.
 func TestReadOnlyUser(t *testing.T) {
+	t.Parallel()
 	root := account{name: "root"}
 	reader := testAccount(t, opsUser)
 	dir := sharedDir(t, root, 0o755)
@@ -294,6 +297,7 @@ func TestReadOnlyUser(t *testing.T) {
 // user may not write fails the run before the scan: the database is not
 // attached and no snapshot is written.
 func TestUnwritableMetricsDirectory(t *testing.T) {
+	t.Parallel()
 	ops := testAccount(t, opsUser)
 	dir := sharedDir(t, ops, 0o755)
 	db := usersDB(t, dir, ops, 0o644)
@@ -317,6 +321,7 @@ func TestUnwritableMetricsDirectory(t *testing.T) {
 // it writes a recorded path only in a directory the database's owner
 // owns, so that the database cannot make root create files elsewhere.
 func TestRootRebuildAllWritesOnlyWhereTheOwnerCould(t *testing.T) {
+	t.Parallel()
 	app := testAccount(t, appUser)
 	dir := sharedDir(t, app, 0o750)
 	db := usersDB(t, dir, app, 0o640)

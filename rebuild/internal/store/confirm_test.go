@@ -13,6 +13,7 @@ import (
 // positions found, counted from the first key asked, are appended to what
 // the earlier ones found.
 func TestConfirmAcrossStatements(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, app := testDB(t, `CREATE TABLE t (id TEXT PRIMARY KEY)`)
 	s := attach(t, db, "t", "id", false)

@@ -15,6 +15,7 @@ import (
 // is refused when the program links a second SQLite (this test binary
 // links two), or missing when the build has none.
 func TestNewDriver(t *testing.T) {
+	t.Parallel()
 	for _, name := range testdriver.Names() {
 		d, _ := testdriver.Get(name)
 		got, err := NewDriver(d)

@@ -2,14 +2,18 @@ package store
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // TestParsePositions: positions SQLite names are taken only when they are
 // a JSON array of integers below the number of keys asked; anything else
 // is an error, never a panic or a position out of range.
 func TestParsePositions(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		list string
 		want []int
@@ -42,6 +46,43 @@ func FuzzParsePositions(f *testing.F) {
 			if p < 0 || p >= 5 {
 				t.Fatalf("parsePositions(%q) = %v (%v): position out of range", list, got, err)
 			}
+		}
+	})
+}
+
+// FuzzKeyArrayRoundTrip: whatever bytes a key holds, the JSON array SQLite
+// writes for it (json_group_array over a text value) reads back as exactly
+// those bytes, and the array the library writes (appendKeyArray) reaches
+// SQLite's json_each as exactly those bytes.
+func FuzzKeyArrayRoundTrip(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\x00b", `q"b\s/`, "\x01\x1f\x7f", "\u2028", "\xff\xfe", "\xed\xa0\x80", "😀"} {
+		f.Add(s, "second")
+	}
+	db, err := testdriver.Open(filepath.Join(f.TempDir(), "fuzz.db"), testdriver.App{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	f.Fuzz(func(t *testing.T, a, b string) {
+		var list string
+		if err := db.QueryRow(`SELECT json_group_array(v) FROM (SELECT CAST(?1 AS TEXT) AS v UNION ALL SELECT CAST(?2 AS TEXT))`, a, b).Scan(&list); err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseKeyArray(list, nil)
+		if err != nil {
+			t.Fatalf("parse %q: %v", list, err)
+		}
+		if len(got) != 2 || got[0] != a || got[1] != b {
+			t.Fatalf("%+q, %+q came back as %+q (from %q)", a, b, got, list)
+		}
+		sent := string(appendKeyArray(nil, []string{a, b}))
+		var first, second []byte
+		if err := db.QueryRow(`SELECT CAST((SELECT value FROM json_each(?1) WHERE key = 0) AS BLOB), CAST((SELECT value FROM json_each(?1) WHERE key = 1) AS BLOB)`, sent).Scan(&first, &second); err != nil {
+			t.Fatalf("json_each(%q): %v", sent, err)
+		}
+		if string(first) != a || string(second) != b {
+			t.Fatalf("%+q, %+q reached SQLite as %+q, %+q (sent %q)", a, b, first, second, sent)
 		}
 	})
 }

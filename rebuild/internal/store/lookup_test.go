@@ -10,6 +10,7 @@ import (
 // served by the column's index, as `WHERE id = ?` is, for the shapes of
 // key column the library accepts; and it answers byte for byte.
 func TestLookupUsesTheIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, schema := range []string{
 		`CREATE TABLE t (id TEXT PRIMARY KEY, body TEXT)`,
@@ -69,6 +70,7 @@ func TestLookupUsesTheIndex(t *testing.T) {
 // the column makes the lookup fail, not compare the key with the text of
 // the column's old name (as a double-quoted name would).
 func TestLookupStaysExactAfterAMigration(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, app := testDB(t, `CREATE TABLE t (id TEXT PRIMARY KEY)`)
 	if _, err := app.Exec(`INSERT INTO t (id) VALUES ('abc'), ('123')`); err != nil {

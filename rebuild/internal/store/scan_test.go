@@ -2,72 +2,12 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
-
-// testDB creates a database at a new path with the given schema, through a
-// plain connection as the app would, and opens it as the library does.
-func testDB(t testing.TB, schema ...string) (*DB, *sql.DB) {
-	return testDBWith(t, Knobs{}, schema...)
-}
-
-// testDBWith is testDB with the library's sizes set to knobs.
-func testDBWith(t testing.TB, knobs Knobs, schema ...string) (*DB, *sql.DB) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "app.db")
-	app, err := testdriver.Open(path, testdriver.App{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Close() })
-	for _, q := range schema {
-		if _, err := app.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	return openStore(t, path, knobs), app
-}
-
-// openStore opens path as the library does, with the tests' driver.
-func openStore(t testing.TB, path string, knobs Knobs) *DB {
-	t.Helper()
-	d, err := NewDriver(testdriver.Driver())
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(context.Background(), path, Options{Driver: d, Readers: 2, BusyTimeout: 10 * time.Second, Knobs: knobs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	return db
-}
-
-// attach resolves and attaches table.column.
-func attach(t testing.TB, db *DB, table, column string, allowUnindexed bool) *Source {
-	t.Helper()
-	s, _, err := db.Attach(context.Background(), table, column, allowUnindexed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// distinct returns the sorted distinct keys.
-func distinct(keys []string) []string {
-	out := slices.Clone(keys)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
 
 // TestChunkedScanReadsWhatRowsRead: the chunked scan hands over exactly
 // the distinct keys, and counts exactly the NULL, BLOB and too long ids,
@@ -78,6 +18,7 @@ func distinct(keys []string) []string {
 // sizes that cut everywhere and short-key bounds that send many keys the
 // long way.
 func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, db := testDB(t, `CREATE TABLE t (id TEXT, body TEXT)`, `CREATE INDEX t_id ON t (id)`)
 	var keys []string
@@ -167,6 +108,7 @@ func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 // TestChunkedScanNeedsTheIndex: without an index on the column, SQLite
 // would sort for every chunk, so the scan reads row by row.
 func TestChunkedScanNeedsTheIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, db := testDB(t, `CREATE TABLE t (id TEXT, body TEXT)`)
 	var want []string
@@ -204,41 +146,4 @@ func chunkable(t *testing.T, db *DB, src *Source) bool {
 	}
 	defer db.Release(c)
 	return c.walksIndex(ctx, src.queries().scanNext)
-}
-
-// FuzzKeyArrayRoundTrip: whatever bytes a key holds, the JSON array SQLite
-// writes for it (json_group_array over a text value) reads back as exactly
-// those bytes, and the array the library writes (appendKeyArray) reaches
-// SQLite's json_each as exactly those bytes.
-func FuzzKeyArrayRoundTrip(f *testing.F) {
-	for _, s := range []string{"", "plain", "a\x00b", `q"b\s/`, "\x01\x1f\x7f", "\u2028", "\xff\xfe", "\xed\xa0\x80", "😀"} {
-		f.Add(s, "second")
-	}
-	db, err := testdriver.Open(filepath.Join(f.TempDir(), "fuzz.db"), testdriver.App{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	f.Fuzz(func(t *testing.T, a, b string) {
-		var list string
-		if err := db.QueryRow(`SELECT json_group_array(v) FROM (SELECT CAST(?1 AS TEXT) AS v UNION ALL SELECT CAST(?2 AS TEXT))`, a, b).Scan(&list); err != nil {
-			t.Fatal(err)
-		}
-		got, err := parseKeyArray(list, nil)
-		if err != nil {
-			t.Fatalf("parse %q: %v", list, err)
-		}
-		if len(got) != 2 || got[0] != a || got[1] != b {
-			t.Fatalf("%+q, %+q came back as %+q (from %q)", a, b, got, list)
-		}
-		sent := string(appendKeyArray(nil, []string{a, b}))
-		var first, second []byte
-		if err := db.QueryRow(`SELECT CAST((SELECT value FROM json_each(?1) WHERE key = 0) AS BLOB), CAST((SELECT value FROM json_each(?1) WHERE key = 1) AS BLOB)`, sent).Scan(&first, &second); err != nil {
-			t.Fatalf("json_each(%q): %v", sent, err)
-		}
-		if string(first) != a || string(second) != b {
-			t.Fatalf("%+q, %+q reached SQLite as %+q, %+q (sent %q)", a, b, first, second, sent)
-		}
-	})
 }

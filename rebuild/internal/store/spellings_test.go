@@ -13,6 +13,7 @@ import (
 // first non-ASCII character is handed over (GLOB would stop at the NUL),
 // and ASCII keys are not.
 func TestScanSpellingsFindsKeysWithNUL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, app := testDB(t, `CREATE TABLE t (id TEXT PRIMARY KEY)`)
 	want := []string{"nul\x00x/Sa\u0303o", "\x00\u00e9", "caf\u00e9", "a\x01\x1f\x7f\u0301", "\xed\xa0\x80"}
@@ -44,6 +45,7 @@ func TestScanSpellingsFindsKeysWithNUL(t *testing.T) {
 // data_version read took every connection the pool may open, and a
 // reader waited for a scan of another collection.)
 func TestSpellingsScansLeaveTheReadersTheirConnections(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var schema []string
 	for i := range 6 {

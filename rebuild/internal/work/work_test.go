@@ -13,6 +13,7 @@ import (
 // the rest wait for it; when it fails, its error reaches every waiter (no
 // waiter runs the work again).
 func TestFlightOneRunForAll(t *testing.T) {
+	t.Parallel()
 	for _, fail := range []bool{false, true} {
 		var f Flight
 		var runs, yields atomic.Int32
@@ -56,6 +57,7 @@ func TestFlightOneRunForAll(t *testing.T) {
 // TestFlightWaiterGivesUp: a waiter's context ends its wait; the run goes
 // on, and a later caller finds the work done.
 func TestFlightWaiterGivesUp(t *testing.T) {
+	t.Parallel()
 	var f Flight
 	var done atomic.Bool
 	release, started := make(chan struct{}), make(chan struct{})
@@ -87,6 +89,7 @@ func TestFlightWaiterGivesUp(t *testing.T) {
 // the work again and succeeds. A waiter whose ctx ended too gets the
 // error.
 func TestFlightLeaderAbandons(t *testing.T) {
+	t.Parallel()
 	var f Flight
 	var done atomic.Bool
 	var runs atomic.Int32
@@ -127,6 +130,7 @@ func TestFlightLeaderAbandons(t *testing.T) {
 // TestFlightLeaderPanics: a leader's panic ends the run (waiters get a
 // *PanicError) and goes on up the leader's goroutine.
 func TestFlightLeaderPanics(t *testing.T) {
+	t.Parallel()
 	var f Flight
 	started, release := make(chan struct{}), make(chan struct{})
 	waiter := make(chan error, 1)
@@ -139,8 +143,11 @@ func TestFlightLeaderPanics(t *testing.T) {
 		})
 	}()
 	<-started
-	go func() { waiter <- f.Do(context.Background(), func() bool { return false }, nil, nil) }()
-	time.Sleep(5 * time.Millisecond)
+	yielded := make(chan struct{})
+	go func() {
+		waiter <- f.Do(context.Background(), func() bool { return false }, func() { close(yielded) }, nil)
+	}()
+	<-yielded // the waiter waits on the leader's run
 	close(release)
 	var pe *PanicError
 	if err := <-waiter; !errors.As(err, &pe) || pe.Value != "app bug" {
@@ -152,6 +159,7 @@ func TestFlightLeaderPanics(t *testing.T) {
 // final runs once, after the last work leaves, also when Close stopped
 // waiting; Enter fails once closing began.
 func TestLifeClose(t *testing.T) {
+	t.Parallel()
 	var l Life
 	if !l.Enter() || !l.Enter() {
 		t.Fatal("Enter before Close")
@@ -192,6 +200,7 @@ func TestLifeClose(t *testing.T) {
 // TestLifeCloseGivesUp: Close's context bounds its wait; the last Leave
 // then runs final.
 func TestLifeCloseGivesUp(t *testing.T) {
+	t.Parallel()
 	var l Life
 	l.Enter()
 	ran := make(chan struct{})
@@ -212,6 +221,7 @@ func TestLifeCloseGivesUp(t *testing.T) {
 // TestPending: one run serves every ask before it starts; Wait's channel
 // closes when the last run is done, and at once after Release.
 func TestPending(t *testing.T) {
+	t.Parallel()
 	var p Pending
 	if p.Wait() != nil || p.Busy() {
 		t.Fatal("pending with nothing asked")
@@ -245,6 +255,7 @@ func TestPending(t *testing.T) {
 // TestLifeIdle: Idle waits for work in progress (not parked work), and
 // work enters again afterwards.
 func TestLifeIdle(t *testing.T) {
+	t.Parallel()
 	var l Life
 	l.Enter()
 	l.Enter()

@@ -135,6 +135,7 @@ func ruledOut(t *testing.T, ix *Index, prefix string, n int) []string {
 // during a rebuild, a read-only index without a filter, a filter left
 // behind the log, and many calls at once beside the app's writes.
 func TestCountersAddUpOnEveryPath(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 2000)
 	nfd := make([]string, 30)

@@ -3,21 +3,15 @@ package rebuild
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
-
-// quietCounter counts the calls answered without a probe (call.quiet)
-// on the database whose hooks h are.
-func quietCounter(h *hooks) *atomic.Int64 {
-	var n atomic.Int64
-	h.quiet.Store(ptr(func() { n.Add(1) }))
-	return &n
-}
 
 // askTwice asks Fetched about key twice in a row and reports both answers
 // and whether the second call skipped its probe.
@@ -45,8 +39,10 @@ func askTwice(t *testing.T, ix *Index, quiet *atomic.Int64, key string) (first, 
 // first checks that the quiet answer is taken at all, so that it tests
 // something.
 func TestQuietAnswersSeeEveryCommit(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"WAL", "DELETE"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			path := modeDB(t, mode, []string{"records"}, ids("old", 1000)...)
 			app := modeConn(t, path, mode)
@@ -143,6 +139,7 @@ func TestQuietAnswersSeeEveryCommit(t *testing.T) {
 // note: both answer new ids without a probe, and a row committed to one
 // sends both through their probes.
 func TestQuietAnswersPerCollection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := collectionsDB(t, 2, 100)
 	hk := &hooks{}
@@ -199,7 +196,11 @@ func TestQuietAnswersPerCollection(t *testing.T) {
 // still catching the filter up must not take that probe's note as its
 // own (quietNote's gen).
 func TestQuietAnswersUnderWriters(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"WAL", "DELETE"} {
+		// Subtests not parallel: the DELETE one is among the longest, and a
+		// parallel subtest waits behind every test already waiting (it would
+		// run last, alone).
 		t.Run(mode, func(t *testing.T) {
 			ctx := context.Background()
 			path := modeDB(t, mode, []string{"records"}, ids("seed", 1000)...)
@@ -297,5 +298,136 @@ func TestQuietAnswersUnderWriters(t *testing.T) {
 				t.Error("no call was answered without a probe: the test tested nothing")
 			}
 		})
+	}
+}
+
+// TestBehindCallAnswersWhatTheFilterRuledOut: a call that finds the
+// filter behind the log and leaves it there (confirming costs less than
+// taking the tail in) answers exactly: the ids committed in the tail,
+// which the filter rules out, are confirmed in SQLite (by the probe's own
+// statement), and so are ids the app stored in another spelling, whose
+// spellings only the tail records, asked in NFC. The log's tail is read
+// inside the probe when it is short (the entries that may be stored
+// spellings only) and by a catch-up when it is not.
+func TestBehindCallAnswersWhatTheFilterRuledOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, chunk := range []int{64, 8} { // the tail fits the probe's chunk, or not
+		t.Run(fmt.Sprintf("chunk %d", chunk), func(t *testing.T) {
+			t.Parallel()
+			old := ids("old", 200)
+			path := appDB(t, old...)
+			ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(),
+				knobs: knobs{store: store.Knobs{LogChunk: chunk}, behind: true, noFollow: true}},
+				Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}})
+			if !ix.Stats().Serving {
+				t.Fatal("no filter serving after Wait")
+			}
+			// The tail: names stored in NFD and with a KELVIN SIGN, then
+			// ASCII ids; the filter ruled all of them out before.
+			var tailStored, tailAsked []string
+			for i := range 3 {
+				tailStored = append(tailStored, fmt.Sprintf("cafe\u0301-%d", i), fmt.Sprintf("\u212a-%d", i))
+				tailAsked = append(tailAsked, fmt.Sprintf("caf\u00e9-%d", i), fmt.Sprintf("K-%d", i))
+			}
+			newIDs := ids("new", 30)
+			page := slices.Concat(old[:20], tailAsked, newIDs[:15], ids("never", 20))
+			before, err := ix.Missing(ctx, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range page {
+				if want := i >= 20; before[i] != want {
+					t.Fatalf("before the tail: Missing(%q) = %v, want %v", k, before[i], want)
+				}
+			}
+			insertIDs(t, rawDB(t, path), slices.Concat(tailStored, newIDs)...)
+			fetched := set(old, tailAsked, newIDs)
+			st0 := ix.Stats()
+			for round := range 2 { // the second call is as far behind as the first
+				got, err := ix.Missing(ctx, page)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, k := range page {
+					if got[i] != !fetched[k] {
+						t.Fatalf("round %d: Missing(%q) = %v, want %v", round, k, got[i], !fetched[k])
+					}
+				}
+			}
+			st := ix.Stats()
+			if st.Generation != st0.Generation {
+				t.Fatalf("the filter took the tail in (generation %d → %d): the calls were to stay behind", st0.Generation, st.Generation)
+			}
+			if st.BypassLookups == st0.BypassLookups {
+				t.Fatal("no key answered from SQLite alone: the filter was not behind")
+			}
+			if sum := st.LookupsAvoided + st.ConfirmedPositives + st.FalsePositives + st.BypassLookups + st.InvalidKeys; sum != st.Queries {
+				t.Fatalf("the counters sum to %d, Queries is %d", sum, st.Queries)
+			}
+			// Fetched, one key at a time, the same way.
+			for _, k := range page {
+				got, err := ix.Fetched(ctx, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != fetched[k] {
+					t.Fatalf("Fetched(%q) = %v, want %v", k, got, fetched[k])
+				}
+			}
+		})
+	}
+}
+
+// TestMaybeIsNeverFetched: keys the filter holds but SQLite does not
+// (deleted since) answer "maybe" in the filter and "not fetched" at the
+// gate, counted as false positives.
+func TestMaybeIsNeverFetched(t *testing.T) {
+	t.Parallel()
+	path := appDB(t, ids("kept", 100)...)
+	ix := open(t, appConfig(path))
+	ctx := context.Background()
+	uncommitted := ids("ghost", 300)
+	db := rawDB(t, path)
+	insertIDs(t, db, uncommitted...)
+	if _, err := missingList(ctx, ix, uncommitted[:1]); err != nil { // the filter catches up on them
+		t.Fatal(err)
+	}
+	mustExec(t, db, `DELETE FROM records WHERE id LIKE 'ghost-%'`)
+	mustExec(t, db, `DELETE FROM records WHERE id < 'kept-0000010'`) // ten records deleted
+	if _, err := missingList(ctx, ix, []string{"x"}); err != nil {
+		t.Fatal(err)
+	}
+	s := ix.filter()
+	for _, k := range append(slices.Clone(uncommitted), ids("kept", 10)...) {
+		if maybe, _ := s.f.MightContain(k); !maybe {
+			t.Fatalf("filter lost %q", k)
+		}
+	}
+	before := ix.Stats().FalsePositives
+	expect(t, ix, set(ids("kept", 100)[10:]), append(append(slices.Clone(uncommitted), ids("kept", 100)...), "never"))
+	// Each of the 310 keys was asked twice (Missing, then Fetched).
+	if got := ix.Stats().FalsePositives - before; got < 2*310 {
+		t.Fatalf("%d false positives counted, want at least %d", got, 2*310)
+	}
+}
+
+// TestMissingOfALargePage: a page with more maybes than one confirmation
+// statement carries (40,000 stored ids) is confirmed in several
+// statements, and every stored id is answered fetched.
+func TestMissingOfALargePage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	stored := ids("old", 40000)
+	path := appDB(t, stored...)
+	page := append(slices.Clone(stored), ids("new", 100)...)
+	ix := open(t, appConfig(path))
+	waitServing(t, ix)
+	missing, err := missingList(ctx, ix, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(missing, page[len(stored):]) {
+		t.Fatalf("%d missing, want the 100 new ids", len(missing))
 	}
 }

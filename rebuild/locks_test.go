@@ -21,8 +21,12 @@ import (
 // the writers keep committing during the rebuilds. In WAL and in
 // rollback-journal mode.
 func TestQueriesAndRebuildsNeverWaitForTheAppsWriters(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"wal", "delete"} {
-		t.Run(mode, func(t *testing.T) { lockCycle(t, mode) })
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			lockCycle(t, mode)
+		})
 	}
 }
 
@@ -209,5 +213,45 @@ func lockCycle(t *testing.T, mode string) {
 	t.Logf("%s: stats: rebuilds %d, dropped %d, caught up %d", mode, st.Rebuilds, st.Dropped, st.CaughtUp)
 	if st.Rebuilds < rebuilds {
 		t.Fatalf("%d rebuilds recorded, want at least %d", st.Rebuilds, rebuilds)
+	}
+}
+
+// TestScansNeverWaitForAReaderTheirCallerHolds: with one or two reading
+// connections (DBConfig.Readers) the first open's scan, a rebuild's scan
+// and the count that sizes the filter alongside never wait for a
+// connection their own call holds, also when the builder must wait for
+// the count (more rows than it keeps as digests).
+func TestScansNeverWaitForAReaderTheirCallerHolds(t *testing.T) {
+	t.Parallel()
+	rows := ids("seed", 40000) // more than the scan's chunks buffered ahead of the builder
+	for _, readers := range []int{1, 2} {
+		t.Run(fmt.Sprint(readers), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			path := appDB(t, rows...)
+			mon := newMonitor(t, callBound)
+			cfg := appConfig(path)
+			cfg.Readers = readers
+			cfg.knobs.deferredRows = 500 // the builder waits for the count after 500 rows
+			var ix *Index
+			mon.do("first Open (attach and scan)", func() { ix = open(t, cfg) })
+			mon.do("Rebuild", func() {
+				if err := ix.Rebuild(ctx); err != nil {
+					t.Error(err)
+				}
+			})
+			// After a migration the rebuild resolves the source again
+			// (taking a reader) before it scans.
+			mustExec(t, rawDB(t, path), `CREATE INDEX records_body ON records (body)`)
+			mon.do("Rebuild after a change of schema", func() {
+				if err := ix.Rebuild(ctx); err != nil {
+					t.Error(err)
+				}
+			})
+			expect(t, ix, set(rows[:50]), append(rows[:50:50], ids("never", 50)...))
+			if st := ix.Stats(); st.Capacity < uint64(len(rows)) {
+				t.Fatalf("capacity %d for %d rows: not sized from the count", st.Capacity, len(rows))
+			}
+		})
 	}
 }

@@ -6,9 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
@@ -80,6 +78,7 @@ func spellingPage(stored []string) []string {
 // those entries), and after a reopen (the spellings table the saves
 // wrote). TestControlCharactersAfterKill adds a writer killed outright.
 func TestControlCharactersBeforeTheAccent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 200)
 	before := nulSpellings("before")
@@ -225,6 +224,7 @@ func init() {
 // the index serves from what that process saved and answers every id the
 // table holds, in its stored spelling and in NFC.
 func TestControlCharactersAfterKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns a child process")
 	}
@@ -264,32 +264,143 @@ func TestControlCharactersAfterKill(t *testing.T) {
 	judgePage(t, ro, storedCanon(t, path, "records"), spellingPage(asked), false, "read-only after the kill")
 }
 
-// scanGate makes the next scan of the database whose hooks hk are wait
-// after its first chunk of keys (every row, when the table fits in one)
-// until release is called; entered is closed when it waits. The test's
-// cleanup releases it too, before the index closes, so that a failure
-// leaves no scan waiting.
-func scanGate(t testing.TB, hk *hooks) (entered <-chan struct{}, release func()) {
-	gate, in := make(chan struct{}), make(chan struct{})
-	var once, rel sync.Once
-	release = func() { rel.Do(func() { close(gate) }) }
-	t.Cleanup(release)
-	hk.scanRow.Store(ptr(func(n int64) error {
-		if n > 0 {
-			once.Do(func() { close(in); <-gate })
+// TestPlainKeysNeedNoSpellingScan: while a source's triggers are being
+// put back after the app's 12-step migration, a page of ids that cannot
+// be stored in another spelling (ASCII without K, ; or `: UUIDs) is
+// answered from SQLite without scanning the table for stored spellings;
+// a page holding a name waits for that scan, and is exact.
+func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	plain := make([]string, 100)
+	for i := range plain {
+		plain[i] = fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
+	}
+	path := appDB(t, append(slices.Clone(plain), "cafe\u0301")...)
+	scans := 0
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(),
+		knobs: knobs{noFollow: true, spellingScan: func() { scans++ }}},
+		Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb", AutoRebuild: AutoRebuild{Off: true}}})
+	app := rawDB(t, path)
+	// SQLite's 12-step table change: the library's triggers go with the
+	// old table; nothing puts them back (AutoRebuild.Off).
+	for _, q := range []string{
+		`CREATE TABLE records_new (id TEXT PRIMARY KEY, body TEXT, extra INTEGER)`,
+		`INSERT INTO records_new (id, body) SELECT id, body FROM records`,
+		`DROP TABLE records`,
+		`ALTER TABLE records_new RENAME TO records`,
+	} {
+		mustExec(t, app, q)
+	}
+	page := append(slices.Clone(plain[:50]), "00000000-dead-4000-8000-000000000000")
+	got, err := ix.Missing(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range page {
+		if got[i] != (i == 50) {
+			t.Fatalf("Missing(%q) = %v, want %v", k, got[i], i == 50)
 		}
-		return nil
-	}))
-	return in, release
+	}
+	if scans != 0 {
+		t.Fatalf("a page of plain ids scanned the table for stored spellings %d times", scans)
+	}
+	if st := ix.Stats(); st.Serving {
+		t.Fatal("the filter still serves a table whose triggers are gone")
+	}
+	got, err = ix.Missing(ctx, []string{"caf\u00e9", plain[0], "caf\u00e9-not"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []bool{false, false, true}) {
+		t.Fatalf("Missing(café in NFC, a stored id, a new name) = %v, want [false false true]", got)
+	}
+	if scans == 0 {
+		t.Fatal("a name was answered without the table's stored spellings")
+	}
 }
 
-// waitClosed waits for ch to be closed (a generous bound turns a hang
-// into a failure).
-func waitClosed(t testing.TB, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(callBound):
-		t.Fatalf("%s: not reached after %v", what, callBound)
+// TestReadOnlySeesSpellingsCommittedAfterOpen: a read-only index, on a
+// source attached by a writable open (with and without its snapshot) and
+// on a source never attached, finds an id that another connection
+// committed in NFD after the index opened under both spellings, by
+// Fetched and by Missing, and an id stored with a KELVIN SIGN (U+212A) by
+// "K".
+func TestReadOnlySeesSpellingsCommittedAfterOpen(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		attached bool
+		snapshot bool
+	}{
+		{"attached, snapshot", true, true},
+		{"attached, no snapshot", true, false},
+		{"never attached", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			path := modeDB(t, "wal", []string{"records"}, ids("seed", 300)...)
+			cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}}
+			if tc.snapshot {
+				cfg.Snapshot = path + ".sfb"
+			}
+			if tc.attached {
+				w := open(t, cfg)
+				if err := w.Close(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg.ReadOnly = true
+			ix := open(t, cfg)
+			if st := ix.Stats(); st.Attached != tc.attached || st.Serving != tc.snapshot {
+				t.Fatalf("attached %v, serving %v", st.Attached, st.Serving)
+			}
+			app := modeConn(t, path, "wal")
+			for round := range 3 { // several commits, each seen by the next calls
+				nfc := fmt.Sprintf("Ångström-%d", round)
+				nfd := norm.NFD.String(nfc)
+				kelvin := fmt.Sprintf("\u212A-after-%d", round)
+				never := fmt.Sprintf("Ångström-never-%d", round)
+				expect(t, ix, map[string]bool{}, []string{nfc, nfd, "K-after-" + fmt.Sprint(round), kelvin, never})
+				insertInto(t, app, "records", nfd, kelvin)
+				fetched := set([]string{nfc, nfd, "K-after-" + fmt.Sprint(round), kelvin, "seed-0000001"})
+				expect(t, ix, fetched, []string{nfc, nfd, "K-after-" + fmt.Sprint(round), kelvin, norm.NFD.String(never), "seed-0000001"})
+			}
+		})
+	}
+}
+
+func TestCanonicalSpellingsFoundBothWays(t *testing.T) {
+	t.Parallel()
+	nfd := []string{"cafe\u0301-1", "\u1112\u1161\u11ab-2", "\u304b\u3099-3", "A\u030a-4"}
+	nfc := []string{"caf\u00e9-1", "\ud55c-2", "\u304c-3", "\u00c5-4"}
+	path := appDB(t, nfd[0], nfd[1]) // stored NFD before attaching
+	other := rawDB(t, path)
+	mustExec(t, other, `INSERT INTO records (id) VALUES (?)`, nfc[2]) // stored NFC
+	ix := open(t, appConfig(path))
+	mustExec(t, other, `INSERT INTO records (id) VALUES (?)`, nfd[3]) // stored NFD after attaching
+	fetched := set(nfd, nfc)
+	probe := append(slices.Clone(nfd), nfc...)
+	probe = append(probe, "cafe\u0301-9", "caf\u00e9-9")
+	expect(t, ix, fetched, probe)
+	// Two spellings of one new id in a page, and one id twice: every
+	// position answered on its own.
+	page := []string{"caf\u00e9-9", nfd[0], "cafe\u0301-9", "new", "new", nfc[0]}
+	if missing, err := ix.Missing(context.Background(), page); err != nil ||
+		fmt.Sprint(missing) != fmt.Sprint([]bool{true, false, true, true, true, false}) {
+		t.Fatalf("Missing(%+q) = %v, %v", page, missing, err)
+	}
+	// The same after a rebuild, and in bypass while none serves.
+	if err := ix.Rebuild(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, fetched, probe)
+	ix.startRebuilding() // bypass, as while a rebuild runs
+	expect(t, ix, fetched, probe)
+	// The table itself was never rewritten.
+	var n int
+	if err := other.QueryRow(`SELECT count(*) FROM records WHERE id IN (?, ?, ?)`, nfd[0], nfd[1], nfd[3]).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("stored NFD rows: %d, %v", n, err)
 	}
 }

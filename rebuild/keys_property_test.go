@@ -232,6 +232,7 @@ func init() {
 // (SYNCFILTER_PROPERTY_SEED replays it); SYNCFILTER_PROPERTY_TIME runs it
 // longer.
 func TestKeysProperty(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := propertySeed(t)
 	t.Cleanup(func() {

@@ -51,9 +51,13 @@ const stressGrace = 60 * time.Second
 // app's own *sql.DB (DBConfig.DB: keys confirmed on the app's pool, as
 // the README recommends).
 func TestOneSQLiteUnderStress(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"WAL", "DELETE"} {
 		for _, pass := range []string{"Driver", "DB"} {
-			t.Run(mode+"/"+pass, func(t *testing.T) { stressOneSQLite(t, mode, pass == "DB", stressTime(t)) })
+			t.Run(mode+"/"+pass, func(t *testing.T) {
+				t.Parallel()
+				stressOneSQLite(t, mode, pass == "DB", stressTime(t))
+			})
 		}
 	}
 }

@@ -4,21 +4,14 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/syncfilter/syncfilter/internal/testdriver"
-
-	"github.com/zeebo/blake3"
-
-	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/snapshot"
 	"github.com/syncfilter/syncfilter/syncfilter"
+	"github.com/zeebo/blake3"
 )
 
 // copyDB takes a backup of the database file (after a checkpoint).
@@ -49,6 +42,7 @@ func restoreDB(t *testing.T, path string, backup []byte) {
 // and after the restore another program writes more rows than the
 // snapshot's generation. The snapshot must be refused, every row found.
 func TestRestoredDatabaseRefusesTheNewerSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 300)
 	path := appDB(t, seed...)
@@ -137,10 +131,12 @@ func forge(t *testing.T, path string, how string) {
 }
 
 func TestForgedSnapshotsAreRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 2000)
 	for _, how := range []string{"zeroed payload", "another hash key", "k = 21", "all ones"} {
 		t.Run(how, func(t *testing.T) {
+			t.Parallel()
 			path := appDB(t, seed...)
 			cfg := appConfig(path)
 			first := open(t, cfg)
@@ -206,6 +202,7 @@ func allocDuring(fn func()) uint64 {
 // (2 GiB) for a source that needs a few KiB is refused by Open, Reload
 // and a read-only check without allocating for the claim.
 func TestSparseSnapshotIsRefusedBeforeAllocation(t *testing.T) {
+	// Not parallel: measures the process's allocations (runtime.MemStats).
 	ctx := context.Background()
 	seed := ids("seed", 200)
 	path := appDB(t, seed...)
@@ -249,6 +246,7 @@ func TestSparseSnapshotIsRefusedBeforeAllocation(t *testing.T) {
 // database recorded is refused before its payload is read when it is far
 // larger than the source now needs.
 func TestOversizedRecordedSnapshotIsImplausible(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 100)...)
 	cfg := appConfig(path)
@@ -270,6 +268,7 @@ func TestOversizedRecordedSnapshotIsImplausible(t *testing.T) {
 // accepted by a running app's Reload, and two app processes sharing the
 // database accept each other's saves.
 func TestSnapshotsOfOtherProcessesAreVouched(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 1000)
 	path := appDB(t, seed...)
@@ -297,94 +296,4 @@ func TestSnapshotsOfOtherProcessesAreVouched(t *testing.T) {
 		t.Fatalf("Reload of the other process's save: %v", err)
 	}
 	expect(t, a, set(seed, ids("cron", 100), ids("b", 50)), append(ids("b", 50), ids("never", 100)...))
-}
-
-// TestMissingAnswersAroundInvalidIDs: invalid ids in a page are reported
-// by position and listed as missing; every valid id is answered.
-func TestMissingAnswersAroundInvalidIDs(t *testing.T) {
-	ctx := context.Background()
-	stored := ids("ok", 20)
-	ix := open(t, appConfig(appDB(t, stored...)))
-	long := strings.Repeat("x", MaxKeyBytes+1)
-	page := []string{stored[0], "new-1", "bad\xff", stored[1], long, "new-2", "\xc3", stored[2]}
-	missing, err := missingList(ctx, ix, page)
-	var ike *InvalidKeysError
-	if !errors.As(err, &ike) || fmt.Sprint(ike.Positions()) != "[2 4 6]" {
-		t.Fatalf("Missing error = %v, want invalid keys at [2 4 6]", err)
-	}
-	if !errors.Is(err, normalize.ErrInvalidUTF8) || !errors.Is(err, ErrKeyTooLong) {
-		t.Fatalf("Missing error %v does not unwrap to its causes", err)
-	}
-	want := []string{"new-1", "bad\xff", long, "new-2", "\xc3"}
-	if fmt.Sprintf("%q", missing) != fmt.Sprintf("%q", want) {
-		t.Fatalf("Missing = %.80q, want %.80q", missing, want)
-	}
-	if _, err := ix.Fetched(ctx, long); !errors.Is(err, ErrKeyTooLong) {
-		t.Fatalf("Fetched(long) = %v", err)
-	}
-	exact := strings.Repeat("y", MaxKeyBytes)
-	if ok, err := ix.Fetched(ctx, exact); err != nil || ok {
-		t.Fatalf("Fetched(exactly MaxKeyBytes) = %v, %v", ok, err)
-	}
-	if m, err := missingList(ctx, ix, []string{exact}); err != nil || len(m) != 1 {
-		t.Fatalf("Missing(exactly MaxKeyBytes) = %d keys, %v", len(m), err)
-	}
-}
-
-const compactorEnv = "SYNCFILTER_REBUILD_COMPACTOR_DB"
-
-// TestChildProcessCompacts is not a test: it is the second process of
-// TestCompactionNeverBreaksAConcurrentRebuild. It inserts rows and
-// rebuilds with LogRetain 1, compacting the log after every save.
-func TestChildProcessCompacts(t *testing.T) {
-	path := os.Getenv(compactorEnv)
-	if path == "" {
-		t.Skip("child process of TestCompactionNeverBreaksAConcurrentRebuild")
-	}
-	rounds, _ := strconv.Atoi(os.Getenv(compactorEnv + "_ROUNDS"))
-	ctx := context.Background()
-	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".child.sfb", LogRetain: 1, AutoRebuild: AutoRebuild{Off: true}}})
-	db := rawDB(t, path)
-	for r := range rounds {
-		insertIDs(t, db, ids(fmt.Sprintf("child%d", r), 200)...)
-		if err := ix.Rebuild(ctx); err != nil {
-			t.Fatalf("child rebuild %d: %v", r, err)
-		}
-	}
-}
-
-// TestCompactionNeverBreaksAConcurrentRebuild: one process compacts the
-// log aggressively while this one rebuilds in a loop (as the cron job
-// does) and inserts between scans; no rebuild may fail.
-func TestCompactionNeverBreaksAConcurrentRebuild(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns a child process")
-	}
-	ctx := context.Background()
-	path := appDB(t, ids("seed", 20000)...)
-	cfg := appConfig(path)
-	cfg.LogRetain = 1
-	if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
-		t.Fatal(err)
-	}
-	const rounds = 25
-	wait := startChild(t, "TestChildProcessCompacts", compactorEnv+"="+path, compactorEnv+"_ROUNDS="+strconv.Itoa(rounds*2))
-	db := rawDB(t, path)
-	var failed []error
-	for r := range rounds {
-		insertIDs(t, db, ids(fmt.Sprintf("parent%d", r), 100)...)
-		if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
-			failed = append(failed, err)
-		}
-	}
-	if out, err := wait(); err != nil {
-		t.Fatalf("compacting process: %v\n%s", err, out)
-	}
-	if len(failed) > 0 {
-		t.Fatalf("%d of %d rebuilds failed; first: %v", len(failed), rounds, failed[0])
-	}
-	var floor int64
-	if err := db.QueryRow(`SELECT log_floor FROM syncfilter_sources`).Scan(&floor); err != nil || floor == 0 {
-		t.Fatalf("the log was never compacted (floor %d, %v): the test proves nothing", floor, err)
-	}
 }

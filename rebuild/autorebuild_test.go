@@ -3,6 +3,7 @@ package rebuild
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"weak"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
 // armedTimer returns the index's armed automatic-rebuild timer, or nil.
@@ -52,8 +55,10 @@ func growUntil(t *testing.T, ix *Index, insert func(ids []string), prefix string
 // allows. The spacing's clock is the test's (a knob): no waiting for an
 // hour, no timed assertion.
 func TestAutoRebuildTimerFollowsTheServingFilter(t *testing.T) {
+	t.Parallel()
 	for _, replace := range []string{"Rebuild", "Reload"} {
 		t.Run(replace, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			seed := ids("seed", 1000)
 			path := appDB(t, seed...)
@@ -144,5 +149,78 @@ func TestAutoRebuildTimerFollowsTheServingFilter(t *testing.T) {
 			}
 			judgePage(t, ix, storedCanon(t, path, "records"), slices.Concat(seed[:20], rows[:20], rows[len(rows)-20:], ids("never", 40)), true, "after the automatic rebuilds")
 		})
+	}
+}
+
+// TestGrowingCollectionStaysUseful: a collection that starts with 1,000
+// rows and grows to 51,000 through pages of Missing and the app's INSERTs
+// ends with an estimated false-positive rate within twice the target,
+// without the app ever calling Rebuild; Stats says why it rebuilt.
+func TestGrowingCollectionStaysUseful(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, ids("start", 1000)...)
+	cfg := appConfig(path)
+	ix := open(t, cfg)
+	app := rawDB(t, path)
+	next := 0
+	for total := 1000; total < 51_000; {
+		page := ids(fmt.Sprintf("grow%05d", next), 500)
+		next++
+		missing, err := missingList(ctx, ix, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		insertIDs(t, app, missing...)
+		total += len(missing)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st := ix.Stats()
+		if st.Serving && !st.Rebuilding {
+			if st.EstimatedFPR > 2*st.TargetFPR {
+				// One more insert re-checks; a rebuild due may still start.
+				if time.Now().After(deadline) {
+					t.Fatalf("estimated rate %.4f > 2 × %.4f after %d automatic rebuilds", st.EstimatedFPR, st.TargetFPR, st.AutoRebuilds)
+				}
+			} else {
+				if st.AutoRebuilds == 0 || !strings.Contains(st.AutoReason, "estimated false-positive rate") {
+					t.Fatalf("no automatic rebuild reported: %d, %q", st.AutoRebuilds, st.AutoReason)
+				}
+				t.Logf("%d automatic rebuilds; rate %.4f; capacity %d; last: %s", st.AutoRebuilds, st.EstimatedFPR, st.Capacity, st.AutoReason)
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no filter serving")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	expect(t, ix, set(ids("start", 1000)), append(ids("start", 100), ids("never", 100)...))
+}
+
+func TestStatsRebuildDue(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "own.db")
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Capacity: 1024, FPR: 0.01, AutoRebuild: AutoRebuild{NotWhenDue: true}}}) // the app watches RebuildDue
+	ctx := context.Background()
+	if st := ix.Stats(); st.RebuildDue || st.Capacity != 2048 && st.Capacity != 1024 {
+		t.Fatalf("fresh index: %+v", st)
+	}
+	if err := ix.MarkFetched(ctx, ids("k", 20000)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Wait(ctx); err != nil { // the filter takes the log in
+		t.Fatal(err)
+	}
+	st := ix.Stats()
+	if !st.RebuildDue || st.EstimatedFPR < 0.02 {
+		t.Fatalf("overfilled index: RebuildDue %v, estimated rate %v", st.RebuildDue, st.EstimatedFPR)
+	}
+	if err := ix.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := ix.Stats(); st.RebuildDue || st.Capacity < 40000 || st.Rebuilds < 2 {
+		t.Fatalf("after rebuild: %+v", st)
 	}
 }

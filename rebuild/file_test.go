@@ -15,9 +15,9 @@ import (
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-	"github.com/syncfilter/syncfilter/snapshot"
-
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"github.com/syncfilter/syncfilter/snapshot"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Identity of the database file: the file at Path replaced while an index
@@ -92,10 +92,12 @@ func init() {
 // source is attached and rebuilt there, rows written later are fetched,
 // and the new file is intact.
 func TestRecreatedWhileOpen(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ mode, how string }{
 		{"WAL", "delete"}, {"DELETE", "delete"}, {"WAL", "rename"},
 	} {
 		t.Run(tc.mode+"/"+tc.how, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			old := ids("old", 300)
 			path := driftDB(t, tc.mode, old)
@@ -202,18 +204,6 @@ func TestRecreatedWhileOpen(t *testing.T) {
 
 func equalFold(a, b string) bool { return bytes.EqualFold([]byte(a), []byte(b)) }
 
-// missingOf is what Missing must answer about probe when stored holds
-// exactly the stored ids.
-func missingOf(probe []string, stored map[string]bool) []string {
-	var out []string
-	for _, k := range probe {
-		if !stored[k] {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
 // snapshotRecords returns the database's records of snapshots and scan
 // leases, as text.
 func snapshotRecords(t testing.TB, path string) string {
@@ -241,8 +231,10 @@ func snapshotRecords(t testing.TB, path string) string {
 // index in DELETE mode; in WAL mode one opened after every connection
 // through the first name closed, see below), and the database is intact.
 func TestHardLinkWhileAnotherProcessWrites(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"WAL", "DELETE"} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			seed := ids("seed", 300)
 			path := driftDB(t, mode, seed)
@@ -422,6 +414,7 @@ func init() {
 // the database first resolved; nothing is created or changed in the new
 // directory.
 func TestRelativePathAndChdir(t *testing.T) {
+	t.Parallel()
 	dirA, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -472,6 +465,7 @@ func TestRelativePathAndChdir(t *testing.T) {
 // read, changed or joined by new ones (but the snapshot configured
 // there).
 func TestSymlinkWithStaleFilesBesideIt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 300)
 	real := driftDB(t, "WAL", seed)
@@ -547,6 +541,7 @@ func TestSymlinkWithStaleFilesBesideIt(t *testing.T) {
 // link renamed over the old one). The next call answers about the file
 // the link names now; the file it named before is left alone.
 func TestSymlinkRepointedWhileOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	first := driftDB(t, "WAL", ids("first", 200))
 	second := driftDB(t, "DELETE", ids("second", 150))
@@ -582,4 +577,78 @@ func TestSymlinkRepointedWhileOpen(t *testing.T) {
 	}
 	integrity(t, first)
 	integrity(t, second)
+}
+
+// TestHardLinkedDatabaseIsRefused: a database file with a second name is
+// refused before anything is written (SQLite would keep a journal beside
+// each name); a second name appearing while an index is open makes every
+// call fail with the same error instead of answering.
+func TestHardLinkedDatabaseIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, "seed")
+	before := schema(t, path)
+	hard := filepath.Join(t.TempDir(), "hard.db")
+	if err := os.Link(path, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, hard} {
+		if _, err := Open(ctx, appConfig(p).DBConfig, appConfig(p).Source); !errors.Is(err, ErrHardLinked) {
+			t.Fatalf("Open(%s) = %v, want ErrHardLinked", p, err)
+		}
+		if _, err := BuildSnapshot(ctx, appConfig(p).DBConfig, appConfig(p).Source); !errors.Is(err, ErrHardLinked) {
+			t.Fatalf("BuildSnapshot(%s) = %v, want ErrHardLinked", p, err)
+		}
+	}
+	if !bytes.Equal(schema(t, path), before) {
+		t.Fatal("a refused open changed the schema")
+	}
+	if err := os.Remove(hard); err != nil {
+		t.Fatal(err)
+	}
+	ix := open(t, appConfig(path))
+	if err := os.Link(path, hard); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Fetched(ctx, "seed"); !errors.Is(err, ErrHardLinked) {
+		t.Fatalf("Fetched with a second name = %v, want ErrHardLinked", err)
+	}
+	if _, err := missingList(ctx, ix, []string{"seed", "new"}); !errors.Is(err, ErrHardLinked) {
+		t.Fatalf("Missing with a second name = %v, want ErrHardLinked", err)
+	}
+	if err := os.Remove(hard); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, set([]string{"seed"}), []string{"seed", "new"})
+}
+
+// TestSymlinkedPathWithAStaleShmStaysFresh: the app opens its database
+// through a symbolic link, beside which lies a stale -shm file (left by
+// an old process that opened the link's name). Rows another connection
+// commits through the real path are seen by the next call, by Fetched
+// and by Missing, in both spellings.
+func TestSymlinkedPathWithAStaleShmStaysFresh(t *testing.T) {
+	t.Parallel()
+	real := modeDB(t, "wal", []string{"records"}, ids("seed", 200)...)
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	stale := make([]byte, 32<<10)
+	for i := range stale {
+		stale[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(link+"-shm", stale, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ix := open(t, config{DBConfig: DBConfig{Path: link, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: filepath.Join(dir, "link.sfb")}})
+	app := modeConn(t, real, "wal")
+	fetched := set(ids("seed", 200))
+	for round := range 4 {
+		nfc := fmt.Sprintf("Ångström-link-%d", round)
+		insertInto(t, app, "records", norm.NFD.String(nfc), fmt.Sprintf("plain-link-%d", round))
+		fetched[nfc], fetched[norm.NFD.String(nfc)], fetched[fmt.Sprintf("plain-link-%d", round)] = true, true, true
+		expect(t, ix, fetched, []string{nfc, fmt.Sprintf("plain-link-%d", round), norm.NFD.String(nfc), "seed-0000007", fmt.Sprintf("never-link-%d", round)})
+	}
 }
