@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -281,9 +282,15 @@ func (e *NoDatabase) Unwrap() []error { return []error{e.Err, ErrNoSource} }
 // the JSON arrays of keys), which SQLite would count in the database's
 // encoding.
 func checkEncoding(ctx context.Context, c *Conn) error {
-	var enc string
-	if err := c.QueryRowContext(ctx, `PRAGMA encoding`).Scan(&enc); err != nil {
+	var vals [1]driver.Value
+	// Through Conn.first, which has the writer roll back a hot journal
+	// the read-only connection meets, as every read of the library does.
+	if err := c.first(ctx, `PRAGMA encoding`, vals[:]); err != nil {
 		return fmt.Errorf("read the text encoding: %w", err)
+	}
+	enc, _ := vals[0].(string)
+	if b, ok := vals[0].([]byte); ok { // a driver may hand text over as bytes
+		enc = string(b)
 	}
 	if enc != "UTF-8" {
 		return fmt.Errorf("the database stores text as %s; the library needs UTF-8 (PRAGMA encoding, set when the file is created): %w", enc, ErrNotUTF8)
