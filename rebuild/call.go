@@ -78,9 +78,10 @@ func (ix *Index) look(ctx context.Context) (_ *call, err error) {
 			c.end()
 		}
 	}()
+	bind := func() (*binding, error) { return retry(func() (*binding, error) { return ix.bind(ctx, c) }) }
 	if b := ix.bound.Load(); b != nil && b.f == f {
 		c.b = b
-	} else if c.b, err = ix.bind(ctx, c); err != nil {
+	} else if c.b, err = bind(); err != nil {
 		return nil, err
 	}
 	if c.b.err != nil {
@@ -89,7 +90,7 @@ func (ix *Index) look(ctx context.Context) (_ *call, err error) {
 			return nil, err
 		}
 		if schema != c.b.schema {
-			if c.b, err = ix.bind(ctx, c); err != nil {
+			if c.b, err = bind(); err != nil {
 				return nil, err
 			}
 		}
@@ -150,6 +151,13 @@ func (ix *Index) bind(ctx context.Context, c *call) (*binding, error) {
 		return nil, err
 	}
 	src, err := store.Resolve(ctx, c.conn, ix.cfg.Table, ix.cfg.Column, ix.cfg.AllowUnindexed)
+	// Resolving reads in several statements: DDL committed meanwhile (a
+	// migration, an attach undone, a Detach) may have shown it a schema
+	// half old, half new, or failed it ("no such table"). The cookie read
+	// again tells: changed, the caller resolves again.
+	if after, serr := c.schema(ctx); serr == nil && after != schema {
+		return nil, errStale
+	}
 	b := &binding{id: newID(), f: c.f, schema: schema, src: src}
 	if err != nil {
 		if !errors.Is(err, ErrNoSource) && !errors.Is(err, ErrInexactColumn) && !errors.Is(err, ErrNotIndexed) {

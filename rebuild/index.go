@@ -305,6 +305,9 @@ func (ix *Index) Wait(ctx context.Context) error {
 			return nil
 		}
 	}
+	if ix.life.Closing() {
+		return ErrClosed // Close began while Wait looked: no filter will serve
+	}
 	if err := ix.m.lastRebuildError(); err != nil {
 		return fmt.Errorf("wait: %w: %w", ErrNotServing, err)
 	}

@@ -138,6 +138,20 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func(
 		return err, wait
 	}
 	defer c.end()
+	// The source as it is now, not as a call last resolved it: DDL since
+	// (an attach undone, a Detach, a migration) would send the rebuild
+	// to scan a source whose triggers are gone, for a filter the next
+	// call drops.
+	if schema, err := c.schema(ctx); err != nil {
+		return err, wait
+	} else if schema != c.b.schema {
+		if c.b, err = retry(func() (*binding, error) { return ix.bind(ctx, c) }); err != nil {
+			return err, wait
+		}
+		if c.b.err != nil {
+			return c.b.err, wait
+		}
+	}
 	c.putReader() // the scan and its count take their own
 	f, src := c.f, c.b.src
 	if ix.cfg.Snapshot != "" {
