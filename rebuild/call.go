@@ -166,6 +166,9 @@ func (ix *Index) bind(ctx context.Context, c *call) (*binding, error) {
 		b.err = fmt.Errorf("the source changed: %w", err)
 	}
 	old := ix.keep(b)
+	if b.err == nil && src.Logged {
+		ix.up.undone.Store(false) // attached again, by this index or another process
+	}
 	if b.err == nil && !src.Logged && old != nil && old.src != nil {
 		switch {
 		case ix.up.undone.Load():
