@@ -166,12 +166,12 @@ func (ix *Index) bind(ctx context.Context, c *call) (*binding, error) {
 		b.err = fmt.Errorf("the source changed: %w", err)
 	}
 	old := ix.keep(b)
-	if b.err == nil && src.Logged {
-		ix.up.undone.Store(false) // attached again, by this index or another process
+	if u := ix.up.undone.Load(); u != nil && b.err == nil && src.Logged && src.DatasetID != u.DatasetID {
+		ix.up.undone.CompareAndSwap(u, nil) // attached again, by this index or another process
 	}
 	if b.err == nil && !src.Logged && old != nil && old.src != nil {
 		switch {
-		case ix.up.undone.Load():
+		case ix.up.undone.Load() != nil:
 			// This index undid its own first attach after its scan
 			// failed: a retry attaches the source again (rebuildFailed).
 		case old.f == b.f && (old.src.Row && !src.Row || old.detached):

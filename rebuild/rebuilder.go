@@ -168,7 +168,7 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func(
 		if info.Created {
 			ix.up.created.Store(src)
 		}
-		ix.up.undone.Store(false)
+		ix.up.undone.Store(nil)
 		// The index's binding is the attached source from now on: a call
 		// must not take the one it resolved before the attach (triggers
 		// not in place) as the truth about the filter this builds.
@@ -182,7 +182,7 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func(
 		// log would grow unread. One interrupted by Suspend stays: the
 		// scan runs again after Resume.
 		if created := ix.up.created.Load(); created != nil && created.ID == src.ID && ix.filter() == nil && !interrupted(ctx) {
-			ix.up.undone.Store(true) // ours, not the app's Detach
+			ix.up.undone.Store(created) // ours, not the app's Detach
 			if uerr := f.st.Undo(ctx, created); uerr != nil {
 				err = errors.Join(err, fmt.Errorf("undo the attach: %w", uerr))
 			}

@@ -31,10 +31,12 @@ type upkeep struct {
 	// passing error does not leave the index answering from SQLite for
 	// good, and an idle app runs nothing.
 	retryAt, retryWait atomic.Int64
-	// undone: the first attach this index made was undone after its scan
-	// failed (not the app's Detach): the source is attached again by the
-	// next retry, not answered from SQLite for good.
-	undone atomic.Bool
+	// undone is the source whose first attach, made by this index, was
+	// undone after its scan failed (not the app's Detach): the source is
+	// attached again by the next retry, not answered from SQLite for
+	// good. Forgotten once the source is seen attached under another
+	// dataset id (attached again, by this index or another process).
+	undone atomic.Pointer[store.Source]
 }
 
 // Bounds of the wait before a failed background rebuild is tried again.
