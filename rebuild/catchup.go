@@ -37,12 +37,8 @@ func (ix *Index) apply(ctx context.Context, c *call, s *serving, from, to uint64
 	if !takeSp {
 		sp = nil
 	}
-	start := time.Now()
 	if err := ix.take(ctx, s, sp, keys); err != nil {
 		return err
-	}
-	if s != nil {
-		ix.costs.entry.observe(time.Since(start), to-from)
 	}
 	if to != c.h.Seq {
 		return nil // catchUpLog reads the rest, then moves the marks
