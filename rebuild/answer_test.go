@@ -94,7 +94,7 @@ func TestQuietAnswersSeeEveryCommit(t *testing.T) {
 				}
 				// The key is asked while it is absent: its "absent" is
 				// noted, then answered quietly once the library's own
-				// background writes (a save, its hold) after the last
+				// background writes (a save, a lease) after the last
 				// step have committed.
 				for tries := 0; ; tries++ {
 					a, b, skipped := askTwice(t, ix, quiet, probe)

@@ -414,9 +414,8 @@ func TestInterruptedFirstAttach(t *testing.T) {
 				if bytes.Equal(schema(t, path), pristine) {
 					t.Fatal("kill -9 during the first attach left nothing behind (expected the attach to stay until Detach)")
 				}
-				// The killed process's scan lease (and its hold, if its
-				// worker had written it) stay: Detach refuses until they
-				// expire (store.LeaseTerm) unless forced.
+				// The killed process's scan lease stays: Detach refuses
+				// until it expires (store.LeaseTerm) unless forced.
 				if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); !errors.Is(err, ErrHeld) {
 					t.Fatalf("Detach after kill -9 = %v, want ErrHeld", err)
 				}

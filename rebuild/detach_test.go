@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 	"golang.org/x/text/unicode/norm"
@@ -175,6 +176,50 @@ func TestDetachRefusesDuringAScan(t *testing.T) {
 	if !bytes.Equal(schema(t, path), pristine) {
 		t.Fatal("the schema after the forced Detach and the rebuild is not the one before the first attach")
 	}
+}
+
+// TestScanLeaseOutlivesItsTerm: a scan that runs several times its
+// lease's term (shortened to a second by a knob) keeps its lease current,
+// renewed as it reads: Detach still refuses with ErrHeld well after the
+// first term ended.
+func TestScanLeaseOutlivesItsTerm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 20000)...)
+	cfg, hk := hooked(appConfig(path))
+	cfg.knobs.store.ScanChunk = 1000
+	cfg.knobs.store.LeaseTerm = time.Second
+	ix := open(t, cfg)
+	inside, release := make(chan struct{}), make(chan struct{})
+	var start time.Time
+	var once sync.Once
+	hk.scanRow.Store(ptr(func(n int64) error {
+		if n <= 1000 {
+			start = time.Now()
+		}
+		time.Sleep(150 * time.Millisecond)
+		if time.Since(start) > 3*time.Second {
+			once.Do(func() { close(inside); <-release })
+		}
+		return nil
+	}))
+	rebuilt := make(chan error, 1)
+	go func() { rebuilt <- ix.Rebuild(ctx) }()
+	select {
+	case <-inside:
+	case err := <-rebuilt:
+		t.Fatalf("the rebuild ended (%v) before its scan ran three lease terms", err)
+	}
+	err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id")
+	close(release)
+	if !errors.Is(err, ErrHeld) {
+		t.Fatalf("Detach three lease terms into a scan = %v, want ErrHeld (the lease was not renewed)", err)
+	}
+	if err := <-rebuilt; err != nil {
+		t.Fatal(err)
+	}
+	hk.scanRow.Store(nil)
+	expect(t, ix, set(ids("seed", 20000)), []string{"seed-0000001", "never"})
 }
 
 // TestDetachAfterCloseOfAReattachedIndex: an index whose source was

@@ -27,10 +27,11 @@ type Options struct {
 // Knobs are sizes the tests shrink to reach their edge cases with small
 // tables (pebble's Options.private); zero values take the defaults.
 type Knobs struct {
-	ScanChunk     int  // keys one statement of a scan reads (4096)
-	LogChunk      int  // log entries one statement reads (1024)
-	ShortKey      int  // longest key, in bytes, read inside a chunk's JSON array (512); longer ones are read one by one
-	NoChunkedScan bool // scan row by row, as for a source without an index
+	ScanChunk     int           // keys one statement of a scan reads (4096)
+	LogChunk      int           // log entries one statement reads (1024)
+	ShortKey      int           // longest key, in bytes, read inside a chunk's JSON array (512); longer ones are read one by one
+	NoChunkedScan bool          // scan row by row, as for a source without an index
+	LeaseTerm     time.Duration // how long a scan's lease lasts unless renewed (LeaseTerm)
 }
 
 func (k Knobs) withDefaults() Knobs {
@@ -42,6 +43,9 @@ func (k Knobs) withDefaults() Knobs {
 	}
 	if k.ShortKey <= 0 {
 		k.ShortKey = 512
+	}
+	if k.LeaseTerm <= 0 {
+		k.LeaseTerm = LeaseTerm
 	}
 	return k
 }

@@ -30,7 +30,7 @@ func (db *DB) TakeLease(ctx context.Context, s *Source) (*Lease, error) {
 	_, _ = rand.Read(l.token[:])
 	_, err := db.w.ExecContext(ctx, `INSERT INTO `+ScansTable+` (source, token, generation, expires)
 		VALUES (?, ?, (SELECT coalesce(max(seq), 0) FROM `+s.Log+`), ?)`,
-		s.ID, l.token[:], time.Now().Add(LeaseTerm).Unix())
+		s.ID, l.token[:], time.Now().Add(db.knobs.LeaseTerm).Unix())
 	if err != nil {
 		return nil, fmt.Errorf("take scan lease: %w", err)
 	}
@@ -39,12 +39,12 @@ func (db *DB) TakeLease(ctx context.Context, s *Source) (*Lease, error) {
 
 // RenewLease extends a lease held longer than a tenth of its term.
 func (db *DB) RenewLease(ctx context.Context, s *Source, l *Lease) error {
-	if time.Since(l.renewed) < LeaseTerm/10 {
+	if time.Since(l.renewed) < db.knobs.LeaseTerm/10 {
 		return nil
 	}
 	l.renewed = time.Now()
 	if _, err := db.w.ExecContext(ctx, `UPDATE `+ScansTable+` SET expires = ? WHERE source = ? AND token = ?`,
-		time.Now().Add(LeaseTerm).Unix(), s.ID, l.token[:]); err != nil {
+		time.Now().Add(db.knobs.LeaseTerm).Unix(), s.ID, l.token[:]); err != nil {
 		return fmt.Errorf("renew scan lease: %w", err)
 	}
 	return nil
