@@ -34,8 +34,11 @@ const (
 // Wait, Rebuild, Reload and Save on four indexes (three collections of
 // one DB, OpenDB and DB.Index, and rebuild.Open on one of them again),
 // DB.Sources, MarkFetched, Fetched and Missing on a fifth index of the
-// same DB (the library's own table), and DB.Suspend then DB.Resume on
-// either database; finally they Close everything while still calling.
+// same DB (the library's own table), DB.Suspend then DB.Resume on
+// either database, DB.Path, Describe, Sources and BuildSnapshot (the
+// cron job's) on the collections, and each goroutine DB.Index, Missing,
+// Close and Detach on a table of its own; finally they Close everything
+// while still calling.
 // Meanwhile other connections commit NFC, NFD and KELVIN SIGN ids into
 // every table, and a child process runs the cron job with LogRetain 1
 // in a loop, compacting the logs past the filters. Every call returns
@@ -74,6 +77,11 @@ func TestInterleavedCalls(t *testing.T) {
 
 	tables := []string{"coll0", "coll1", "coll2"}
 	const seedRows, capacity = 1500, 1 << 20
+	const G = 6
+	spares := make([]string, G) // one per caller: DB.Index, Close, Detach in a cycle
+	for g := range spares {
+		spares[g] = fmt.Sprintf("spare%d", g)
+	}
 	refs := map[string]*reference{}
 	seedKeys := map[string][]string{}
 	for _, tb := range tables {
@@ -89,6 +97,10 @@ func TestInterleavedCalls(t *testing.T) {
 			mustExec(t, db, `CREATE TABLE `+tb+` (id TEXT PRIMARY KEY, body TEXT)`)
 			insertInto(t, db, tb, seedKeys[tb]...)
 			refs[tb].committed(0, seedRows)
+		}
+		for _, tb := range spares {
+			mustExec(t, db, `CREATE TABLE `+tb+` (id TEXT PRIMARY KEY, body TEXT)`)
+			insertInto(t, db, tb, ids(tb, 200)...)
 		}
 		_ = db.Close()
 	}
@@ -204,10 +216,9 @@ func TestInterleavedCalls(t *testing.T) {
 	}
 	dbs := []*DB{db, targets[len(targets)-1].ix.db} // OpenDB's, and Open's own
 	var suspended atomic.Int64                      // Suspends that returned nil
-	const G = 6
 	var callers sync.WaitGroup
-	var calls [9]atomic.Int64
-	names := [...]string{"Missing", "Fetched", "Stats", "Wait", "Rebuild", "Reload", "Save", "MarkFetched", "Suspend"}
+	var calls [12]atomic.Int64
+	names := [...]string{"Missing", "Fetched", "Stats", "Wait", "Rebuild", "Reload", "Save", "MarkFetched", "Suspend", "Describe", "BuildSnapshot", "Index-Close-Detach"}
 	for g := range G {
 		gr := newRand(seed + uint64(g) + 1)
 		callers.Add(1)
@@ -221,7 +232,7 @@ func TestInterleavedCalls(t *testing.T) {
 				}
 				tg := targets[gr.IntN(len(targets))]
 				ix, ref := tg.ix, tg.ref
-				op := gr.IntN(100)
+				op := gr.IntN(106)
 				switch {
 				case op < 33:
 					calls[0].Add(1)
@@ -337,7 +348,7 @@ func TestInterleavedCalls(t *testing.T) {
 							fail(fmt.Errorf("own.Missing: %w", err))
 						}
 					})
-				default:
+				case op < 100:
 					calls[8].Add(1)
 					d := dbs[gr.IntN(len(dbs))]
 					mon.do("DB.Suspend", func() {
@@ -354,6 +365,65 @@ func TestInterleavedCalls(t *testing.T) {
 						}
 						time.Sleep(time.Duration(gr.IntN(20)) * time.Millisecond) // calls meanwhile are answered, and judged
 						d.Resume()
+					})
+				case op < 102:
+					calls[9].Add(1)
+					d := dbs[gr.IntN(len(dbs))]
+					mon.do("DB.Path, Describe and Sources", func() {
+						if d.Path() != path {
+							fail(fmt.Errorf("DB.Path = %q, want %q", d.Path(), path))
+						}
+						tb := tables[gr.IntN(len(tables))]
+						st, err := Describe(ctx, DBConfig{Path: path, BusyTimeout: busy, Driver: testdriver.Driver()}, Source{Table: tb, Column: "id", Snapshot: path + "." + tb + ".sfb"})
+						if err != nil {
+							fail(fmt.Errorf("Describe(%s): %w", tb, err))
+						} else if !st.Attached {
+							fail(fmt.Errorf("Describe(%s): not attached", tb))
+						}
+						list, err := Sources(ctx, DBConfig{Path: path, BusyTimeout: busy, Driver: testdriver.Driver()})
+						if err != nil {
+							fail(fmt.Errorf("Sources: %w", err))
+						} else if len(list) < len(tables) {
+							fail(fmt.Errorf("Sources lists %d sources, want at least %d", len(list), len(tables)))
+						}
+					})
+				case op < 104:
+					calls[10].Add(1)
+					tb := tables[gr.IntN(len(tables))]
+					mon.do("BuildSnapshot("+tb+")", func() {
+						// The cron job's build, beside the app: a snapshot of
+						// its own (the child compacts only what every
+						// snapshot record allows).
+						_, err := BuildSnapshot(ctx, DBConfig{Path: path, BusyTimeout: busy, Driver: testdriver.Driver()}, Source{Table: tb, Column: "id", Snapshot: fmt.Sprintf("%s.%s.cron%d.sfb", path, tb, g)})
+						if err != nil {
+							fail(fmt.Errorf("BuildSnapshot(%s): %w", tb, err))
+						}
+					})
+				default:
+					calls[11].Add(1)
+					tb := spares[g]
+					mon.do("DB.Index, Close and Detach("+tb+")", func() {
+						sp, err := db.Index(ctx, Source{Table: tb, Column: "id"})
+						if err != nil {
+							if !okErr(err) {
+								fail(fmt.Errorf("DB.Index(%s): %w", tb, err))
+							}
+							return
+						}
+						missing, err := sp.Missing(ctx, []string{ids(tb, 200)[gr.IntN(200)], "never"})
+						if err == nil && (len(missing) != 2 || missing[0] || !missing[1]) {
+							fail(fmt.Errorf("%s.Missing = %v, want [false true]", tb, missing))
+						} else if !okErr(err) {
+							fail(fmt.Errorf("%s.Missing: %w", tb, err))
+						}
+						if err := sp.Close(ctx); err != nil {
+							fail(fmt.Errorf("%s.Close: %w", tb, err))
+						}
+						// Closed before its first scan ended, the attach
+						// was undone: nothing to detach.
+						if err := Detach(ctx, DBConfig{Path: path, BusyTimeout: busy, Driver: testdriver.Driver()}, tb, "id"); err != nil && !errors.Is(err, ErrNotAttached) {
+							fail(fmt.Errorf("Detach(%s): %w", tb, err))
+						}
 					})
 				}
 			}
