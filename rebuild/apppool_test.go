@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -36,22 +37,7 @@ func TestConfirmOnTheAppsPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	done := make(chan error, 1)
-	go func() {
-		got, err := missingList(ctx, ix, append(ids("seed", 20), "never"))
-		if err == nil && (len(got) != 1 || got[0] != "never") {
-			t.Errorf("Missing inside the app's transaction = %q", got)
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(callBound):
-		t.Fatal("Missing waited for the connection the app's transaction holds")
-	}
+	missingWithin(t, ix, append(ids("seed", 20), "never"), "Missing waited for the connection the app's transaction holds")
 }
 
 // TestCallOnTheAppsPoolTakesNoReader: a page confirmed on the app's pool
@@ -73,22 +59,7 @@ func TestCallOnTheAppsPoolTakesNoReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.st.Release(held)
-	done := make(chan error, 1)
-	go func() {
-		got, err := missingList(ctx, ix, append(append(ids("seed", 20), ids("later", 20)...), "never"))
-		if err == nil && (len(got) != 1 || got[0] != "never") {
-			t.Errorf("Missing = %q, want [never]", got)
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(callBound):
-		t.Fatal("Missing on the app's pool waited for the library's reading connection")
-	}
+	missingWithin(t, ix, append(append(ids("seed", 20), ids("later", 20)...), "never"), "Missing on the app's pool waited for the library's reading connection")
 }
 
 // TestAppDBMustMatch: the app's *sql.DB (DBConfig.DB) is refused at open,
@@ -194,5 +165,28 @@ func TestAppClosesItsPoolFirst(t *testing.T) {
 	expect(t, ix, set(ids("seed", 2000), ids("later", 300), ids("after", 30)), append(probe, ids("after", 40)...))
 	if err := ix.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// missingWithin asks ix which of keys are missing, "never" the only one
+// not stored, and fails with stuck if the answer takes longer than
+// callBound.
+func missingWithin(t *testing.T, ix *Index, keys []string, stuck string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		got, err := missingList(context.Background(), ix, keys)
+		if err == nil && (len(got) != 1 || got[0] != "never") {
+			err = fmt.Errorf("Missing = %q, want [never]", got)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(callBound):
+		t.Fatal(stuck)
 	}
 }

@@ -276,3 +276,26 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// readOnlyIndex opens the source records.id of path read-only, after an
+// app's open and close attached it (attached) and saved its snapshot
+// (snapshot), and checks that Stats says so.
+func readOnlyIndex(t *testing.T, path string, attached, snapshot bool) *Index {
+	t.Helper()
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}}
+	if snapshot {
+		cfg.Snapshot = path + ".sfb"
+	}
+	if attached {
+		w := open(t, cfg)
+		if err := w.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.ReadOnly = true
+	ix := open(t, cfg)
+	if st := ix.Stats(); st.Attached != attached || st.Serving != snapshot {
+		t.Fatalf("attached %v, serving %v", st.Attached, st.Serving)
+	}
+	return ix
+}

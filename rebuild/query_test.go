@@ -156,21 +156,7 @@ func TestEveryPositionAnsweredOnItsOwn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path := newDB(t)
-			cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}}
-			if tc.snapshot {
-				cfg.Snapshot = path + ".sfb"
-			}
-			if tc.attached {
-				w := open(t, cfg)
-				if err := w.Close(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cfg.ReadOnly = true
-			ix := open(t, cfg)
-			if st := ix.Stats(); st.Attached != tc.attached || st.Serving != tc.snapshot {
-				t.Fatalf("attached %v, serving %v", st.Attached, st.Serving)
-			}
+			ix := readOnlyIndex(t, path, tc.attached, tc.snapshot)
 			checkMixed(t, ix, path, tc.name)
 		})
 	}

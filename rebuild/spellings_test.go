@@ -339,23 +339,8 @@ func TestReadOnlySeesSpellingsCommittedAfterOpen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			path := modeDB(t, "wal", []string{"records"}, ids("seed", 300)...)
-			cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}}
-			if tc.snapshot {
-				cfg.Snapshot = path + ".sfb"
-			}
-			if tc.attached {
-				w := open(t, cfg)
-				if err := w.Close(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cfg.ReadOnly = true
-			ix := open(t, cfg)
-			if st := ix.Stats(); st.Attached != tc.attached || st.Serving != tc.snapshot {
-				t.Fatalf("attached %v, serving %v", st.Attached, st.Serving)
-			}
+			ix := readOnlyIndex(t, path, tc.attached, tc.snapshot)
 			app := modeConn(t, path, "wal")
 			for round := range 3 { // several commits, each seen by the next calls
 				nfc := fmt.Sprintf("Ångström-%d", round)

@@ -34,19 +34,9 @@ type IdleResult struct {
 // process: nothing but the library runs during the idle time, so the CPU
 // the process spends then is the library's (and the Go runtime's).
 func Idle(ctx context.Context, o IdleOptions) (_ *IdleResult, err error) {
-	d, err := DriverNamed(o.Driver)
+	d, dir, err := runDir(o.Driver, "idle-", "idle")
 	if err != nil {
 		return nil, err
-	}
-	if err := CheckLibDriver(d); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("idle: %w", err)
-	}
-	dir, err := os.MkdirTemp(CacheDir(), "idle-")
-	if err != nil {
-		return nil, fmt.Errorf("idle: %w", err)
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 	cfg := RealConfig{PagesConfig: PagesConfig{Rows: o.Rows}, DB: filepath.Join(dir, "app.db"), Snapshot: filepath.Join(dir, "app.db.sfb")}

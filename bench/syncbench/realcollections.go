@@ -48,19 +48,9 @@ func RealCollections(ctx context.Context, o CollectionsOptions) (_ *CollectionsR
 	if o.Page == 0 {
 		o.Page = 1000
 	}
-	d, err := DriverNamed(o.Driver)
+	d, dir, err := runDir(o.Driver, "collections-", "collections")
 	if err != nil {
 		return nil, err
-	}
-	if err := CheckLibDriver(d); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("collections: %w", err)
-	}
-	dir, err := os.MkdirTemp(CacheDir(), "collections-")
-	if err != nil {
-		return nil, fmt.Errorf("collections: %w", err)
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 	res := &CollectionsResult{Opts: o}

@@ -42,23 +42,35 @@ type RealRunner struct {
 	AfterPrepare func(RealConfig) error
 }
 
+// runDir resolves the app's driver named driver, checks that the
+// library runs with it and makes a directory of the run's own under
+// CacheDir, named after prefix (remove it when done). what names the
+// run in errors.
+func runDir(driver, prefix, what string) (Driver, string, error) {
+	d, err := DriverNamed(driver)
+	if err != nil {
+		return Driver{}, "", err
+	}
+	if err := CheckLibDriver(d); err != nil {
+		return Driver{}, "", err
+	}
+	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
+		return Driver{}, "", fmt.Errorf("%s: %w", what, err)
+	}
+	dir, err := os.MkdirTemp(CacheDir(), prefix)
+	if err != nil {
+		return Driver{}, "", fmt.Errorf("%s: %w", what, err)
+	}
+	return d, dir, nil
+}
+
 // Run prepares a copy of the app's database for cfg (its DB and
 // Snapshot are set here) and runs cfg's segments, one child each, in
 // order: a child that fails fails the run, with its message.
 func (rr RealRunner) Run(ctx context.Context, variant string, cfg RealConfig) (_ *RealCell, err error) {
-	d, err := DriverNamed(cfg.Driver)
+	d, dir, err := runDir(cfg.Driver, "real-", "real loop")
 	if err != nil {
 		return nil, err
-	}
-	if err := CheckLibDriver(d); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("real loop: %w", err)
-	}
-	dir, err := os.MkdirTemp(CacheDir(), "real-")
-	if err != nil {
-		return nil, fmt.Errorf("real loop: %w", err)
 	}
 	if !rr.Keep {
 		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()

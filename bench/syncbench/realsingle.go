@@ -33,19 +33,9 @@ type SingleResult struct {
 // RealSingle runs the single-id loop on a copy of the base table with
 // its snapshot, in this process.
 func RealSingle(ctx context.Context, o SingleOptions) (_ *SingleResult, err error) {
-	d, err := DriverNamed(o.Driver)
+	d, dir, err := runDir(o.Driver, "single-", "single ids")
 	if err != nil {
 		return nil, err
-	}
-	if err := CheckLibDriver(d); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(CacheDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("single ids: %w", err)
-	}
-	dir, err := os.MkdirTemp(CacheDir(), "single-")
-	if err != nil {
-		return nil, fmt.Errorf("single ids: %w", err)
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 	cfg := RealConfig{PagesConfig: PagesConfig{Rows: o.Rows}, DB: filepath.Join(dir, "app.db"), Snapshot: filepath.Join(dir, "app.db.sfb")}
