@@ -68,6 +68,13 @@ func (l *Life) Closing() bool {
 // (its error). Work may enter again afterwards.
 func (l *Life) Idle(ctx context.Context) error {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.settle(ctx)
+}
+
+// settle waits until no work is in progress but parked work, or ctx ends
+// (its error). Callers hold mu; settle releases it while it waits.
+func (l *Life) settle(ctx context.Context) error {
 	for l.n > l.parked {
 		if l.changed == nil {
 			l.changed = make(chan struct{})
@@ -77,11 +84,11 @@ func (l *Life) Idle(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			l.mu.Lock()
 			return context.Cause(ctx)
 		}
 		l.mu.Lock()
 	}
-	l.mu.Unlock()
 	return nil
 }
 
@@ -98,33 +105,14 @@ func (l *Life) Close(ctx context.Context, final func()) error {
 		return nil
 	}
 	l.closing, l.final, l.waiting = true, final, true
-	for l.n > l.parked {
-		if l.changed == nil {
-			l.changed = make(chan struct{})
-		}
-		ch := l.changed
-		l.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			l.mu.Lock()
-			l.waiting = false
-			run := l.finishing() // the work may have ended meanwhile
-			l.mu.Unlock()
-			if run {
-				return runFinal(ctx, final)
-			}
-			return context.Cause(ctx)
-		}
-		l.mu.Lock()
-	}
+	err := l.settle(ctx)
 	l.waiting = false
-	run := l.finishing()
+	run := l.finishing() // the work may have ended while ctx did
 	l.mu.Unlock()
 	if run {
 		return runFinal(ctx, final)
 	}
-	return nil
+	return err
 }
 
 // runFinal runs final on a goroutine of its own and waits for it until
