@@ -3,7 +3,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -61,11 +63,29 @@ func TestSignalsEndEveryCommand(t *testing.T) {
 			}
 			defer stdin.Close()
 			var stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+			cmd.Stderr = &stderr
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(300 * time.Millisecond) // into its wait
+			// Into its wait (its signal handler comes first, in main): a
+			// command reading stdin has answered a first key; one waiting
+			// on a lock has opened its database, and waits a moment more.
+			if strings.HasSuffix(tc.name, "stdin") {
+				if _, err := io.WriteString(stdin, "rec-1\n"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+					t.Fatalf("no answer to a first key: %v, stderr %q", err, stderr.String())
+				}
+			} else {
+				waitOpened(t, cmd.Process.Pid, locked)
+				time.Sleep(100 * time.Millisecond)
+			}
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
 			sent := time.Now()
 			if err := cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
@@ -160,4 +180,35 @@ func TestBusyTimeoutOnEveryCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "fresh.sfb")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// waitOpened waits until process pid has one of files open, as
+// /proc/PID/fd shows (up to 30 s); where there is no /proc, it waits
+// 300 ms.
+func waitOpened(t *testing.T, pid int, files ...string) {
+	t.Helper()
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		time.Sleep(300 * time.Millisecond)
+		return
+	}
+	want := map[string]bool{}
+	for _, f := range files {
+		if real, err := filepath.EvalSymlinks(f); err == nil {
+			want[real] = true
+		}
+		want[f] = true
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		entries, err := os.ReadDir(fds)
+		if err != nil {
+			t.Fatalf("the command's open files: %v", err)
+		}
+		for _, e := range entries {
+			if target, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && want[target] {
+				return
+			}
+		}
+	}
+	t.Fatalf("the command did not open any of %v within 30 s", files)
 }
