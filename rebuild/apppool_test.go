@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -188,5 +189,46 @@ func missingWithin(t *testing.T, ix *Index, keys []string, stuck string) {
 		}
 	case <-time.After(callBound):
 		t.Fatal(stuck)
+	}
+}
+
+// TestTempTableOnTheAppsPool: a connection of the app's pool that holds a
+// TEMP table named like the source (a staging table of the server's page)
+// does not answer for the source: the library's statements there name
+// the table in the main schema.
+func TestTempTableOnTheAppsPool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, ids("old", 50)...)
+	app := rawDB(t, path)
+	app.SetMaxOpenConns(1)
+	conn, err := app.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`CREATE TEMP TABLE records (id TEXT PRIMARY KEY)`, `INSERT INTO temp.records VALUES ('staged')`} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = conn.Close()
+	ix := open(t, config{DBConfig: DBConfig{Path: path, DB: app, knobs: knobs{noFollow: true}}, Source: Source{Table: "records", Column: "id"}})
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 { // then after an app commit: the filter is behind
+		got, err := ix.Missing(ctx, []string{"staged", "old-0000001", "never"})
+		if err != nil || !slices.Equal(got, []bool{true, false, true}) {
+			t.Fatalf("round %d: Missing = %v, %v; want [true false true]", round, got, err)
+		}
+		if f, err := ix.Fetched(ctx, "staged"); err != nil || f {
+			t.Fatalf("round %d: Fetched(staged) = %v, %v; want false", round, f, err)
+		}
+		if f, err := ix.Fetched(ctx, "old-0000002"); err != nil || !f {
+			t.Fatalf("round %d: Fetched(old-0000002) = %v, %v; want true", round, f, err)
+		}
+		if _, err := app.ExecContext(ctx, `INSERT INTO main.records (id) VALUES (?)`, fmt.Sprintf("new-%d", round)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -564,3 +564,55 @@ func TestMigrationAfterDeletesKeepsTheFilter(t *testing.T) {
 		t.Fatalf("dropped %d → %d, rebuilds %d → %d, serving %v: the migration should keep the filter", before.Dropped, st.Dropped, before.Rebuilds, st.Rebuilds, st.Serving)
 	}
 }
+
+// TestConfirmAfterAMigrationIsExact: a migration that commits between a
+// call's probe (which checks the schema) and a confirmation the call runs
+// in a statement of its own (here a page too long for the probe to
+// confirm, on a read-only index without a filter) cannot make that
+// confirmation match a key never stored: not the key column made COLLATE
+// NOCASE ("ABC" against "abc"), not one given INTEGER affinity ("007"
+// against 7). The next call refuses the column.
+func TestConfirmAfterAMigrationIsExact(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ decl, stored, asked string }{
+		{"TEXT COLLATE NOCASE PRIMARY KEY", "abc", "ABC"},
+		{"INTEGER UNIQUE", "7", "007"},
+	} {
+		t.Run(tc.decl, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			path := appDB(t, tc.stored, "caf\u00e9")
+			app := rawDB(t, path)
+			var once sync.Once
+			migrate := func() { // after the probe, before the confirmation
+				once.Do(func() {
+					for _, q := range []string{
+						`CREATE TABLE records_new (id ` + tc.decl + `, body TEXT)`,
+						`INSERT INTO records_new SELECT * FROM records`,
+						`DROP TABLE records`,
+						`ALTER TABLE records_new RENAME TO records`,
+					} {
+						mustExec(t, app, q)
+					}
+				})
+			}
+			ix := open(t, config{DBConfig: DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver(),
+				knobs: knobs{noFollow: true, spellingScan: migrate}},
+				Source: Source{Table: "records", Column: "id"}})
+			page := append(ids("never", 40000), tc.asked, "caf\u00e9")
+			got, err := ix.Missing(ctx, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got[40000] {
+				t.Fatalf("Missing(%q) = false after the migration: never stored, answered fetched", tc.asked)
+			}
+			if got[40001] {
+				t.Fatal("Missing(café) = true: stored, answered missing")
+			}
+			if _, err := ix.Missing(ctx, []string{tc.asked}); !errors.Is(err, ErrInexactColumn) {
+				t.Fatalf("the call after the migration = %v, want ErrInexactColumn", err)
+			}
+		})
+	}
+}

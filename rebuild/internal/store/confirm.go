@@ -18,10 +18,12 @@ const (
 
 // confirmSQL returns the confirmation statement: one row, one column, the
 // JSON array of the positions (in the array of keys asked, ?1) of the
-// keys the source holds. The source's column has
-// TEXT affinity and BINARY collation (checkTable), so "=" is byte
-// equality: a key SQLite did not find under the very bytes asked is never
-// taken as fetched. Positions, not the keys found, come back: no string
+// keys the source holds. The comparison is byte equality with a text
+// value whatever the column's collation and affinity (sameText): the
+// column was checked to have TEXT affinity and BINARY collation
+// (checkTable), but a statement of its own, after the probe, may run
+// after a migration changed them; a key SQLite did not find under the
+// very bytes asked is never taken as fetched. Positions, not the keys found, come back: no string
 // to copy out of SQLite or to match again in Go, and no ephemeral table
 // of the keys, which IN (SELECT …) would build.
 //
@@ -37,10 +39,10 @@ func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 	if single {
 		val, inSp = keys, sp+` = 1`
 	}
-	cond := `EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = ` + val + `)`
+	cond := `EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE ` + s.sameText("t", val) + `)`
 	if spellings {
 		cond += ` OR (` + inSp + ` AND EXISTS (SELECT 1 FROM ` + s.Spellings + ` a WHERE a.canon = ` + val + `
-			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE t.` + s.QCol + ` = a.stored)))`
+			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE ` + s.sameText("t", "a.stored") + `)))`
 	}
 	if single {
 		return `SELECT CASE WHEN ` + cond + ` THEN '[0]' ELSE '[]' END`

@@ -21,7 +21,7 @@ import (
 
 // lookupSQL returns the lookup statement: ?1 is the key.
 func (s *Source) lookupSQL() string {
-	return `SELECT EXISTS (SELECT 1 FROM ` + s.QTable + ` WHERE ` + s.QCol + ` = ?1 COLLATE BINARY AND typeof(` + s.QCol + `) = 'text')`
+	return `SELECT EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE ` + s.sameText("t", "?1") + `)`
 }
 
 // Lookup reports whether the source holds key as asked, looked up on the
@@ -46,4 +46,14 @@ func lookup(ctx context.Context, r runner, s *Source, key string) (bool, error) 
 		return false, fmt.Errorf("look up in %s: unexpected value %v", s.Table, vals[0])
 	}
 	return found != 0, nil
+}
+
+// sameText is the condition that row alias t's key is val, byte for byte
+// and as text: BINARY forced, whatever collation the column has now, and
+// only text values, whatever affinity converted an INTEGER or REAL value
+// to match. With the column's BINARY collation the table's index serves
+// it.
+func (s *Source) sameText(t, val string) string {
+	col := t + `.` + s.QCol
+	return col + ` = ` + val + ` COLLATE BINARY AND typeof(` + col + `) = 'text'`
 }

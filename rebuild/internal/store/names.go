@@ -48,3 +48,12 @@ func CheckName(kind, name string) error {
 func Quote(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
+
+// mainTable returns table quoted and qualified by the main schema: the
+// library's statements on the app's pool run on connections the app may
+// have given a TEMP table or view of the same name, which an unqualified
+// name would find first. (A trigger's table cannot be qualified; it is
+// in the trigger's own schema, main.)
+func mainTable(table string) string {
+	return "main." + Quote(table)
+}

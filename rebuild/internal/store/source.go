@@ -31,7 +31,7 @@ type querier interface {
 // changed; a Source never changes once returned.
 type Source struct {
 	Table, Column string // as SQLite stores them
-	QTable, QCol  string // quoted
+	QTable, QCol  string // quoted; QTable in the main schema (mainTable), for every statement but a trigger's
 	Own           bool   // the library's own table
 	OwnMissing    bool   // ... which does not exist yet (Attach creates it)
 
@@ -116,7 +116,7 @@ func Resolve(ctx context.Context, q querier, table, column string, allowUnindexe
 		}
 		s.OwnMissing = missing
 	}
-	s.QTable, s.QCol = Quote(s.Table), Quote(s.Column)
+	s.QTable, s.QCol = mainTable(s.Table), Quote(s.Column)
 	if !s.OwnMissing { // the library creates its own table with the right type
 		if err := s.checkTable(ctx, q, allowUnindexed); err != nil {
 			return nil, err
@@ -160,7 +160,7 @@ func (s *Source) checkTable(ctx context.Context, q querier, allowUnindexed bool)
 			name, col, ErrInexactColumn)
 	}
 	s.Table, s.Column = name, col
-	s.QTable, s.QCol = Quote(name), Quote(col)
+	s.QTable, s.QCol = mainTable(name), Quote(col)
 	if err := s.checkExact(ctx, q, declared); err != nil {
 		return err
 	}
@@ -343,7 +343,7 @@ func (s *Source) setNames(id int64) {
 // sqlite_master keeps it: on an INSERT, or an UPDATE of the key column,
 // the new id goes to the log, with a random tag (see Head.Tag).
 func (s *Source) triggerSQL(name, event string) string {
-	return `CREATE TRIGGER ` + name + ` AFTER ` + event + ` ON ` + s.QTable +
+	return `CREATE TRIGGER ` + name + ` AFTER ` + event + ` ON ` + Quote(s.Table) +
 		` WHEN NEW.` + s.QCol + ` IS NOT NULL BEGIN INSERT INTO ` + s.Log + ` (key, tag) VALUES (NEW.` + s.QCol + `, random()); END`
 }
 
