@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
 // The follower keeps the filters of the indexes in use current between
@@ -106,7 +108,7 @@ func (f *follower) wake() {
 func (f *follower) run(ctx context.Context) {
 	defer f.db.life.Leave()
 	poll, steady := pollFirst, 0
-	var seen int64
+	var seen store.Changes
 	var lastCall time.Time
 	known := false
 	timer := time.NewTimer(poll)
@@ -167,10 +169,10 @@ func (f *follower) due(ctx context.Context) (list []*Index, last time.Time, stop
 }
 
 // dataVersion reads PRAGMA data_version of the file now at the path.
-func (f *follower) dataVersion(ctx context.Context) (int64, error) {
+func (f *follower) dataVersion(ctx context.Context) (store.Changes, error) {
 	file := f.db.cur.Load()
 	if file == nil || !file.acquire() {
-		return 0, ErrClosed
+		return store.Changes{}, ErrClosed
 	}
 	defer file.release()
 	return file.st.DataVersion(ctx)

@@ -41,11 +41,11 @@ type spellings struct {
 // complete up to base) or the table as scanned at base plus the log
 // after it.
 type spellingSet struct {
-	f     *file  // compared, not used
-	srcID int64  // 0: the source has no row (never attached)
-	epoch uint64 //
-	table bool   // the spellings table covers everything up to base
-	dv    int64  // unlogged sources: PRAGMA data_version when the table was scanned
+	f     *file         // compared, not used
+	srcID int64         // 0: the source has no row (never attached)
+	epoch uint64        //
+	table bool          // the spellings table covers everything up to base
+	dv    store.Changes // unlogged sources: PRAGMA data_version when the table was scanned
 	base  uint64
 	at    logMark // the log read up to here
 

@@ -389,3 +389,38 @@ func TestCanonicalSpellingsFoundBothWays(t *testing.T) {
 		t.Fatalf("stored NFD rows: %d, %v", n, err)
 	}
 }
+
+// TestSuspendedCallsSeeNewSpellings: on a table never attached (no log),
+// calls made while the database is suspended, each on a data-version
+// connection of its own, see the spellings committed between them: a
+// count of changes read on one connection is never taken for the same
+// count read on another.
+func TestSuspendedCallsSeeNewSpellings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 10)...)
+	app := rawDB(t, path)
+	db, err := OpenDB(ctx, DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	ix, err := db.Index(ctx, Source{Table: "records", Column: "id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Suspend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Resume()
+	for i := range 5 {
+		nfc := fmt.Sprintf("caf\u00e9-%d", i)
+		if got, err := ix.Missing(ctx, []string{nfc}); err != nil || !got[0] {
+			t.Fatalf("before it was stored: Missing(%q) = %v, %v", nfc, got, err)
+		}
+		insertIDs(t, app, norm.NFD.String(nfc))
+		if got, err := ix.Missing(ctx, []string{nfc}); err != nil || got[0] {
+			t.Fatalf("stored in NFD: Missing(%q) = %v, %v; want fetched", nfc, got, err)
+		}
+	}
+}

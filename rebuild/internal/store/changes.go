@@ -5,6 +5,16 @@ import (
 	"fmt"
 )
 
+// Changes is PRAGMA data_version as DataVersion read it, with the
+// connection it was read on: each connection counts on its own (a new one
+// may start at the value an old one had reached), so two values are
+// equal only when read on the same connection with nothing committed by
+// another in between. Compare them with ==.
+type Changes struct {
+	conn uint64 // which of the DB's data-version connections (dataVersion.opened)
+	v    int64
+}
+
 // DataVersion returns PRAGMA data_version read on a connection kept for it
 // that never writes, so that the value changes exactly when a transaction
 // of another connection (any process, the library's writer included)
@@ -14,12 +24,13 @@ import (
 // The connection is opened at first use, outside the readers' pool; one
 // caller reads at a time (dv, a token ctx can abandon, held across the
 // statement). While the database is quiesced the connection is closed
-// again once read (closeQuietDV).
-func (db *DB) DataVersion(ctx context.Context) (int64, error) {
+// again once read (closeQuietDV); the one opened next gives values
+// unequal to every earlier one.
+func (db *DB) DataVersion(ctx context.Context) (Changes, error) {
 	select {
 	case db.dv <- struct{}{}:
 	case <-ctx.Done():
-		return 0, context.Cause(ctx)
+		return Changes{}, context.Cause(ctx)
 	}
 	v, err := db.readDataVersion(ctx)
 	<-db.dv
@@ -29,15 +40,17 @@ func (db *DB) DataVersion(ctx context.Context) (int64, error) {
 
 // readDataVersion reads on dvConn, opening it if needed; the caller holds
 // the dv token.
-func (db *DB) readDataVersion(ctx context.Context) (int64, error) {
+func (db *DB) readDataVersion(ctx context.Context) (Changes, error) {
 	if db.dvConn == nil {
 		sc, err := db.r.Conn(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("read data version: %w", err)
+			return Changes{}, fmt.Errorf("read data version: %w", err)
 		}
 		db.dvConn = newConn(db, sc)
+		db.opened++
 	}
-	return db.dvConn.Version(ctx)
+	v, err := db.dvConn.Version(ctx)
+	return Changes{conn: db.opened, v: v}, err
 }
 
 // closeQuietDV closes dvConn if the database is quiesced, unless a caller
@@ -93,4 +106,5 @@ func (c *Conn) Schema(ctx context.Context) (int64, error) {
 type dataVersion struct {
 	dv     chan struct{} // capacity 1: held by the one reading dvConn
 	dvConn *Conn
+	opened uint64 // how many times dvConn was opened (under dv)
 }
