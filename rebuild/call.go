@@ -113,6 +113,16 @@ func (c *call) reader(ctx context.Context) (*store.Conn, error) {
 	return c.conn, nil
 }
 
+// empty reports whether the source's table has no row, read on the
+// call's reader (taking one).
+func (c *call) empty(ctx context.Context) (bool, error) {
+	conn, err := c.reader(ctx)
+	if err != nil {
+		return false, err
+	}
+	return conn.Empty(ctx, c.b.src)
+}
+
 // schema reads the schema cookie on the call's reader (taking one).
 func (c *call) schema(ctx context.Context) (int64, error) {
 	conn, err := c.reader(ctx)

@@ -114,11 +114,12 @@ func (db *DB) Path() string { return db.path.Real }
 // connections, for an app about to be suspended (iOS ends a suspended
 // app that holds a lock on an SQLite file of a shared container). A
 // rebuild, load or catch-up in progress is interrupted (its work is done
-// again after Resume); Suspend waits for them, and for the calls in
-// progress, until ctx ends. Once it returns nil, the library holds no
-// SQLite transaction, lock or connection and starts nothing until Resume.
-// Calls made meanwhile are still answered exactly: each opens the
-// connection it needs and closes it before it returns.
+// again after Resume); Suspend waits for them, and for the calls that
+// began before it, until ctx ends. Once it returns nil, the library holds
+// no SQLite transaction, lock or connection and starts nothing until
+// Resume, but for the calls made meanwhile, which are still answered
+// exactly: each opens the connection it needs and closes it before it
+// returns (calls that keep coming do not keep Suspend waiting).
 func (db *DB) Suspend(ctx context.Context) error {
 	db.mu.Lock()
 	if db.mu.closing {

@@ -190,7 +190,7 @@ func (ix *Index) open(ctx context.Context) error {
 		}
 		ix.askLoad()
 	case !src.Logged && !src.Own:
-		if empty, err := c.f.st.Empty(ctx, src); err != nil || !empty {
+		if empty, err := c.empty(ctx); err != nil || !empty {
 			// The first open of a table that holds rows (or one after
 			// its triggers were lost): the worker attaches it and scans
 			// it, in that order, so that every row is in the scan or the
@@ -245,14 +245,17 @@ func (ix *Index) askLoad() {
 // first sync) is scanned at once, so that its filter serves from the
 // first call. A scan at once that fails fails the open.
 func (ix *Index) firstScan(ctx context.Context, c *call) error {
-	empty, err := c.f.st.Empty(ctx, c.b.src)
+	empty, err := c.empty(ctx)
 	if err != nil || !empty {
 		ix.askRebuild(reason{text: "first scan"})
 		return nil
 	}
 	c.putReader()
 	err, wait := ix.rebuild(ctx, reason{text: "first scan"})
-	if p := wait(); p != nil {
+	ix.life.Park(1) // its last Progress call may Suspend or Close the database, which waits for this open
+	p := wait()
+	ix.life.Park(-1)
+	if p != nil {
 		panic(p)
 	}
 	if err != nil && ix.filter() == nil {
@@ -363,3 +366,13 @@ func (ix *Index) enter() error {
 }
 
 func (ix *Index) leave() { ix.life.Leave() }
+
+// enterCall is enter for a call of the app (Missing, Fetched,
+// MarkFetched): Suspend waits only for the calls that began before it.
+func (ix *Index) enterCall() (work.Call, error) {
+	c, ok := ix.life.EnterCall()
+	if !ok {
+		return c, ErrClosed
+	}
+	return c, nil
+}

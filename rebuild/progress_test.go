@@ -495,3 +495,78 @@ func TestProgressPanicInTheWorkersRebuild(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressInTheFirstScanOfAnEmptyTable: DB.Index scans an empty
+// table before it returns; a Progress callback of that scan that
+// suspends the database (and resumes it), or closes it, returns, and so
+// does DB.Index.
+func TestProgressInTheFirstScanOfAnEmptyTable(t *testing.T) {
+	t.Parallel()
+	for _, what := range []string{"Suspend", "Close"} {
+		t.Run(what, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, err := OpenDB(ctx, DBConfig{Path: appDB(t), Driver: testdriver.Driver()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				c, cancel := context.WithTimeout(ctx, progressBound)
+				defer cancel()
+				_ = db.Close(c)
+			}()
+			var called atomic.Bool
+			var cerr error
+			src := Source{Table: "records", Column: "id", Progress: func(done, total int64) {
+				if called.Swap(true) {
+					return
+				}
+				c, cancel := context.WithTimeout(ctx, progressBound)
+				defer cancel()
+				if what == "Suspend" {
+					cerr = db.Suspend(c)
+					db.Resume()
+				} else {
+					cerr = db.Close(c)
+				}
+			}}
+			type opened struct {
+				ix  *Index
+				err error
+			}
+			done := make(chan opened, 1)
+			go func() {
+				ix, err := db.Index(ctx, src)
+				done <- opened{ix, err}
+			}()
+			var ix *Index
+			select {
+			case o := <-done:
+				ix, err = o.ix, o.err
+			case <-time.After(2 * progressBound):
+				t.Fatalf("DB.Index did not return (%s from Progress)", what)
+			}
+			if !called.Load() {
+				t.Fatal("Progress was not called")
+			}
+			if cerr != nil {
+				t.Fatalf("%s from Progress = %v", what, cerr)
+			}
+			if what == "Close" {
+				if !errors.Is(err, ErrClosed) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := ix.Missing(ctx, []string{"x"}); !errors.Is(err, ErrClosed) {
+						t.Fatalf("Missing after the database closed = %v, want ErrClosed", err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			expect(t, ix, nil, []string{"x"})
+		})
+	}
+}

@@ -15,10 +15,11 @@ import (
 // says; a migration that made the source inexact is refused from the
 // next page, follower poll or Wait on (docs/ARCHITECTURE.md).
 func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
-	if err := ix.enter(); err != nil {
+	in, err := ix.enterCall()
+	if err != nil {
 		return false, err
 	}
-	defer ix.leave()
+	defer ix.life.LeaveCall(in)
 	defer ix.db.calling()()
 	canon, err := canonical(key)
 	if err != nil {
@@ -73,10 +74,11 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 // or skip the invalid keys. Any other error fails the call and returns no
 // answers.
 func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
-	if err := ix.enter(); err != nil {
+	in, err := ix.enterCall()
+	if err != nil {
 		return nil, err
 	}
-	defer ix.leave()
+	defer ix.life.LeaveCall(in)
 	defer ix.db.calling()()
 	p := newPage(keys)
 	c, err := ix.look(ctx)
@@ -106,10 +108,11 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
 // hands them to the filter. An app's table is written by the app, on its
 // own connection: the triggers log every row.
 func (ix *Index) MarkFetched(ctx context.Context, keys ...string) error {
-	if err := ix.enter(); err != nil {
+	in, err := ix.enterCall()
+	if err != nil {
 		return err
 	}
-	defer ix.leave()
+	defer ix.life.LeaveCall(in)
 	if ix.cfg.Table != "" {
 		return fmt.Errorf("mark fetched in %s: %w", ix.cfg.Table, ErrNotOwnTable)
 	}

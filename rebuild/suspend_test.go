@@ -351,3 +351,52 @@ func TestResumeBeforeTheInterruptedJobStopped(t *testing.T) {
 	}
 	judgePage(t, ix, storedCanon(t, path, "records"), append(seed[:20], ids("never", 20)...), true, "after Resume")
 }
+
+// TestSuspendUnderCallsThatKeepComing: goroutines that ask back to back,
+// a call of one always in progress, do not keep Suspend waiting: it waits
+// for the calls that began before it and returns nil; the calls go on,
+// answered exactly, and Resume follows.
+func TestSuspendUnderCallsThatKeepComing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	seed := ids("seed", 2000)
+	path := appDB(t, seed...)
+	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	ix, err := db.Index(ctx, Source{Table: "records", Column: "id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var callers sync.WaitGroup
+	for g := range 4 {
+		callers.Add(1)
+		go func() {
+			defer callers.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				page := []string{seed[(g*500+i)%len(seed)], "never"}
+				got, err := ix.Missing(ctx, page)
+				if err != nil || !slices.Equal(got, []bool{false, true}) {
+					t.Errorf("Missing(%q) = %v, %v", page, got, err)
+					return
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); callers.Wait() }()
+	time.Sleep(50 * time.Millisecond) // the callers under way
+	sctx, cancel := context.WithTimeout(ctx, progressBound)
+	defer cancel()
+	if err := db.Suspend(sctx); err != nil {
+		t.Fatalf("Suspend under calls that keep coming = %v", err)
+	}
+	db.Resume()
+}

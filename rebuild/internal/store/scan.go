@@ -273,10 +273,11 @@ func (c *Conn) walksIndex(ctx context.Context, q string) bool {
 	return err == nil && index
 }
 
-// Empty reports whether the source's table has no row.
-func (db *DB) Empty(ctx context.Context, s *Source) (bool, error) {
+// Empty reports whether the source's table has no row, read on the
+// connection.
+func (c *Conn) Empty(ctx context.Context, s *Source) (bool, error) {
 	var any bool
-	if err := db.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.QTable+`)`).Scan(&any); err != nil {
+	if err := c.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.QTable+`)`).Scan(&any); err != nil {
 		return false, fmt.Errorf("look at the source: %w", err)
 	}
 	return !any, nil

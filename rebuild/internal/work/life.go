@@ -14,10 +14,18 @@ import (
 // the closing (final) without the caller. final runs on a goroutine of its
 // own, since it may write and wait for the app's locks: Close's ctx bounds
 // the wait for it too, and work that leaves last never runs it itself.
+//
+// Calls (EnterCall: the app's questions, which it may ask back to back
+// from many goroutines) are counted by the era they entered in: Idle
+// begins a new era and waits only for the calls of earlier ones, so that
+// calls that keep coming cannot keep it waiting.
 type Life struct {
-	mu      sync.Mutex // guards everything below
-	n       int        // work in progress
-	parked  int        // ... of which inside a callback
+	mu      sync.Mutex     // guards everything below
+	n       int            // work in progress, calls included
+	parked  int            // ... of which inside a callback (never a call)
+	era     uint64         // the era calls enter in; each Idle begins a new one
+	calls   map[uint64]int // calls in progress by era (eras with none deleted)
+	ncalls  int            // their sum
 	closing bool
 	waiting bool          // Close is waiting: it starts final itself
 	changed chan struct{} // closed when n or parked changes while Close or Idle waits
@@ -36,10 +44,44 @@ func (l *Life) Enter() bool {
 	return true
 }
 
+// Call is a call registered by EnterCall.
+type Call struct{ era uint64 }
+
+// EnterCall registers a call; false once closing began.
+func (l *Life) EnterCall() (Call, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing {
+		return Call{}, false
+	}
+	if l.calls == nil {
+		l.calls = map[uint64]int{}
+	}
+	l.n++
+	l.calls[l.era]++
+	l.ncalls++
+	return Call{l.era}, true
+}
+
+// LeaveCall ends a call registered by EnterCall.
+func (l *Life) LeaveCall(c Call) {
+	l.mu.Lock()
+	if l.calls[c.era]--; l.calls[c.era] == 0 {
+		delete(l.calls, c.era)
+	}
+	l.ncalls--
+	l.leaveLocked()
+}
+
 // Leave ends work registered by Enter; the last one out after Close gave
 // up waiting starts final.
 func (l *Life) Leave() {
 	l.mu.Lock()
+	l.leaveLocked()
+}
+
+// leaveLocked ends a piece of work and unlocks mu.
+func (l *Life) leaveLocked() {
 	l.n--
 	run := l.finishing()
 	l.signal()
@@ -64,18 +106,35 @@ func (l *Life) Closing() bool {
 	return l.closing
 }
 
-// Idle waits until no work is in progress but parked work, or ctx ends
-// (its error). Work may enter again afterwards.
+// Idle waits until no work is in progress but parked work and the calls
+// that entered after Idle began, or ctx ends (its error). Work may enter
+// again afterwards.
 func (l *Life) Idle(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.settle(ctx)
+	upTo := l.era
+	l.era++
+	return l.settle(ctx, func() bool {
+		if l.n-l.ncalls > l.parked {
+			return true
+		}
+		for era := range l.calls {
+			if era <= upTo {
+				return true
+			}
+		}
+		return false
+	})
 }
 
-// settle waits until no work is in progress but parked work, or ctx ends
-// (its error). Callers hold mu; settle releases it while it waits.
-func (l *Life) settle(ctx context.Context) error {
-	for l.n > l.parked {
+// settle waits until busy reports false (by default: no work in progress
+// but parked work), or ctx ends (its error). Callers hold mu; settle
+// releases it while it waits.
+func (l *Life) settle(ctx context.Context, busy func() bool) error {
+	if busy == nil {
+		busy = func() bool { return l.n > l.parked }
+	}
+	for busy() {
 		if l.changed == nil {
 			l.changed = make(chan struct{})
 		}
@@ -105,7 +164,7 @@ func (l *Life) Close(ctx context.Context, final func()) error {
 		return nil
 	}
 	l.closing, l.final, l.waiting = true, final, true
-	err := l.settle(ctx)
+	err := l.settle(ctx, nil)
 	l.waiting = false
 	run := l.finishing() // the work may have ended while ctx did
 	l.mu.Unlock()

@@ -3,6 +3,7 @@ package work
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -279,4 +280,47 @@ func TestLifeIdle(t *testing.T) {
 	if err := l.Idle(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Idle with work in progress: %v", err)
 	}
+}
+
+// TestLifeIdleOutlivesNoCall: Idle waits for the calls that entered
+// before it began, not for those that keep entering after: with a call
+// always in progress (each new one entering before the last leaves), it
+// returns once the first has left.
+func TestLifeIdleOutlivesNoCall(t *testing.T) {
+	t.Parallel()
+	var l Life
+	first, ok := l.EnterCall()
+	if !ok {
+		t.Fatal("EnterCall")
+	}
+	idle := make(chan error, 1)
+	go func() { idle <- l.Idle(context.Background()) }()
+	// Idle has begun once a call entering now is of a later era.
+	var next Call
+	for {
+		if next, ok = l.EnterCall(); !ok {
+			t.Fatal("EnterCall")
+		}
+		if next.era != first.era {
+			break
+		}
+		l.LeaveCall(next)
+		runtime.Gosched()
+	}
+	select {
+	case <-idle:
+		t.Fatal("idle with a call of its era in progress")
+	case <-time.After(10 * time.Millisecond):
+	}
+	l.LeaveCall(first) // the later call stays in progress
+	if err := <-idle; err != nil {
+		t.Fatal(err)
+	}
+	// Close waits for every call, whatever its era.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	if err := l.Close(ctx, func() {}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close with a call in progress: %v", err)
+	}
+	l.LeaveCall(next)
 }
