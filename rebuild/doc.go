@@ -165,11 +165,12 @@
 //
 // A backup restored into the database in place (SQLite's backup API, or
 // `.restore`) brings back an older log, which the app may write on under
-// sequence numbers the filter already read. The restore changes the
-// schema cookie; before trusting the filter in the new schema, a call
-// has it take again every key the log retains up to its generation
-// (a migration costs that read: about 35 ms for 100,000 entries), and
-// drops it when the log's head is behind it, when another dataset's
+// sequence numbers the filter already read. Every log entry carries a
+// random tag, and every probe reads the tag of the entry at the filter's
+// mark: an entry that is not the one the filter read marks the filter
+// suspect, calls answer from SQLite, and the worker has the filter take
+// again every key the log retains up to its mark; the filter is dropped
+// instead when the log's head is behind it, when another dataset's
 // content was restored, or when the log was compacted since the filter
 // read it (the entries the restore let the app write under old numbers
 // may be gone). A database file renamed over the open one is a new file
