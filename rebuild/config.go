@@ -46,9 +46,12 @@ type DBConfig struct {
 	// start cold after each of the app's commits, while the app's
 	// connection that just committed is warm. Everything else runs on the
 	// library's own connections. A call borrows a connection of the
-	// app's pool only when one is idle (it never makes the pool open one,
-	// and never while suspended): when the app holds them all (say in the
-	// transaction that calls Missing), the library's own reader confirms.
+	// app's pool only when one is idle, and never while suspended: when
+	// the app holds them all (say in the transaction that calls Missing),
+	// the library's own reader confirms. (database/sql cannot lend only
+	// an idle connection: when the app takes the idle one between the
+	// library's look and its statement, the pool opens another, as it
+	// would for the app; rare, and within the app's own limit.)
 	//
 	// OpenDB checks that DB is a handle on the file at Path, with one
 	// query on DB's pool (it waits for one of its connections): DB's

@@ -144,6 +144,9 @@ func (db *DB) Suspend(ctx context.Context) error {
 			late = append(late, fmt.Sprintf("the calls on %s", ix.cfg.Table))
 		}
 	}
+	if db.life.Idle(ctx) != nil { // Sources, and what remains of the worker's jobs
+		late = append(late, "the database's calls")
+	}
 	if f := db.cur.Load(); f != nil {
 		f.st.Quiesce(true) // what the work released while it stopped
 	}

@@ -20,6 +20,11 @@ type Attached struct {
 // Sources lists the sources the database records, in the order they were
 // first attached.
 func (db *DB) Sources(ctx context.Context) ([]Attached, error) {
+	in, ok := db.life.EnterCall() // Suspend waits for it
+	if !ok {
+		return nil, ErrClosed
+	}
+	defer db.life.LeaveCall(in)
 	f, err := db.file(ctx)
 	if err != nil {
 		return nil, err

@@ -172,10 +172,12 @@ func (db *DB) CheckApp(ctx context.Context) error {
 }
 
 // AppFree reports whether the app's pool has a connection idle that a
-// statement of the library may borrow. The library never makes the pool
-// open one: the pool's size is the app's, and a connection opened for
-// the library would stay idle in it, holding its descriptors (and, in
-// WAL mode, its lock on the -shm) after a Suspend. A caller that holds
+// statement of the library may borrow, so that the library does not make
+// the pool grow: a connection opened for it would stay idle in the app's
+// pool, holding its descriptors (and, in WAL mode, its lock on the -shm)
+// after a Suspend. database/sql cannot lend only an idle connection: one
+// the app takes between this look and the statement has the pool open
+// another, within the app's limit (MaxOpenConns); rare. A caller that holds
 // the app's last connection (Missing inside the app's own transaction)
 // finds none idle and confirms on the library's reader. While the
 // database is quiesced (Suspend) the pool is not used at all.
