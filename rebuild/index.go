@@ -251,7 +251,7 @@ func (ix *Index) firstScan(ctx context.Context, c *call) error {
 		return nil
 	}
 	c.putReader()
-	err, wait := ix.rebuild(ctx, reason{text: "first scan"})
+	wait, err := ix.rebuild(ctx, reason{text: "first scan"})
 	ix.life.Park(1) // its last Progress call may Suspend or Close the database, which waits for this open
 	p := wait()
 	ix.life.Park(-1)

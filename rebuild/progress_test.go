@@ -327,9 +327,9 @@ const panicChunk = 100
 
 // rebuildRecovering runs the app's Rebuild the way an app that recovers
 // around it does, and returns its error and what it panicked with.
-func rebuildRecovering(ctx context.Context, ix *Index) (err error, panicked any) {
+func rebuildRecovering(ctx context.Context, ix *Index) (panicked any, err error) {
 	defer func() { panicked = recover() }()
-	return ix.Rebuild(ctx), nil
+	return nil, ix.Rebuild(ctx)
 }
 
 // TestProgressPanicInTheAppsRebuild: a Progress callback that panics
@@ -390,7 +390,7 @@ func TestProgressPanicInTheAppsRebuild(t *testing.T) {
 				p.armed.Store(true)
 				done := make(chan any, 1)
 				go func() {
-					_, v := rebuildRecovering(ctx, ix)
+					v, _ := rebuildRecovering(ctx, ix)
 					done <- v
 				}()
 				waitClosed(t, p.held, "the first Progress call")
@@ -400,7 +400,7 @@ func TestProgressPanicInTheAppsRebuild(t *testing.T) {
 			} else {
 				hk.scanRow.Store(ptr(stopUntilPanic(p)))
 				p.armed.Store(true)
-				_, panicked = rebuildRecovering(ctx, ix)
+				panicked, _ = rebuildRecovering(ctx, ix)
 				hk.scanRow.Store(nil)
 			}
 			if panicked != p.value || p.panics.Load() != 1 {
@@ -422,7 +422,7 @@ func TestProgressPanicInTheAppsRebuild(t *testing.T) {
 			judgePage(t, ix, storedCanon(t, path, "records"), slices.Concat(page, later), true, "rows stored after the panic")
 
 			rebuilds := ix.Stats().Rebuilds
-			if err, panicked := rebuildRecovering(ctx, ix); err != nil || panicked != nil {
+			if panicked, err := rebuildRecovering(ctx, ix); err != nil || panicked != nil {
 				t.Fatalf("the next Rebuild = %v, panicked %v", err, panicked)
 			}
 			if st := ix.Stats(); !st.Serving || st.Rebuilding || st.Rebuilds != rebuilds+1 {

@@ -53,7 +53,7 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 	}
 	ix.up.app.Ask() // Wait waits for it ...
 	ix.up.app.Start()
-	err, wait := ix.rebuild(ctx, reason{text: "asked by the app"})
+	wait, err := ix.rebuild(ctx, reason{text: "asked by the app"})
 	ix.up.app.Done() // ... but not for its last Progress call, which may call Wait
 	ix.life.Park(1)  // Close, from a Progress callback, does not wait for this wait
 	p := wait()
@@ -74,7 +74,7 @@ func (ix *Index) rebuildNow(ctx context.Context) (after func()) {
 	if r := ix.up.why.Swap(nil); r != nil {
 		why = *r
 	}
-	err, wait := ix.rebuild(ctx, why) // the error is kept in the metrics
+	wait, err := ix.rebuild(ctx, why) // the error is kept in the metrics
 	ix.rebuildFailed(ctx, err)
 	return func() {
 		ix.life.Park(1)
@@ -119,7 +119,7 @@ func (ix *Index) takeTurns(ctx context.Context, scans bool) (func(), error) {
 // place, and rebuilds; wait waits for the last Progress call and returns
 // the value a callback panicked with. A first attach (by this index's
 // open) whose rebuild fails is undone, leaving the database as it was.
-func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func() any) {
+func (ix *Index) rebuild(ctx context.Context, why reason) (wait func() any, err error) {
 	wait = func() any { return nil }
 	start := time.Now()
 	defer func() {
@@ -130,12 +130,12 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func(
 	}()
 	release, err := ix.takeTurns(ctx, true)
 	if err != nil {
-		return err, wait
+		return wait, err
 	}
 	defer release()
 	c, err := ix.look(ctx)
 	if err != nil {
-		return err, wait
+		return wait, err
 	}
 	defer c.end()
 	// The source as it is now, not as a call last resolved it: DDL since
@@ -143,13 +143,13 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func(
 	// to scan a source whose triggers are gone, for a filter the next
 	// call drops.
 	if schema, err := c.schema(ctx); err != nil {
-		return err, wait
+		return wait, err
 	} else if schema != c.b.schema {
 		if c.b, err = retry(func() (*binding, error) { return ix.bind(ctx, c) }); err != nil {
-			return err, wait
+			return wait, err
 		}
 		if c.b.err != nil {
-			return c.b.err, wait
+			return wait, c.b.err
 		}
 	}
 	c.putReader() // the scan and its count take their own
@@ -160,7 +160,7 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func(
 	if !src.Logged {
 		var info store.AttachInfo
 		if src, info, err = f.st.Attach(ctx, ix.cfg.Table, ix.cfg.Column, ix.cfg.AllowUnindexed); err != nil {
-			return err, wait
+			return wait, err
 		}
 		if info.Reattached {
 			ix.m.reattached.Add(1)
@@ -188,19 +188,19 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (err error, wait func(
 			}
 			ix.up.created.Store(nil)
 		}
-		return err, wait
+		return wait, err
 	}
 	ix.up.created.Store(nil)
 	if ix.cfg.Snapshot == "" {
-		return nil, wait
+		return wait, nil
 	}
 	if ix.checkTarget(f, src); errors.Is(ix.targetError(), ErrUnsafeTarget) {
-		return nil, wait // a file that is not the library's: reported in Stats.SnapshotError, never replaced
+		return wait, nil // a file that is not the library's: reported in Stats.SnapshotError, never replaced
 	}
 	if err := ix.saveNow(ctx, s); err != nil {
-		return err, wait
+		return wait, err
 	}
-	return ix.compact(ctx, f, src), wait
+	return wait, ix.compact(ctx, f, src)
 }
 
 // build scans the source into a new filter and publishes it (the caller

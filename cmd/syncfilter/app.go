@@ -212,7 +212,8 @@ func (a *app) exit(cmd string, err error) int {
 // waited (the message's words before SQLite's, or the command's name),
 // for how long, and what to do. msg is the message printed.
 func (a *app) lockHint(cmd string, err error, msg string) string {
-	se, code, ok := sqlitecode.Find(err)
+	code, se := sqlitecode.Find(err)
+	ok := se != nil
 	if !ok || (code&0xff != sqlitecode.Busy && code&0xff != sqlitecode.Locked) {
 		return ""
 	}

@@ -24,19 +24,19 @@ const (
 // Of returns the extended result code of the first SQLite error in err's
 // chain, and whether there is one. The primary code is Of(err) & 0xff.
 func Of(err error) (int, bool) {
-	_, c, ok := Find(err)
-	return c, ok
+	c, e := Find(err)
+	return c, e != nil
 }
 
-// Find returns the first SQLite error in err's chain and its extended
-// result code.
-func Find(err error) (sqliteErr error, code int, ok bool) {
+// Find returns the extended result code of the first SQLite error in
+// err's chain, and that error (nil when there is none).
+func Find(err error) (code int, sqliteErr error) {
 	for _, e := range chain(err) {
 		if c, ok := of(e); ok {
-			return e, c, true
+			return c, e
 		}
 	}
-	return nil, 0, false
+	return 0, nil
 }
 
 // Primary returns the primary result code of err (Of & 0xff), or 0.
