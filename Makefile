@@ -19,7 +19,7 @@ FUZZ_TARGETS = \
 demo:
 	$(GO) run ./cmd/syncfilter demo
 
-test: no-binaries fmt-check vet portable fixtures-check unicode-newer race drivers-short fuzz-short
+test: no-binaries fmt-check vet lint portable fixtures-check unicode-newer race drivers-short fuzz-short
 
 # No build output in git: a tracked file that is an executable binary (ELF,
 # Mach-O, a Windows PE) or has the executable bit without being a script
