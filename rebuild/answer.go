@@ -15,7 +15,10 @@ import (
 // what the filter ruled out if it stayed behind, and spellings learned
 // meanwhile.
 func (c *call) answer(ctx context.Context, keys []string) ([]bool, error) {
-	return retry(func() ([]bool, error) { return c.answerOnce(ctx, keys) })
+	return retry(func() ([]bool, error) {
+		v, err := c.answerOnce(ctx, keys)
+		return v, c.orMoved(ctx, err)
+	})
 }
 
 // What the answer of one key came from, for the counters.
@@ -233,7 +236,10 @@ func (c *call) withSpellings(keys []string, at []int, sp *spellingSet) (list []s
 // answers, byte for byte. The lookup runs on the app's pool when it has a
 // connection free, as a page's confirmation does.
 func (c *call) answerOne(ctx context.Context, key string) (bool, error) {
-	return retry(func() (bool, error) { return c.answerOneOnce(ctx, key) })
+	return retry(func() (bool, error) {
+		v, err := c.answerOneOnce(ctx, key)
+		return v, c.orMoved(ctx, err)
+	})
 }
 
 func (c *call) answerOneOnce(ctx context.Context, key string) (bool, error) {

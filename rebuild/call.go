@@ -215,6 +215,20 @@ func (ix *Index) rebindTo(c *call, src *store.Source) *binding {
 	return b
 }
 
+// orMoved returns err, or, when a statement failed because DDL committed
+// since the call's binding (a column renamed under it: "no such
+// column"), what the source's new binding says: errStale to start over,
+// or why the source can no longer be answered for (ErrNoSource, say).
+func (c *call) orMoved(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, errStale) || ctx.Err() != nil {
+		return err
+	}
+	if schema, e := c.schema(ctx); e != nil || schema == c.b.schema {
+		return err
+	}
+	return c.rebind(ctx)
+}
+
 // rebind resolves the source again after a change of schema and reports
 // errStale (or the binding's error).
 func (c *call) rebind(ctx context.Context) error {

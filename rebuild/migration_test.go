@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Schema drift: the app's migrations run in a second process (a real app
@@ -615,4 +616,29 @@ func TestConfirmAfterAMigrationIsExact(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestColumnRenamedUnderACall: a key column renamed between a call's
+// resolution of the source and one of its statements (here its scan for
+// stored spellings) fails the call with the typed error of a source
+// without that column (ErrNoSource), not SQLite's "no such column"; once
+// renamed back, calls are answered again.
+func TestColumnRenamedUnderACall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, "abc", norm.NFD.String("caf\u00e9"))
+	app := rawDB(t, path)
+	var once sync.Once
+	rename := func() {
+		once.Do(func() { mustExec(t, app, `ALTER TABLE records RENAME COLUMN id TO rid`) })
+	}
+	ix := open(t, config{DBConfig: DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver(),
+		knobs: knobs{noFollow: true, spellingScan: rename}},
+		Source: Source{Table: "records", Column: "id"}})
+	_, err := ix.Missing(ctx, []string{"caf\u00e9", "abc"})
+	if !errors.Is(err, ErrNoSource) {
+		t.Fatalf("Missing with the key column renamed under it = %v, want ErrNoSource", err)
+	}
+	mustExec(t, app, `ALTER TABLE records RENAME COLUMN rid TO id`)
+	expect(t, ix, set([]string{"abc", "caf\u00e9"}), []string{"caf\u00e9", "abc", "never"})
 }
