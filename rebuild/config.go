@@ -194,8 +194,10 @@ type Source struct {
 	// itself started run the callback too, concurrently with this one. A
 	// Progress that panics while the scan runs stops the rebuild; one
 	// that panics in the last call, after the scan, stops nothing. The
-	// panic goes on in Rebuild's caller (a background rebuild records it
-	// in Stats.LastError).
+	// panic goes on in the caller of the call that ran the scan: Rebuild,
+	// or DB.Index and Open, which scan an empty table (or the library's
+	// own) before they return; a background rebuild records it in
+	// Stats.LastError.
 	Progress func(done, total int64)
 
 	// ProgressEvery: keys between Progress calls. Default 10,000.

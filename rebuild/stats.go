@@ -14,7 +14,8 @@ type Stats struct {
 
 	// Every key asked lands in exactly one of LookupsAvoided,
 	// ConfirmedPositives, FalsePositives, BypassLookups and InvalidKeys:
-	// their sum is Queries.
+	// their sum is Queries once the calls in progress have returned (a
+	// call counts its keys in those before it adds them to Queries).
 	Queries            uint64 // keys asked about (Fetched and Missing)
 	LookupsAvoided     uint64 // answered "not fetched" by the filter alone: no SQLite lookup
 	ConfirmedPositives uint64 // filter maybes that SQLite confirmed
