@@ -228,7 +228,7 @@ func TestOtherConnectionWritesAreCaughtUp(t *testing.T) {
 // hold on a reading connection (4 MiB: one key of 5 MiB, or 80 valid keys
 // of 60 KiB in one commit) are caught up like any other: the probe leaves
 // them to the log reader, which reads a long entry alone, and every call
-// answers (the old code failed every call, for good).
+// answers (none fails for the size of what it reads).
 func TestLongKeysInTheLog(t *testing.T) {
 	t.Parallel()
 	path := appDB(t, ids("old", 100)...)

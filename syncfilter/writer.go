@@ -229,7 +229,7 @@ func (f *Filter) AddBatch(ctx context.Context, keys []string) error {
 
 // Reset clears every bit and the item count. Queries running meanwhile may
 // see some bits cleared and others not: reset a filter only while nobody
-// relies on its answers (the rebuild package keeps it unpublished).
+// relies on its answers (before it is handed to readers again).
 func (f *Filter) Reset(ctx context.Context) error {
 	if err := f.do(ctx, f.getRequest(opReset)); err != nil {
 		return fmt.Errorf("reset filter: %w", err)

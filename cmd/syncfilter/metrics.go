@@ -125,7 +125,6 @@ type metricsFile struct {
 	t         fsafe.Target
 	protected []string              // the database's files
 	prev      map[seriesKey]*series // from the previous file, by source
-	legacy    *series               // its samples without labels, if any: one source's series, unlabelled
 }
 
 // openMetrics checks the metrics path before anything is scanned, by the
@@ -215,16 +214,15 @@ func (m *metricsFile) parse(text string) {
 				continue
 			}
 		}
-		s := m.legacy
-		if table, ok := labels["table"]; ok {
-			k := seriesKey{table, labels["column"]}
-			if s = m.prev[k]; s == nil {
-				s = &series{v: map[string]float64{}}
-				m.prev[k] = s
-			}
-		} else if s == nil {
+		table, ok := labels["table"]
+		if !ok {
+			continue // not a series of the library's
+		}
+		k := seriesKey{table, labels["column"]}
+		s := m.prev[k]
+		if s == nil {
 			s = &series{v: map[string]float64{}}
-			m.legacy = s
+			m.prev[k] = s
 		}
 		s.v[name] = v
 		if r, ok := labels["reason"]; ok {
@@ -329,11 +327,7 @@ func (m *metricsFile) render(runs []sourceRun, keepOthers bool) string {
 		}
 	}
 	for _, r := range runs {
-		prev := m.prev[r.key]
-		if prev == nil && keepOthers && len(runs) == 1 {
-			prev = m.legacy
-		}
-		all[r.key] = apply(prev, r.o)
+		all[r.key] = apply(m.prev[r.key], r.o)
 	}
 	keys := make([]seriesKey, 0, len(all))
 	for k := range all {

@@ -355,27 +355,28 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 }
 
 // TestMetricsSeriesPerSource: single-source runs sharing a metrics file
-// keep each other's series; a file written before the labels (one
-// unlabelled series) gives its last success to the next run's source.
+// keep each other's series, and a source's failure keeps its last
+// success.
 func TestMetricsSeriesPerSource(t *testing.T) {
 	t.Parallel()
 	db := cronDB(t)
 	dir := filepath.Dir(db)
 	prom := filepath.Join(dir, "syncfilter.prom")
-	legacy := metricsHeader + "# HELP syncfilter_rebuild_last_success_timestamp_seconds x\n# TYPE syncfilter_rebuild_last_success_timestamp_seconds gauge\n" +
-		"syncfilter_rebuild_last_success_timestamp_seconds 1700000000.5\n# HELP syncfilter_rebuild_rows x\n# TYPE syncfilter_rebuild_rows gauge\nsyncfilter_rebuild_rows 42\n"
-	if err := os.WriteFile(prom, []byte(legacy), 0o644); err != nil {
-		t.Fatal(err)
+	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", filepath.Join(dir, "r.sfb"), "--metrics-file", prom).must(t, 0)
+	m := seriesOf(t, prom)
+	success, rows := m["syncfilter_rebuild_last_success_timestamp_seconds"]["records.id"].value, m["syncfilter_rebuild_rows"]["records.id"].value
+	if success == 0 || rows == 0 {
+		t.Fatalf("after a success of records: %+v", m)
 	}
 	notes := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notes, []byte("the app's\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A failure of records: the legacy series is records' now.
+	// A failure of records keeps its last success.
 	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", notes, "--metrics-file", prom).must(t, 1)
-	m := seriesOf(t, prom)
-	if s := m["syncfilter_rebuild_last_success_timestamp_seconds"]["records.id"]; s.value != 1700000000.5 || m["syncfilter_rebuild_rows"]["records.id"].value != 42 {
-		t.Fatalf("the legacy series was not carried over: %+v", m)
+	m = seriesOf(t, prom)
+	if s := m["syncfilter_rebuild_last_success_timestamp_seconds"]["records.id"]; s.value != success || m["syncfilter_rebuild_rows"]["records.id"].value != rows {
+		t.Fatalf("records' last success was not kept after its failure: %+v", m)
 	}
 	// Another source's run keeps records' series.
 	run(t, "", "rebuild", "--db", db, "--table", "loose", "--column", "id", "--out", filepath.Join(dir, "l.sfb"), "--metrics-file", prom).must(t, 0)

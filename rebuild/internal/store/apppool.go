@@ -143,9 +143,6 @@ func (a *appRunner) close() {
 	}
 }
 
-// HasApp reports whether the app handed its pool over.
-func (db *DB) HasApp() bool { return db.app != nil }
-
 // CheckApp checks that the app's pool is a handle on the file this DB
 // opened, by device and inode: ErrAppDBMismatch if its main database is
 // another file, or in memory, or a temporary one. It runs one query on

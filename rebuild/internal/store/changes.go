@@ -74,17 +74,6 @@ func (db *DB) closeQuietDV() {
 	<-db.dv
 }
 
-// Schema returns the schema cookie, read on a reading connection of the
-// pool.
-func (db *DB) Schema(ctx context.Context) (int64, error) {
-	c, err := db.Reader(ctx)
-	if err != nil {
-		return 0, err
-	}
-	defer db.Release(c)
-	return c.Schema(ctx)
-}
-
 // Schema returns the schema cookie (PRAGMA schema_version). It is the
 // first statement of a source's resolution: a hot journal that stops it
 // is rolled back (see Conn.each).

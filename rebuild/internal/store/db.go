@@ -53,12 +53,11 @@ func (k Knobs) withDefaults() Knobs {
 // DB is one database file opened by the library (see the package doc for
 // its connections). Its methods are safe for concurrent use.
 type DB struct {
-	Path     Path
-	Driver   *Driver
-	id       FileID // the file at Path.Real when it was opened
-	readOnly bool
-	created  bool // Open created the file
-	knobs    Knobs
+	Path    Path
+	Driver  *Driver
+	id      FileID // the file at Path.Real when it was opened
+	created bool   // Open created the file
+	knobs   Knobs
 
 	w    *writer // nil when read-only; one connection
 	r    *sql.DB // the readers' pool
@@ -94,7 +93,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	case statErr != nil && !(errors.Is(statErr, os.ErrNotExist) && opts.Create && !opts.ReadOnly):
 		return nil, fmt.Errorf("open database: %w", &NoDatabase{Path: path, Err: statErr})
 	}
-	db := &DB{Path: p, Driver: opts.Driver, readOnly: opts.ReadOnly, created: statErr != nil, knobs: opts.Knobs.withDefaults()}
+	db := &DB{Path: p, Driver: opts.Driver, created: statErr != nil, knobs: opts.Knobs.withDefaults()}
 	db.dv = make(chan struct{}, 1)
 	db.spellScan = make(chan struct{}, 1)
 	if opts.App != nil {
@@ -167,9 +166,6 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 
 // LogChunk is how many log entries one statement reads (Knobs.LogChunk).
 func (db *DB) LogChunk() int { return db.knobs.LogChunk }
-
-// ReadOnly reports whether the database was opened read-only.
-func (db *DB) ReadOnly() bool { return db.readOnly }
 
 // Close closes every connection. Connections handed out and not released
 // yet close when they are released.

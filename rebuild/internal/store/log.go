@@ -79,14 +79,13 @@ func (c *Conn) Head(ctx context.Context, s *Source) (Head, error) {
 // spelling may be longer than the canonical key it stands for: NFC
 // composes up to three UTF-8 bytes into one character (Hangul: three
 // jamo of 3 bytes into a syllable of 3), so stored keys of up to
-// MaxStoredBytes are read and normalized. SQLite counts a text's bytes in
-// the database's encoding (octet_length); UTF-16 takes at most twice the
-// bytes of UTF-8, so a key of more than 2 × MaxStoredBytes by that count
-// is certainly too long, and is never read.
+// MaxStoredBytes are read and normalized; a longer one (octet_length:
+// the database stores UTF-8, checkEncoding) is certainly too long, and is
+// never read.
 const (
 	MaxKeyBytes    = 64 << 10
 	MaxStoredBytes = 3 * MaxKeyBytes
-	tooLong        = 2 * MaxStoredBytes
+	tooLong        = MaxStoredBytes
 )
 
 // nonASCIIKey is true for a text key that holds a character outside
