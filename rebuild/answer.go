@@ -193,17 +193,30 @@ func (c *call) quiet(ctx context.Context, s *serving, gen uint64) bool {
 // it holds: on the app's pool when it can (see DBConfig.DB), else (or
 // once the app closed its pool) on the call's reading connection.
 func (c *call) confirm(ctx context.Context, keys []string) ([]int, error) {
-	if c.f.n == 1 && c.f.st.AppFree() {
-		found, err := c.f.st.AppConfirm(ctx, c.b.src, keys, maySpell, c.h.HasSpellings, nil)
+	return onAppOr(ctx, c, true, func() ([]int, error) {
+		return c.f.st.AppConfirm(ctx, c.b.src, keys, maySpell, c.h.HasSpellings, nil)
+	}, func(conn *store.Conn) ([]int, error) {
+		return conn.Confirm(ctx, c.b.src, keys, maySpell, c.h.HasSpellings, nil)
+	})
+}
+
+// onAppOr runs app, a statement on the app's pool, when the call may use
+// it (want, the file the library opened at the path, a connection of the
+// pool idle, not suspended: see DBConfig.DB); else, or once the app
+// closed its pool, own on the call's reading connection.
+func onAppOr[T any](ctx context.Context, c *call, want bool, app func() (T, error), own func(*store.Conn) (T, error)) (T, error) {
+	if want && c.f.n == 1 && c.f.st.AppFree() {
+		v, err := app()
 		if !errors.Is(err, store.ErrAppClosed) {
-			return found, err
+			return v, err
 		}
 	}
-	conn, err := c.reader(ctx) // given back if the probe waited in a flight
+	conn, err := c.reader(ctx) // given back if the call waited in a flight
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return conn.Confirm(ctx, c.b.src, keys, maySpell, c.h.HasSpellings, nil)
+	return own(conn)
 }
 
 // withSpellings returns the keys at positions at, and after them the
@@ -273,15 +286,9 @@ func (c *call) answerOneOnce(ctx context.Context, key string) (bool, error) {
 // DBConfig.DB), else (or once the app closed its pool) on the call's
 // reading connection.
 func (c *call) lookup(ctx context.Context, key string) (bool, error) {
-	if c.f.n == 1 && c.f.st.AppFree() {
-		found, err := c.f.st.AppLookup(ctx, c.b.src, key)
-		if !errors.Is(err, store.ErrAppClosed) {
-			return found, err
-		}
-	}
-	conn, err := c.reader(ctx)
-	if err != nil {
-		return false, err
-	}
-	return conn.Lookup(ctx, c.b.src, key)
+	return onAppOr(ctx, c, true, func() (bool, error) {
+		return c.f.st.AppLookup(ctx, c.b.src, key)
+	}, func(conn *store.Conn) (bool, error) {
+		return conn.Lookup(ctx, c.b.src, key)
+	})
 }

@@ -96,26 +96,17 @@ func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, 
 	// runs on it: a call on the app's pool never waits for one (a scan
 	// may hold some). Once the app closed its pool, the probe runs on the
 	// library's reader.
-	onApp := len(keys) > 0 && c.f.n == 1 && c.f.st.AppFree()
-	var conn *store.Conn
-	var perr error
-	if onApp {
-		if perr = c.f.st.AppProbe(ctx, src, opts, &c.pr); errors.Is(perr, store.ErrAppClosed) {
-			onApp = false
-		}
-	}
-	if !onApp {
-		if conn, perr = c.reader(ctx); perr == nil {
-			perr = conn.Probe(ctx, src, opts, &c.pr)
-		}
-	}
-	if err := perr; err != nil {
+	var conn *store.Conn // the probing connection, if the library's
+	_, perr := onAppOr(ctx, c, len(keys) > 0, func() (struct{}, error) {
+		return struct{}{}, c.f.st.AppProbe(ctx, src, opts, &c.pr)
+	}, func(r *store.Conn) (struct{}, error) {
+		conn = r
+		return struct{}{}, r.Probe(ctx, src, opts, &c.pr)
+	})
+	if perr != nil {
 		// A table the statement names was dropped or the source detached
 		// meanwhile: the schema changed; resolve again.
-		if schema, serr := c.schema(ctx); serr == nil && schema != c.b.schema {
-			return c.rebind(ctx)
-		}
-		return err
+		return c.orMoved(ctx, perr)
 	}
 	if c.pr.Schema != c.b.schema {
 		return c.rebind(ctx)
