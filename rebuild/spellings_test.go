@@ -400,15 +400,8 @@ func TestSuspendedCallsSeeNewSpellings(t *testing.T) {
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 10)...)
 	app := rawDB(t, path)
-	db, err := OpenDB(ctx, DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(ctx)
-	ix, err := db.Index(ctx, Source{Table: "records", Column: "id"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix := open(t, config{DBConfig: DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id"}})
+	db := ix.db
 	if err := db.Suspend(ctx); err != nil {
 		t.Fatal(err)
 	}

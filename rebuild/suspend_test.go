@@ -360,16 +360,8 @@ func TestSuspendUnderCallsThatKeepComing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	seed := ids("seed", 2000)
-	path := appDB(t, seed...)
-	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(ctx)
-	ix, err := db.Index(ctx, Source{Table: "records", Column: "id"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ix := open(t, appConfig(appDB(t, seed...)))
+	db := ix.db
 	stop := make(chan struct{})
 	var callers sync.WaitGroup
 	for g := range 4 {
