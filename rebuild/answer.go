@@ -272,11 +272,7 @@ func (c *call) answerOneOnce(ctx context.Context, key string) (bool, error) {
 	}
 	found, err := c.lookup(ctx, key)
 	if err != nil {
-		// The table or column went (a migration): resolve again.
-		if schema, serr := c.schema(ctx); serr == nil && schema != c.b.schema {
-			return false, c.rebind(ctx)
-		}
-		return false, err
+		return false, err // answerOne resolves again if the table or column went (orMoved)
 	}
 	c.ix.m.count(by[:], []bool{found})
 	return found, nil

@@ -45,6 +45,9 @@ type DB struct {
 		closing    bool
 		ended      bool // the DB's own work ended: the last index to finish closing releases what the DB holds
 		suspended  bool // between Suspend and Resume (or Close)
+		// interrupt cancels, with errSuspended, each of the app's
+		// rebuilds in progress (suspendable), for Suspend.
+		interrupt map[uint64]context.CancelCauseFunc
 	}
 }
 
@@ -113,13 +116,17 @@ func (db *DB) Path() string { return db.path.Real }
 // Suspend stops the database's background work and lets go of its
 // connections, for an app about to be suspended (iOS ends a suspended
 // app that holds a lock on an SQLite file of a shared container). A
-// rebuild, load or catch-up in progress is interrupted (its work is done
-// again after Resume); Suspend waits for them, and for the calls that
-// began before it, until ctx ends. Once it returns nil, the library holds
-// no SQLite transaction, lock or connection and starts nothing until
-// Resume, but for the calls made meanwhile, which are still answered
-// exactly: each opens the connection it needs and closes it before it
-// returns (calls that keep coming do not keep Suspend waiting).
+// rebuild, load or catch-up in progress is interrupted: the worker's is
+// done again after Resume, the app's Rebuild returns ErrSuspended (and a
+// Rebuild asked while suspended is refused with it). Suspend waits for
+// them, for the calls that began before it and for the rest of the
+// indexes' work (a Save, Reload or Wait in progress), until ctx ends.
+// Once it returns nil, the library holds no SQLite transaction, lock or
+// connection and starts nothing until Resume, but for the calls made
+// meanwhile, which are still answered exactly: each opens the connection
+// it needs and closes it before it returns (calls that keep coming do
+// not keep Suspend waiting). Stop the app's own calls before it is
+// suspended: a call in progress holds a read transaction.
 func (db *DB) Suspend(ctx context.Context) error {
 	db.mu.Lock()
 	if db.mu.closing {
@@ -127,6 +134,9 @@ func (db *DB) Suspend(ctx context.Context) error {
 		return ErrClosed
 	}
 	db.mu.suspended = true
+	for _, cancel := range db.mu.interrupt {
+		cancel(errSuspended)
+	}
 	list := db.indexesLocked()
 	db.mu.Unlock()
 	if f := db.cur.Load(); f != nil {
@@ -141,7 +151,11 @@ func (db *DB) Suspend(ctx context.Context) error {
 	}
 	for _, ix := range list {
 		if ix.life.Idle(ctx) != nil {
-			late = append(late, fmt.Sprintf("the calls on %s", ix.cfg.Table))
+			name := ix.cfg.Table
+			if name == "" {
+				name = "the library's own table"
+			}
+			late = append(late, "the calls and work on "+name)
 		}
 	}
 	if db.life.Idle(ctx) != nil { // Sources, and what remains of the worker's jobs
@@ -171,6 +185,30 @@ func (db *DB) Resume() {
 	}
 	db.work.resume()
 	db.follow.resume()
+}
+
+// suspendable returns ctx, which Suspend cancels with errSuspended, for a
+// rebuild the app runs (Rebuild, the scan of an empty table at open),
+// and the function to call once it is done; ErrSuspended while the
+// database is suspended.
+func (db *DB) suspendable(ctx context.Context) (context.Context, func(), error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.mu.suspended {
+		return nil, nil, ErrSuspended
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	if db.mu.interrupt == nil {
+		db.mu.interrupt = map[uint64]context.CancelCauseFunc{}
+	}
+	id := newID()
+	db.mu.interrupt[id] = cancel
+	return ctx, func() {
+		db.mu.Lock()
+		delete(db.mu.interrupt, id)
+		db.mu.Unlock()
+		cancel(nil)
+	}, nil
 }
 
 // suspended reports whether the database is suspended.

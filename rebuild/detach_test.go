@@ -180,12 +180,12 @@ func TestDetachRefusesDuringAScan(t *testing.T) {
 
 // TestScanLeaseOutlivesItsTerm: a scan that runs several times its
 // lease's term (shortened to a second by a knob) keeps its lease current,
-// renewed as it reads: Detach still refuses with ErrHeld well after the
-// first term ended.
+// renewed as it reads: Detach still refuses with ErrHeld 2.5 terms into
+// the scan, when a lease never renewed would have ended.
 func TestScanLeaseOutlivesItsTerm(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := appDB(t, ids("seed", 20000)...)
+	path := appDB(t, ids("seed", 40000)...)
 	cfg, hk := hooked(appConfig(path))
 	cfg.knobs.store.ScanChunk = 1000
 	cfg.knobs.store.LeaseTerm = time.Second
@@ -197,8 +197,13 @@ func TestScanLeaseOutlivesItsTerm(t *testing.T) {
 		if n <= 1000 {
 			start = time.Now()
 		}
+		select {
+		case <-release: // checked: the rest of the scan at full speed
+			return nil
+		default:
+		}
 		time.Sleep(150 * time.Millisecond)
-		if time.Since(start) > 3*time.Second {
+		if time.Since(start) > 2500*time.Millisecond { // an unrenewed lease ended by 2 s
 			once.Do(func() { close(inside); <-release })
 		}
 		return nil
@@ -208,18 +213,18 @@ func TestScanLeaseOutlivesItsTerm(t *testing.T) {
 	select {
 	case <-inside:
 	case err := <-rebuilt:
-		t.Fatalf("the rebuild ended (%v) before its scan ran three lease terms", err)
+		t.Fatalf("the rebuild ended (%v) before its scan ran 2.5 lease terms", err)
 	}
 	err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id")
 	close(release)
 	if !errors.Is(err, ErrHeld) {
-		t.Fatalf("Detach three lease terms into a scan = %v, want ErrHeld (the lease was not renewed)", err)
+		t.Fatalf("Detach 2.5 lease terms into a scan = %v, want ErrHeld (the lease was not renewed)", err)
 	}
 	if err := <-rebuilt; err != nil {
 		t.Fatal(err)
 	}
 	hk.scanRow.Store(nil)
-	expect(t, ix, set(ids("seed", 20000)), []string{"seed-0000001", "never"})
+	expect(t, ix, set(ids("seed", 40000)), []string{"seed-0000001", "never"})
 }
 
 // TestDetachAfterCloseOfAReattachedIndex: an index whose source was

@@ -148,4 +148,9 @@ var (
 
 	// ErrClosed: the index was closed.
 	ErrClosed = errors.New("index closed")
+
+	// ErrSuspended: the app's Rebuild was interrupted by DB.Suspend, or
+	// asked while the database is suspended; the filter that served
+	// before (or SQLite) answers. Ask again after Resume.
+	ErrSuspended = errors.New("database suspended")
 )

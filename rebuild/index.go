@@ -251,12 +251,23 @@ func (ix *Index) firstScan(ctx context.Context, c *call) error {
 		return nil
 	}
 	c.putReader()
-	wait, err := ix.rebuild(ctx, reason{text: "first scan"})
+	rctx, done, err := ix.db.suspendable(ctx)
+	if err != nil { // suspended: the worker scans it after Resume
+		ix.askRebuild(reason{text: "first scan"})
+		return nil
+	}
+	wait, err := ix.rebuild(rctx, reason{text: "first scan"})
+	suspended := err != nil && interrupted(rctx)
+	done()
 	ix.life.Park(1) // its last Progress call may Suspend or Close the database, which waits for this open
 	p := wait()
 	ix.life.Park(-1)
 	if p != nil {
 		panic(p)
+	}
+	if suspended { // interrupted by Suspend: the worker scans it after Resume
+		ix.askRebuild(reason{text: "first scan"})
+		return nil
 	}
 	if err != nil && ix.filter() == nil {
 		return fmt.Errorf("open index: %w", err)

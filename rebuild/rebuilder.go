@@ -35,7 +35,9 @@ func (r *rebuilder) init() { r.turn = make(chan struct{}, 1) }
 // new filter serves (it is complete) and the error is returned. Rebuilds
 // of the collections of a database scan in turn: a second call waits for
 // the first's scan (ctx bounds the wait). Close stops a rebuild at its next
-// chunk of keys, and a call waiting for its turn (ErrClosed).
+// chunk of keys, and a call waiting for its turn (ErrClosed); DB.Suspend
+// does too (ErrSuspended), and a Rebuild asked while suspended returns
+// ErrSuspended at once.
 //
 // Progress is called from a goroutine of its own (see Source.Progress),
 // so a callback may call any method of any index. A Progress that panics
@@ -51,9 +53,17 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 	if ix.db.cfg.ReadOnly {
 		return fmt.Errorf("rebuild: %w", ErrReadOnly)
 	}
+	rctx, done, err := ix.db.suspendable(ctx)
+	if err != nil {
+		return fmt.Errorf("rebuild: %w", err)
+	}
 	ix.up.app.Ask() // Wait waits for it ...
 	ix.up.app.Start()
-	wait, err := ix.rebuild(ctx, reason{text: "asked by the app"})
+	wait, err := ix.rebuild(rctx, reason{text: "asked by the app"})
+	if err != nil && interrupted(rctx) {
+		err = fmt.Errorf("rebuild: %w", ErrSuspended)
+	}
+	done()
 	ix.up.app.Done() // ... but not for its last Progress call, which may call Wait
 	ix.life.Park(1)  // Close, from a Progress callback, does not wait for this wait
 	p := wait()

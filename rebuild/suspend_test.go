@@ -260,7 +260,8 @@ func TestSuspendHoldsNoConnection(t *testing.T) {
 // progress on another collection's index, returns the context's error,
 // whose text names each cause once: "context deadline exceeded" once,
 // however many of its waits (the worker, the follower, each index's
-// work) ran out of that context. Once the scan is let go and a second
+// work) ran out of that context; the other collection's Rebuild is
+// interrupted (ErrSuspended). Once the scan is let go and a second
 // Suspend has returned, Resume, and the work completes.
 func TestSuspendErrorNamesEachCauseOnce(t *testing.T) {
 	t.Parallel()
@@ -298,8 +299,8 @@ func TestSuspendErrorNamesEachCauseOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Resume()
-	if err := <-waiting; err != nil {
-		t.Fatalf("the other collection's Rebuild = %v", err)
+	if err := <-waiting; !errors.Is(err, ErrSuspended) {
+		t.Fatalf("the other collection's Rebuild, interrupted by Suspend = %v, want ErrSuspended", err)
 	}
 	if err := ix.Wait(ctx); err != nil {
 		t.Fatal(err)
@@ -391,4 +392,56 @@ func TestSuspendUnderCallsThatKeepComing(t *testing.T) {
 		t.Fatalf("Suspend under calls that keep coming = %v", err)
 	}
 	db.Resume()
+}
+
+// TestSuspendInterruptsTheAppsRebuild: Suspend interrupts a Rebuild the
+// app runs, as it does the worker's jobs: the Rebuild returns
+// ErrSuspended, the library then holds no descriptor of the database, the
+// filter that served before still answers, a Rebuild asked while
+// suspended is refused with ErrSuspended, and after Resume a Rebuild
+// completes.
+func TestSuspendInterruptsTheAppsRebuild(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	seed := ids("seed", 20000)
+	path := appDB(t, seed...)
+	cfg, hk := hooked(appConfig(path))
+	cfg.knobs.store.ScanChunk = 1000
+	ix := open(t, cfg)
+	waitServing(t, ix)
+	in := make(chan struct{})
+	var once sync.Once
+	hk.scanRow.Store(ptr(func(n int64) error {
+		if n > 0 {
+			once.Do(func() { close(in) })
+			time.Sleep(50 * time.Millisecond) // 20 chunks: a scan far longer than Suspend
+		}
+		return nil
+	}))
+	rebuilt := make(chan error, 1)
+	go func() { rebuilt <- ix.Rebuild(ctx) }()
+	<-in
+	sctx, cancel := context.WithTimeout(ctx, progressBound)
+	defer cancel()
+	if err := ix.db.Suspend(sctx); err != nil {
+		t.Fatalf("Suspend during the app's Rebuild = %v", err)
+	}
+	if err := <-rebuilt; !errors.Is(err, ErrSuspended) {
+		t.Fatalf("the app's Rebuild interrupted by Suspend = %v, want ErrSuspended", err)
+	}
+	if n, _ := openFiles(t, path); n != 0 {
+		t.Fatalf("%d descriptors of the database held after Suspend", n)
+	}
+	if err := ix.Rebuild(ctx); !errors.Is(err, ErrSuspended) {
+		t.Fatalf("Rebuild while suspended = %v, want ErrSuspended", err)
+	}
+	expect(t, ix, set(seed), []string{seed[7], "never"})
+	if !ix.Stats().Serving {
+		t.Fatal("the filter that served before the interrupted Rebuild no longer serves")
+	}
+	ix.db.Resume()
+	hk.scanRow.Store(nil)
+	if err := ix.Rebuild(ctx); err != nil {
+		t.Fatalf("Rebuild after Resume = %v", err)
+	}
 }

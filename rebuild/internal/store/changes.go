@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 )
 
 // Changes is PRAGMA data_version as DataVersion read it, with the
@@ -11,7 +12,7 @@ import (
 // equal only when read on the same connection with nothing committed by
 // another in between. Compare them with ==.
 type Changes struct {
-	conn uint64 // which of the DB's data-version connections (dataVersion.opened)
+	conn uint64 // which data-version connection of the process (dvConns)
 	v    int64
 }
 
@@ -47,10 +48,10 @@ func (db *DB) readDataVersion(ctx context.Context) (Changes, error) {
 			return Changes{}, fmt.Errorf("read data version: %w", err)
 		}
 		db.dvConn = newConn(db, sc)
-		db.opened++
+		db.dvID = dvConns.Add(1)
 	}
 	v, err := db.dvConn.Version(ctx)
-	return Changes{conn: db.opened, v: v}, err
+	return Changes{conn: db.dvID, v: v}, err
 }
 
 // closeQuietDV closes dvConn if the database is quiesced, unless a caller
@@ -95,5 +96,9 @@ func (c *Conn) Schema(ctx context.Context) (int64, error) {
 type dataVersion struct {
 	dv     chan struct{} // capacity 1: held by the one reading dvConn
 	dvConn *Conn
-	opened uint64 // how many times dvConn was opened (under dv)
+	dvID   uint64 // dvConn's number among the process's (dvConns; under dv)
 }
+
+// dvConns numbers the data-version connections of the process, of every
+// DB (a file reopened at its path included), so that no two compare equal.
+var dvConns atomic.Uint64
