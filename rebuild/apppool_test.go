@@ -193,9 +193,10 @@ func missingWithin(t *testing.T, ix *Index, keys []string, stuck string) {
 }
 
 // TestTempTableOnTheAppsPool: a connection of the app's pool that holds a
-// TEMP table named like the source (a staging table of the server's page)
-// does not answer for the source: the library's statements there name
-// the table in the main schema.
+// TEMP table named like the source (a staging table of the server's page),
+// or like the library's own tables (copies of its log and of its sources,
+// one empty), does not answer for them: the library's statements there
+// name every table in the main schema.
 func TestTempTableOnTheAppsPool(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -216,6 +217,23 @@ func TestTempTableOnTheAppsPool(t *testing.T) {
 	if err := ix.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if conn, err = app.Conn(ctx); err != nil { // the pool's one connection again, with its TEMP table
+		t.Fatal(err)
+	}
+	var logName string
+	if err := conn.QueryRowContext(ctx, `SELECT name FROM main.sqlite_master WHERE name LIKE 'syncfilter_log_%'`).Scan(&logName); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TEMP TABLE ` + logName + ` AS SELECT * FROM main.` + logName,
+		`INSERT INTO temp.` + logName + ` (seq, key, tag) SELECT seq + 1000000, key, tag FROM temp.` + logName,
+		`CREATE TEMP TABLE syncfilter_sources AS SELECT * FROM main.syncfilter_sources WHERE 0`,
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = conn.Close()
 	for round := range 2 { // then after an app commit: the filter is behind
 		got, err := ix.Missing(ctx, []string{"staged", "old-0000001", "never"})
 		if err != nil || !slices.Equal(got, []bool{true, false, true}) {

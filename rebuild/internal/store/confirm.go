@@ -41,7 +41,7 @@ func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 	}
 	cond := `EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE ` + s.sameText("t", val) + `)`
 	if spellings {
-		cond += ` OR (` + inSp + ` AND EXISTS (SELECT 1 FROM ` + s.Spellings + ` a WHERE a.canon = ` + val + `
+		cond += ` OR (` + inSp + ` AND EXISTS (SELECT 1 FROM ` + inMain(s.Spellings) + ` a WHERE a.canon = ` + val + `
 			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE ` + s.sameText("t", "a.stored") + `)))`
 	}
 	if single {

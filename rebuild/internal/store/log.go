@@ -30,8 +30,9 @@ type Head struct {
 // headCols are the columns that read a Head, in readHead's order; s is
 // the source's row of SourcesTable.
 func (s *Source) headCols() string {
-	return `coalesce((SELECT max(seq) FROM ` + s.Log + `), 0), s.log_floor, s.epoch, s.spellings_gen, s.scanned,
-		EXISTS (SELECT 1 FROM ` + s.Spellings + `), coalesce((SELECT tag FROM ` + s.Log + ` WHERE seq = (SELECT max(seq) FROM ` + s.Log + `)), 0)`
+	log := inMain(s.Log)
+	return `coalesce((SELECT max(seq) FROM ` + log + `), 0), s.log_floor, s.epoch, s.spellings_gen, s.scanned,
+		EXISTS (SELECT 1 FROM ` + inMain(s.Spellings) + `), coalesce((SELECT tag FROM ` + log + ` WHERE seq = (SELECT max(seq) FROM ` + log + `)), 0)`
 }
 
 // headValues is how many values headCols reads.
@@ -39,7 +40,7 @@ const headValues = 7
 
 // headSQL reads the source's Head.
 func (s *Source) headSQL() string {
-	return `SELECT ` + s.headCols() + ` FROM ` + SourcesTable + ` s WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
+	return `SELECT ` + s.headCols() + ` FROM ` + inMain(SourcesTable) + ` s WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 }
 
 // readHead reads the values of headCols.

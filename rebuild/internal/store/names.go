@@ -55,5 +55,11 @@ func Quote(name string) string {
 // name would find first. (A trigger's table cannot be qualified; it is
 // in the trigger's own schema, main.)
 func mainTable(table string) string {
-	return "main." + Quote(table)
+	return inMain(Quote(table))
 }
+
+// inMain qualifies one of the library's own table names (which need no
+// quotes) by the main schema, in the statements that may run on the
+// app's pool (the probe, the head, a confirmation), for the reason
+// mainTable gives.
+func inMain(name string) string { return "main." + name }

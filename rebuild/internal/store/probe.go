@@ -113,8 +113,8 @@ func (s *Source) probeSQL(p probeShape) string {
 	}
 	from := ""
 	if s.Logged {
-		f := logFilter(p.nonASCII)
-		cols += `, ` + s.headCols() + `, c.keys, c.long, (SELECT tag FROM ` + s.Log + ` WHERE seq = ?2), (SELECT tag FROM ` + s.Log + ` WHERE seq = ?5)`
+		f, log := logFilter(p.nonASCII), inMain(s.Log)
+		cols += `, ` + s.headCols() + `, c.keys, c.long, (SELECT tag FROM ` + log + ` WHERE seq = ?2), (SELECT tag FROM ` + log + ` WHERE seq = ?5)`
 		// The chunk is a range of sequence numbers, not "ORDER BY seq
 		// LIMIT n": SQLite runs a LIMIT subquery as a co-routine that
 		// costs ~10µs even when the log is empty, most of a call's
@@ -122,10 +122,10 @@ func (s *Source) probeSQL(p probeShape) string {
 		// it is read: Probe reports the range's end (bounded by the
 		// head) as read, so a gap cannot stall a caller. The head is an
 		// uncorrelated subquery: SQLite reads it once.
-		fits := `(SELECT max(seq) FROM ` + s.Log + `) <= ?2 + ?3`
-		from = ` FROM ` + SourcesTable + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4) AS keys,
+		fits := `(SELECT max(seq) FROM ` + log + `) <= ?2 + ?3`
+		from = ` FROM ` + inMain(SourcesTable) + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4) AS keys,
 			count(*) FILTER (WHERE ` + f + ` AND octet_length(key) > ?4) AS long
-			FROM ` + s.Log + ` WHERE seq > ?2 AND seq <= ?2 + max(?3, ?8)
+			FROM ` + log + ` WHERE seq > ?2 AND seq <= ?2 + max(?3, ?8)
 				AND (?6 = 0 OR ` + fits + ` OR seq <= ?2 + ?8 AND ` + nonASCIIKey("key") + `)) c
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 		if p.otherwise {
