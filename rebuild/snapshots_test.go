@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/syncfilter/syncfilter/snapshot"
 	"golang.org/x/text/unicode/norm"
@@ -358,5 +359,46 @@ func TestReadOnlyUsesAnAttachedSnapshot(t *testing.T) {
 	}
 	if logAfter != logRows || spellingsAfter != spellingRows {
 		t.Fatalf("log %d→%d, spellings %d→%d rows", logRows, logAfter, spellingRows, spellingsAfter)
+	}
+}
+
+// TestOpenSweepsStaleTemporaryFiles: the temporary files of saves killed
+// outright, beside the snapshot, are removed by the next open once stale
+// (the opening load sweeps them, as a save would); a young one (a save in
+// progress elsewhere) and a file that only looks like one stay.
+func TestOpenSweepsStaleTemporaryFiles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 100)...)
+	cfg := appConfig(path)
+	ix := open(t, cfg)
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, content []byte, age time.Duration) string {
+		full := cfg.Snapshot + name
+		if err := os.WriteFile(full, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		when := time.Now().Add(-age)
+		if err := os.Chtimes(full, when, when); err != nil {
+			t.Fatal(err)
+		}
+		return full
+	}
+	stale := write(".tmp-0123456789abcdef", snapshot.Magic[:], 2*snapshot.StaleTemp)
+	young := write(".tmp-fedcba9876543210", snapshot.Magic[:], 0)
+	other := write(".tmp-00112233445566aa", []byte("the app's own file"), 2*snapshot.StaleTemp)
+	again := open(t, cfg)
+	if err := again.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("a stale temporary file of a killed save is still there after an open: %v", err)
+	}
+	for _, kept := range []string{young, other} {
+		if _, err := os.Stat(kept); err != nil {
+			t.Fatalf("%s was removed: %v", kept, err)
+		}
 	}
 }

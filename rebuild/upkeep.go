@@ -135,6 +135,7 @@ func (ix *Index) askRepair(why string) {
 // for it, caught up on every key logged after it; otherwise the reason is
 // noted and a rebuild asked for.
 func (ix *Index) loadNow(ctx context.Context) {
+	ix.sweepTemp()
 	err := ix.load(ctx)
 	switch {
 	case err == nil:
