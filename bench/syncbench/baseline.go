@@ -45,15 +45,21 @@ func OpenInList(path string) (*InList, error) {
 // Prepare prepares the statement for pages of n ids (Missing prepares it
 // on first use otherwise).
 func (l *InList) Prepare(ctx context.Context, n int) (*sql.Stmt, error) {
-	if st, ok := l.stmts[n]; ok {
+	return prepareInList(ctx, l.db, l.stmts, n)
+}
+
+// prepareInList returns the IN-list of n parameters from stmts, preparing
+// it on db and keeping it there at first use.
+func prepareInList(ctx context.Context, db *sql.DB, stmts map[int]*sql.Stmt, n int) (*sql.Stmt, error) {
+	if st, ok := stmts[n]; ok {
 		return st, nil
 	}
 	q := `SELECT id FROM records WHERE id IN (?` + strings.Repeat(`, ?`, n-1) + `)`
-	st, err := l.db.PrepareContext(ctx, q)
+	st, err := db.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("prepare in-list of %d: %w", n, err)
 	}
-	l.stmts[n] = st
+	stmts[n] = st
 	return st, nil
 }
 

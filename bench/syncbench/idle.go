@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 )
@@ -39,11 +38,7 @@ func Idle(ctx context.Context, o IdleOptions) (_ *IdleResult, err error) {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	cfg := RealConfig{PagesConfig: PagesConfig{Rows: o.Rows}, DB: filepath.Join(dir, "app.db"), Snapshot: filepath.Join(dir, "app.db.sfb")}
-	if err := prepareReal(ctx, d, cfg); err != nil {
-		return nil, err
-	}
-	pool, err := OpenAppPool(ctx, d, cfg.DB)
+	cfg, pool, err := realCopy(ctx, d, dir, o.Rows)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -42,16 +41,7 @@ func InListParams(page []string) int {
 // PrepareInList prepares, once, the IN-list of n parameters:
 // `SELECT id FROM records WHERE id IN (?, ?, …)`.
 func (a *AppPool) PrepareInList(ctx context.Context, n int) (*sql.Stmt, error) {
-	if st, ok := a.in[n]; ok {
-		return st, nil
-	}
-	q := `SELECT id FROM records WHERE id IN (?` + strings.Repeat(`, ?`, n-1) + `)`
-	st, err := a.db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("prepare in-list of %d: %w", n, err)
-	}
-	a.in[n] = st
-	return st, nil
+	return prepareInList(ctx, a.db, a.in, n)
 }
 
 // InList answers a page with one prepared IN-list: notFetched has one

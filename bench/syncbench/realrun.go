@@ -64,6 +64,17 @@ func runDir(driver, prefix, what string) (Driver, string, error) {
 	return d, dir, nil
 }
 
+// realCopy prepares, in dir, a copy of the base table of rows with its
+// snapshot (prepareReal) and opens the app's pool on it.
+func realCopy(ctx context.Context, d Driver, dir string, rows int64) (RealConfig, *AppPool, error) {
+	cfg := RealConfig{PagesConfig: PagesConfig{Rows: rows}, DB: filepath.Join(dir, "app.db"), Snapshot: filepath.Join(dir, "app.db.sfb")}
+	if err := prepareReal(ctx, d, cfg); err != nil {
+		return cfg, nil, err
+	}
+	pool, err := OpenAppPool(ctx, d, cfg.DB)
+	return cfg, pool, err
+}
+
 // Run prepares a copy of the app's database for cfg (its DB and
 // Snapshot are set here) and runs cfg's segments, one child each, in
 // order: a child that fails fails the run, with its message.

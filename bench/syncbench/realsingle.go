@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -38,11 +37,7 @@ func RealSingle(ctx context.Context, o SingleOptions) (_ *SingleResult, err erro
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	cfg := RealConfig{PagesConfig: PagesConfig{Rows: o.Rows}, DB: filepath.Join(dir, "app.db"), Snapshot: filepath.Join(dir, "app.db.sfb")}
-	if err := prepareReal(ctx, d, cfg); err != nil {
-		return nil, err
-	}
-	pool, err := OpenAppPool(ctx, d, cfg.DB)
+	cfg, pool, err := realCopy(ctx, d, dir, o.Rows)
 	if err != nil {
 		return nil, err
 	}
