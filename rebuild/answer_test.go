@@ -207,6 +207,10 @@ func TestQuietAnswersUnderWriters(t *testing.T) {
 			app := modeConn(t, path, mode)
 			cfg, hk := hooked(appConfig(path))
 			cfg.Readers = 1
+			// A writer that commits without pause can keep a reader out
+			// for seconds in a rollback-journal mode (SQLite's locks are
+			// not fair): a busy timeout longer than the default.
+			cfg.BusyTimeout = busy
 			ix := open(t, cfg)
 			waitServing(t, ix)
 			quiet := quietCounter(hk)

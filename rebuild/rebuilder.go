@@ -62,6 +62,9 @@ func (ix *Index) Rebuild(ctx context.Context) error {
 	wait, err := ix.rebuild(rctx, reason{text: "asked by the app"})
 	if err != nil && interrupted(rctx) {
 		err = fmt.Errorf("rebuild: %w", ErrSuspended)
+		if ix.filter() == nil { // nothing serves (an attach it made stays): the worker scans after Resume
+			ix.askRebuild(reason{text: "asked by the app, interrupted by Suspend"})
+		}
 	}
 	done()
 	ix.up.app.Done() // ... but not for its last Progress call, which may call Wait
@@ -207,10 +210,11 @@ func (ix *Index) rebuild(ctx context.Context, why reason) (wait func() any, err 
 	if ix.checkTarget(f, src); errors.Is(ix.targetError(), ErrUnsafeTarget) {
 		return wait, nil // a file that is not the library's: reported in Stats.SnapshotError, never replaced
 	}
-	if err := ix.saveNow(ctx, s); err != nil {
+	post := context.WithoutCancel(ctx) // the new filter serves: its save and compaction are done (see build)
+	if err := ix.saveNow(post, s); err != nil {
 		return wait, err
 	}
-	return wait, ix.compact(ctx, f, src)
+	return wait, ix.compact(post, f, src)
 }
 
 // build scans the source into a new filter and publishes it (the caller
@@ -255,8 +259,11 @@ func (ix *Index) build(ctx context.Context, f *file, src *store.Source, why reas
 		k()
 	}
 	// The filter serves; now the database's records, which only writes
-	// (and so may wait for the app's transactions) need.
-	if err := f.st.MarkScanned(ctx, src, s.epoch, scanned, spellings); err != nil {
+	// (and so may wait for the app's transactions) need. They are done
+	// whatever ctx does now (a Suspend, the app's cancel): the filter they
+	// record serves already, and a scan record left out would cost the
+	// next open a scan.
+	if err := f.st.MarkScanned(context.WithoutCancel(ctx), src, s.epoch, scanned, spellings); err != nil {
 		return s, rep, err
 	}
 	return s, rep, nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -444,4 +445,82 @@ func TestSuspendInterruptsTheAppsRebuild(t *testing.T) {
 	if err := ix.Rebuild(ctx); err != nil {
 		t.Fatalf("Rebuild after Resume = %v", err)
 	}
+}
+
+// TestSuspendAfterTheRebuildPublished: a Suspend that comes once the
+// app's Rebuild has published its filter (here from the knob right after
+// the publication, where the last Progress call may run) does not undo
+// it: the Rebuild returns nil, its scan is recorded in the database and
+// its filter serves.
+func TestSuspendAfterTheRebuildPublished(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 2000)...)
+	cfg := appConfig(path)
+	var ixp atomic.Pointer[Index]
+	suspended := make(chan error, 1)
+	cfg.knobs.published = func() {
+		ix := ixp.Load()
+		if ix == nil {
+			return
+		}
+		go func() { suspended <- ix.db.Suspend(ctx) }()
+		waitFor(t, "Suspend under way", ix.db.suspended)
+	}
+	ix := open(t, cfg)
+	waitServing(t, ix)
+	ixp.Store(ix)
+	if err := ix.Rebuild(ctx); err != nil {
+		t.Fatalf("Rebuild with a Suspend after its publication = %v, want nil", err)
+	}
+	ixp.Store(nil)
+	if err := <-suspended; err != nil {
+		t.Fatal(err)
+	}
+	ix.db.Resume()
+	if st := ix.Stats(); !st.Serving || st.LastError != nil {
+		t.Fatalf("after the Rebuild: serving %v, last error %q", st.Serving, st.LastError)
+	}
+	var scanned int
+	if err := rawDB(t, path).QueryRow(`SELECT scanned FROM syncfilter_sources WHERE tbl = 'records'`).Scan(&scanned); err != nil || scanned != 1 {
+		t.Fatalf("the scan's record: scanned %d, %v", scanned, err)
+	}
+}
+
+// TestSuspendInterruptsARebuildThatAttached: the app's Rebuild that
+// attached the source again (after a Detach) and is interrupted by
+// Suspend keeps the attach, and the worker scans after Resume: the
+// filter serves again, and rows written since are answered.
+func TestSuspendInterruptsARebuildThatAttached(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	seed := ids("seed", 20000)
+	path := appDB(t, seed...)
+	cfg, hk := hooked(appConfig(path))
+	cfg.knobs.store.ScanChunk = 1000
+	ix := open(t, cfg)
+	waitServing(t, ix)
+	if err := Detach(ctx, DBConfig{Path: path, Driver: cfg.Driver}, "records", "id"); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, set(seed), []string{seed[1], "never"})
+	in, release := scanGate(t, hk)
+	rebuilt := make(chan error, 1)
+	go func() { rebuilt <- ix.Rebuild(ctx) }()
+	waitClosed(t, in, "the Rebuild's scan")
+	suspended := make(chan error, 1)
+	go func() { suspended <- ix.db.Suspend(ctx) }()
+	waitFor(t, "Suspend under way", ix.db.suspended)
+	release()
+	if err := <-rebuilt; !errors.Is(err, ErrSuspended) {
+		t.Fatalf("the interrupted Rebuild = %v, want ErrSuspended", err)
+	}
+	if err := <-suspended; err != nil {
+		t.Fatal(err)
+	}
+	hk.scanRow.Store(nil)
+	ix.db.Resume()
+	waitServing(t, ix)
+	insertIDs(t, rawDB(t, path), "after")
+	expect(t, ix, set(seed, []string{"after"}), []string{seed[1], "after", "never"})
 }
