@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -260,13 +259,12 @@ func (ix *Index) targetError() error {
 }
 
 // sweepTemp removes the temporary files that saves killed outright left
-// beside the snapshot, once stale (snapshot.StaleTemp; only files named
-// and written as the library's temporary files: fsafe.SweepTemp). A save
-// sweeps them too, but an index that does not save again (its source
-// detached, say) would keep them; the opening load sweeps them.
+// beside the snapshot (snapshot.SweepTemp). A save sweeps them too, but
+// an index that does not save again (its source detached, say) would
+// keep them; the opening load sweeps them.
 func (ix *Index) sweepTemp() {
 	if ix.db.cfg.ReadOnly || ix.cfg.Snapshot == "" {
 		return
 	}
-	fsafe.SweepTemp(filepath.Dir(ix.cfg.Snapshot), filepath.Base(ix.cfg.Snapshot), time.Now().Add(-snapshot.StaleTemp), snapshot.Magic[:])
+	snapshot.SweepTemp(ix.cfg.Snapshot)
 }

@@ -26,6 +26,23 @@ const StaleTemp = 5 * time.Minute
 // to a temporary file, so a test can kill a writer in the middle.
 var testHookChunkWritten func()
 
+// SweepTemp removes the temporary files that writers of path killed
+// outright left beside the file path resolves to, under WriteFile's rule
+// (so named, stale, holding a snapshot's magic or nothing), and returns
+// their names. WriteFile sweeps them too; a reader that may never write
+// again calls this. A path WriteFile would refuse sweeps nothing.
+func SweepTemp(path string) []string {
+	t, err := fsafe.CheckWrite(path)
+	if err != nil {
+		return nil
+	}
+	return sweepTemp(t)
+}
+
+func sweepTemp(t fsafe.Target) []string {
+	return fsafe.SweepTemp(t.Dir, filepath.Base(t.File), time.Now().Add(-StaleTemp), Magic[:])
+}
+
 // WriteFile writes a snapshot to path atomically: it writes a temporary
 // file in the same directory, syncs it, renames it over path and syncs the
 // directory. A crash at any moment leaves either the previous file or the
@@ -67,7 +84,7 @@ func WriteFileCommit(path string, h Header, img *syncfilter.Image, mode os.FileM
 		return fmt.Errorf("check snapshot path: %w", err)
 	}
 	base := filepath.Base(t.File)
-	fsafe.SweepTemp(t.Dir, base, time.Now().Add(-StaleTemp), Magic[:])
+	sweepTemp(t)
 	tmp, err := fsafe.CreateTemp(t.Dir, base, 0o600)
 	if err != nil {
 		return fmt.Errorf("create temp file: %w", err)
