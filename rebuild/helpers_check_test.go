@@ -315,3 +315,13 @@ func causesOnce(t *testing.T, what string, err error) {
 func isInterrupted(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "interrupt")
 }
+
+// readFile returns the content of path.
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

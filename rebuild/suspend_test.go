@@ -1,6 +1,7 @@
 package rebuild
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -419,6 +420,7 @@ func TestSuspendInterruptsTheAppsRebuild(t *testing.T) {
 		}
 		return nil
 	}))
+	pristine, snap := schema(t, path), readFile(t, cfg.Snapshot)
 	rebuilt := make(chan error, 1)
 	go func() { rebuilt <- ix.Rebuild(ctx) }()
 	<-in
@@ -436,7 +438,16 @@ func TestSuspendInterruptsTheAppsRebuild(t *testing.T) {
 	if err := ix.Rebuild(ctx); !errors.Is(err, ErrSuspended) {
 		t.Fatalf("Rebuild while suspended = %v, want ErrSuspended", err)
 	}
-	expect(t, ix, set(seed), []string{seed[7], "never"})
+	// Nothing of the interrupted Rebuild is left: the schema is the
+	// app's, the snapshot the one saved before, and the app writes.
+	if !bytes.Equal(schema(t, path), pristine) {
+		t.Fatal("the interrupted Rebuild changed sqlite_master")
+	}
+	if !bytes.Equal(readFile(t, cfg.Snapshot), snap) {
+		t.Fatal("the interrupted Rebuild replaced the snapshot")
+	}
+	insertIDs(t, rawDB(t, path), "while-suspended")
+	expect(t, ix, set(seed, []string{"while-suspended"}), []string{seed[7], "while-suspended", "never"})
 	if !ix.Stats().Serving {
 		t.Fatal("the filter that served before the interrupted Rebuild no longer serves")
 	}
