@@ -147,6 +147,7 @@ func TestCancelledRebuildsLeaveTheGateCorrect(t *testing.T) {
 	seed := ids("seed", 30000)
 	path := appDB(t, seed...)
 	cfg, hk := hooked(appConfig(path))
+	cfg.knobs.store.ScanChunk = 500 // a Progress call with every chunk
 	cfg.ProgressEvery = 500
 	var cancelAt atomic.Int64
 	var cancel atomic.Pointer[context.CancelFunc]
@@ -171,13 +172,28 @@ func TestCancelledRebuildsLeaveTheGateCorrect(t *testing.T) {
 			fetched[k] = true
 		}
 		probe = append(probe, extra...)
-		at := 1 + r.Int64N(30000)
+		at := 1 + r.Int64N(29000) // two chunks at least after it
 		var err error
 		if round%2 == 0 {
 			ctx, c := context.WithCancel(context.Background())
 			cancel.Store(&c)
 			cancelAt.Store(at)
+			// Progress is called from a goroutine of its own, which a
+			// busy machine may run late: the scan reads on, a chunk
+			// after the one reported, only once the app has cancelled
+			// (else the scan could end first and the rebuild succeed).
+			hk.scanRow.Store(ptr(func(n int64) error {
+				if n >= at+500 {
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Minute):
+						return errors.New("Progress was never called past the cancelling row")
+					}
+				}
+				return nil
+			}))
 			err = ix.Rebuild(ctx)
+			hk.scanRow.Store(nil)
 			c()
 			cancelAt.Store(0)
 			if !errors.Is(err, context.Canceled) && !isInterrupted(err) {
