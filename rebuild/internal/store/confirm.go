@@ -16,6 +16,13 @@ const (
 	listBytes  = 1 << 20
 )
 
+// fitsOne reports whether keys may travel in one statement's array: at
+// most confirmMax of them, in at most listBytes before escapes (the array
+// built, its length is checked again).
+func fitsOne(keys []string) bool {
+	return len(keys) <= confirmMax && keyArraySize(keys) <= listBytes
+}
+
 // confirmSQL returns the confirmation statement: one row, one column, the
 // JSON array of the positions (in the array of keys asked, ?1) of the
 // keys the source holds. The comparison is byte equality with a text
@@ -59,16 +66,15 @@ type confirmShape struct{ single, spellings bool }
 // table has rows) a canonical key whose stored non-NFC spelling the
 // spellings table names.
 func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
-	return confirm(ctx, c, &c.buf, s, keys, spelled, spellings, found)
+	return confirm(ctx, c, s, keys, spelled, spellings, found)
 }
 
 // AppConfirm is Confirm on the app's pool (Options.App).
 func (db *DB) AppConfirm(ctx context.Context, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
-	var buf []byte
-	return confirm(ctx, db.app, &buf, s, keys, spelled, spellings, found)
+	return confirm(ctx, db.app, s, keys, spelled, spellings, found)
 }
 
-func confirm(ctx context.Context, r runner, buf *[]byte, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
+func confirm(ctx context.Context, r runner, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
 	qs := s.queries().confirm
 	spellings = spellings && s.Logged
 	vals := make([]driver.Value, 1)
@@ -92,8 +98,7 @@ func confirm(ctx context.Context, r runner, buf *[]byte, s *Source, keys []strin
 		if shape.single {
 			args[0] = arg(1, chunk[0])
 		} else {
-			*buf = appendKeyArray((*buf)[:0], chunk)
-			args[0] = arg(1, string(*buf))
+			args[0] = arg(1, keyArray(chunk))
 		}
 		if shape.spellings {
 			args = append(args, spelledArg(2, shape.single, sp))

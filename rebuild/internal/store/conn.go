@@ -15,7 +15,6 @@ import (
 type Conn struct {
 	sc    *sql.Conn
 	stmts map[string]driver.Stmt // prepared on sc's driver connection, by SQL text
-	buf   []byte                 // scratch for key arrays
 	db    *DB                    // whose writer rolls back a hot journal (each)
 
 	// notes holds, by a key of the caller's (one per index), what the

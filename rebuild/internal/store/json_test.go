@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
@@ -50,12 +51,39 @@ func FuzzParsePositions(f *testing.F) {
 	})
 }
 
+// TestPlainJSONEveryByteEveryPlace: plainJSON, which tests eight bytes
+// at a time, says a key needs an escape exactly when one of its bytes
+// does: every byte value at every place of keys as long as two words and
+// a tail, among bytes that are plain (low and high ones, which the word
+// arithmetic borrows from and around).
+func TestPlainJSONEveryByteEveryPlace(t *testing.T) {
+	t.Parallel()
+	for _, fill := range []byte{'a', ' ', 0x7f, 0x80, 0xff, '#', '[', ']'} {
+		for n := 1; n <= 19; n++ {
+			for at := range n {
+				for c := range 256 {
+					k := []byte(strings.Repeat(string(fill), n))
+					k[at] = byte(c)
+					want := !jsonEscaped[c]
+					if got := plainJSON(string(k)); got != want {
+						t.Fatalf("plainJSON(%q) = %v, want %v", k, got, want)
+					}
+				}
+			}
+		}
+	}
+	if !plainJSON("") {
+		t.Fatal(`plainJSON("") = false`)
+	}
+}
+
 // FuzzKeyArrayRoundTrip: whatever bytes a key holds, the JSON array SQLite
 // writes for it (json_group_array over a text value) reads back as exactly
-// those bytes, and the array the library writes (appendKeyArray) reaches
+// those bytes, and the array the library writes (keyArray) reaches
 // SQLite's json_each as exactly those bytes.
 func FuzzKeyArrayRoundTrip(f *testing.F) {
-	for _, s := range []string{"", "plain", "a\x00b", `q"b\s/`, "\x01\x1f\x7f", "\u2028", "\xff\xfe", "\xed\xa0\x80", "😀"} {
+	for _, s := range []string{"", "plain", "a\x00b", `q"b\s/`, "\x01\x1f\x7f", "\u2028", "\xff\xfe", "\xed\xa0\x80", "😀",
+		"0123456789abcdef\"", "01234567\\9abcdef", "\xff\xff\xff\xff\xff\xff\xff\x1f"} {
 		f.Add(s, "second")
 	}
 	db, err := testdriver.Open(filepath.Join(f.TempDir(), "fuzz.db"), testdriver.App{})
@@ -76,7 +104,7 @@ func FuzzKeyArrayRoundTrip(f *testing.F) {
 		if len(got) != 2 || got[0] != a || got[1] != b {
 			t.Fatalf("%+q, %+q came back as %+q (from %q)", a, b, got, list)
 		}
-		sent := string(appendKeyArray(nil, []string{a, b}))
+		sent := keyArray([]string{a, b})
 		var first, second []byte
 		if err := db.QueryRow(`SELECT CAST((SELECT value FROM json_each(?1) WHERE key = 0) AS BLOB), CAST((SELECT value FROM json_each(?1) WHERE key = 1) AS BLOB)`, sent).Scan(&first, &second); err != nil {
 			t.Fatalf("json_each(%q): %v", sent, err)

@@ -146,17 +146,16 @@ type runner interface {
 
 // Probe runs one probe (see the top of this file) on the connection.
 func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
-	return probe(ctx, c, &c.buf, c.db.knobs, s, o, out, true)
+	return probe(ctx, c, c.db.knobs, s, o, out, true)
 }
 
 // AppProbe runs one probe on the app's pool (Options.App; AppFree says
 // whether it would wait).
 func (db *DB) AppProbe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
-	var buf []byte
-	return probe(ctx, db.app, &buf, db.knobs, s, o, out, false)
+	return probe(ctx, db.app, db.knobs, s, o, out, false)
 }
 
-func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o ProbeOptions, out *Probe, version bool) error {
+func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions, out *Probe, version bool) error {
 	p := probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII, noVersion: !version}
 	list := "[]"
 	var sp []byte
@@ -164,12 +163,12 @@ func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o
 	case p.single:
 		list = o.Keys[0]
 	case p.confirm:
-		*buf = appendKeyArray((*buf)[:0], o.Keys)
-		if len(o.Keys) > confirmMax || len(*buf) > listBytes {
-			p.confirm = false // Confirm, in several statements
-		} else {
-			list = string(*buf)
+		p.confirm = fitsOne(o.Keys)
+		if p.confirm {
+			list = keyArray(o.Keys)
+			p.confirm = len(list) <= listBytes
 		}
+		// else Confirm, in several statements
 	}
 	spellings := o.Spellings && s.Logged
 	if !p.confirm {
@@ -180,9 +179,9 @@ func probe(ctx context.Context, r runner, buf *[]byte, knobs Knobs, s *Source, o
 	}
 	var other string
 	var otherSp []byte
-	if s.Logged && o.Whole && len(o.Otherwise) > 0 && len(o.Otherwise) <= confirmMax {
-		if b := appendKeyArray(nil, o.Otherwise); len(b) <= listBytes {
-			p.otherwise, other = true, string(b)
+	if s.Logged && o.Whole && len(o.Otherwise) > 0 && fitsOne(o.Otherwise) {
+		if other = keyArray(o.Otherwise); len(other) <= listBytes {
+			p.otherwise = true
 			if spellings {
 				otherSp = appendSpelled(nil, o.Otherwise, o.Spelled)
 				p.otherwiseS = otherSp != nil
