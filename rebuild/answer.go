@@ -57,27 +57,23 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 		ix.m.count(by, nil)
 		return make([]bool, len(keys)), nil
 	}
-	sp := ix.sp.cur.Load()
-	list, owner := c.withSpellings(keys, ask, sp)
-	// What the filter ruled out, for the probe to confirm in the same
-	// statement if the filter stays behind.
-	var other []string
-	var otherOwner []int
-	if s != nil && len(ask) < len(keys) {
-		ruledOut := make([]int, 0, len(keys)-len(ask))
-		for i := range keys {
-			if by[i] == byFilter {
-				ruledOut = append(ruledOut, i)
-			}
+	list, owner := c.withSpellings(keys, ask, ix.sp.cur.Load())
+	// Whether a key the filter ruled out may be stored in another
+	// spelling: if the filter stays behind, SQLite confirms it through
+	// the stored spellings, which the probe then brings up to date.
+	spelledOut := false
+	for i, k := range keys {
+		if by[i] == byFilter && maySpell(k) {
+			spelledOut = true
+			break
 		}
-		other, otherOwner = c.withSpellings(keys, ruledOut, sp)
 	}
 	began := time.Now()
 	budget := ix.costs.budget(len(keys)-len(ask), c.f.st.LogChunk())
 	if ix.db.cfg.knobs.behind {
 		budget = 0
 	}
-	if err := c.probe(ctx, s, list, other, budget, ix.db.cfg.knobs.inline); err != nil {
+	if err := c.probe(ctx, s, list, spelledOut, budget, ix.db.cfg.knobs.inline); err != nil {
 		return nil, err
 	}
 	// The probe's time is the keys' cost when it read no log entry, and
@@ -86,7 +82,7 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 	switch took, entries := time.Since(began), uint64(len(c.pr.Logged)); {
 	case entries == 0:
 		ix.costs.key.observe(took, uint64(len(list)))
-	case len(list) == 0 && !c.pr.OtherwiseConfirmed:
+	case len(list) == 0:
 		ix.costs.entry.observe(took, entries)
 	}
 	got := c.pr.Found
@@ -111,15 +107,8 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 	case s != nil && c.s == nil: // the filter stayed behind: SQLite answers what it ruled out
 		for i := range keys {
 			if by[i] == byFilter {
-				if !c.pr.OtherwiseConfirmed {
-					more = append(more, i)
-				}
+				more = append(more, i)
 				by[i] = bySQLite
-			}
-		}
-		if c.pr.OtherwiseConfirmed { // by the probe
-			for _, j := range c.pr.OtherwiseFound {
-				found[otherOwner[j]] = true
 			}
 		}
 	case s != nil && s.at.gen() > before: // caught up (by this call or another): look again at what it ruled out

@@ -258,7 +258,7 @@ func (c *call) candidate() *serving {
 // the whole log.
 func (c *call) head(ctx context.Context) error {
 	_, err := retry(func() (struct{}, error) {
-		return struct{}{}, c.orMoved(ctx, c.probe(ctx, c.candidate(), nil, nil, c.f.st.LogChunk(), true))
+		return struct{}{}, c.orMoved(ctx, c.probe(ctx, c.candidate(), nil, false, c.f.st.LogChunk(), true))
 	})
 	return err
 }

@@ -27,11 +27,13 @@ import (
 // when full), else c.sp is nil. The filter is caught up inline when full
 // (the follower, the worker), or when the entries it lacks number at most
 // budget (a call: reading them costs less than confirming the keys it
-// rules out); otherwise the call confirms every key, the probe confirming
-// otherwise (what s ruled out) in the same statement, and the follower
-// catches the filter up. errStale: the schema changed, or s no longer
-// covers the source; start over.
-func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, budget int, full bool) (err error) {
+// rules out); otherwise the call confirms every key, what s ruled out in
+// a statement of its own, and the follower catches the filter up.
+// spelledOut says whether a key s ruled out may be stored in another
+// spelling (the stored spellings are then brought up to date for it).
+// errStale: the schema changed, or s no longer covers the source; start
+// over.
+func (c *call) probe(ctx context.Context, s *serving, keys []string, spelledOut bool, budget int, full bool) (err error) {
 	ix := c.ix
 	c.s, c.sp = nil, nil
 	src := c.b.src
@@ -53,7 +55,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, 
 			return errStale // the keys it ruled out are SQLite's to answer
 		}
 	}
-	spelled := anySpelled(keys) || anySpelled(otherwise)
+	spelled := anySpelled(keys) || spelledOut
 	needSp := spelled || full && src.Logged // no log: nothing to keep current
 	var sp *spellingSet
 	if needSp {
@@ -84,7 +86,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, 
 	case full:
 		opts.Chunk = c.f.st.LogChunk()
 	default:
-		opts.Chunk, opts.Whole, opts.Otherwise = budget, true, otherwise
+		opts.Chunk, opts.Whole = budget, true
 		if needSp {
 			opts.Else = c.f.st.LogChunk()
 		}
@@ -121,7 +123,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, 
 	c.h = h
 	if h.HasSpellings != opts.Spellings {
 		ix.sp.table.Store(h.HasSpellings)
-		if h.HasSpellings && (anySpelled(keys) || c.pr.OtherwiseConfirmed && anySpelled(otherwise)) {
+		if h.HasSpellings && anySpelled(keys) {
 			return errStale // confirmed without the spellings table: again with it
 		}
 	}
@@ -163,7 +165,7 @@ func (c *call) probe(ctx context.Context, s *serving, keys, otherwise []string, 
 		if c.sp, err = ix.logSpellings(ctx, c); err != nil {
 			return err
 		}
-		if fresh && (len(keys) > 0 || c.pr.OtherwiseConfirmed) && c.sp.filled.Load() {
+		if fresh && len(keys) > 0 && c.sp.filled.Load() {
 			return errStale // the confirmation lacked spellings the new set knows
 		}
 	}

@@ -46,10 +46,8 @@ type ProbeOptions struct {
 	Spelled   func(key string) bool
 	// With Whole, when the tail after After does not fit in Chunk: the
 	// entries that may be stored spellings among the next Else entries
-	// are read instead (Probe.NonASCIIOnly), and Otherwise is confirmed
-	// (Probe.OtherwiseFound): the keys a filter left behind ruled out.
-	Else      int
-	Otherwise []string
+	// are read instead (Probe.NonASCIIOnly).
+	Else int
 	// Schema is the schema cookie the caller resolved the source at: a
 	// probe that reads another confirms nothing.
 	Schema int64
@@ -75,21 +73,15 @@ type Probe struct {
 	// Confirmed: Found answers Keys. False when the keys were too many or
 	// too long for one statement: confirm them with Confirm.
 	Confirmed bool
-	// OtherwiseConfirmed: OtherwiseFound answers ProbeOptions.Otherwise
-	// (the tail did not fit), with the positions of those held.
-	OtherwiseConfirmed bool
-	OtherwiseFound     []int
 }
 
 // probeShape is one variant of the probe statement.
 type probeShape struct {
-	single     bool // one key to confirm, bound as itself
-	confirm    bool // keys to confirm
-	spellings  bool // through the spellings table too
-	nonASCII   bool // the log's keys that may be stored in another spelling only
-	otherwise  bool // keys to confirm when the tail does not fit
-	otherwiseS bool // through the spellings table too
-	noVersion  bool // on the app's pool: its connections' data_version tells the library nothing
+	single    bool // one key to confirm, bound as itself
+	confirm   bool // keys to confirm
+	spellings bool // through the spellings table too
+	nonASCII  bool // the log's keys that may be stored in another spelling only
+	noVersion bool // on the app's pool: its connections' data_version tells the library nothing
 }
 
 // probeSQL returns the probe statement of one variant. ?1 is the JSON
@@ -100,13 +92,12 @@ type probeShape struct {
 // generation whose tag is checked too, ?6 1 when the chunk is read only
 // if it reaches the head, ?7 the positions of the keys to confirm through
 // the spellings table too, ?8 how far to read the entries that may be
-// stored spellings when the tail does not fit, ?9 the keys to confirm
-// then and ?10 those of them to confirm through the spellings table too,
-// ?11 the schema cookie the caller resolved the source at: a probe that
-// finds another confirms nothing (the caller resolves the source again
-// and asks again), rather than confirm keys for a view it discards.
+// stored spellings when the tail does not fit, ?9 the schema cookie the
+// caller resolved the source at: a probe that finds another confirms
+// nothing (the caller resolves the source again and asks again), rather
+// than confirm keys for a view it discards.
 func (s *Source) probeSQL(p probeShape) string {
-	const sameSchema = `(SELECT schema_version FROM pragma_schema_version()) = ?11`
+	const sameSchema = `(SELECT schema_version FROM pragma_schema_version()) = ?9`
 	cols := `(SELECT schema_version FROM pragma_schema_version()), (SELECT data_version FROM pragma_data_version())`
 	if p.noVersion {
 		cols = `(SELECT schema_version FROM pragma_schema_version()), 0`
@@ -128,9 +119,6 @@ func (s *Source) probeSQL(p probeShape) string {
 			FROM ` + log + ` WHERE seq > ?2 AND seq <= ?2 + max(?3, ?8)
 				AND (?6 = 0 OR ` + fits + ` OR seq <= ?2 + ?8 AND ` + nonASCIIKey("key") + `)) c
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
-		if p.otherwise {
-			cols += `, CASE WHEN NOT (` + fits + `) AND ` + sameSchema + ` THEN (` + s.confirmSQL(p.otherwiseS, false, "?9", "?10") + `) END`
-		}
 	}
 	if p.confirm {
 		cols += `, CASE WHEN ` + sameSchema + ` THEN (` + s.confirmSQL(p.spellings && s.Logged, p.single, "?1", "?7") + `) END`
@@ -177,25 +165,11 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 		sp = appendSpelled(nil, o.Keys, o.Spelled)
 		p.spellings = sp != nil
 	}
-	var other string
-	var otherSp []byte
-	if s.Logged && o.Whole && len(o.Otherwise) > 0 && fitsOne(o.Otherwise) {
-		if other = keyArray(o.Otherwise); len(other) <= listBytes {
-			p.otherwise = true
-			if spellings {
-				otherSp = appendSpelled(nil, o.Otherwise, o.Spelled)
-				p.otherwiseS = otherSp != nil
-			}
-		}
-	}
 	q := s.queries().probeSQL(s, p)
-	var vals [2 + headValues + 4 + 2]driver.Value
+	var vals [2 + headValues + 4 + 1]driver.Value
 	n := 2
 	if s.Logged {
 		n += headValues + 4
-		if p.otherwise {
-			n++
-		}
 	}
 	if p.confirm {
 		n++
@@ -209,8 +183,8 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 	// (NULL where unused): drivers count them up to the highest.
 	top := 0
 	switch {
-	case p.confirm || p.otherwise:
-		top = 11
+	case p.confirm:
+		top = 9
 	case s.Logged:
 		top = 8
 	}
@@ -232,15 +206,9 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 		set(5, int64(o.Check))
 		set(6, int64(b2i(o.Whole)))
 		set(8, int64(elseChunk))
-		if p.otherwise {
-			set(9, other)
-			if p.otherwiseS {
-				set(10, string(otherSp))
-			}
-		}
 	}
-	if top == 11 {
-		set(11, o.Schema)
+	if top == 9 {
+		set(9, o.Schema)
 	}
 	if err := r.first(ctx, q, vals[:n], args...); err != nil {
 		if errors.Is(err, errNoRow) {
@@ -248,7 +216,7 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 		}
 		return fmt.Errorf("probe %s: %w", s.Table, err)
 	}
-	*out = Probe{Logged: out.Logged[:0], Found: out.Found[:0], OtherwiseFound: out.OtherwiseFound[:0], Confirmed: p.confirm}
+	*out = Probe{Logged: out.Logged[:0], Found: out.Found[:0], Confirmed: p.confirm}
 	var ok bool
 	if out.Schema, ok = vals[0].(int64); !ok {
 		return fmt.Errorf("probe %s: schema cookie %v", s.Table, vals[0])
@@ -281,15 +249,6 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 			out.NonASCIIOnly = false
 		}
 		i += headValues + 4
-		if p.otherwise {
-			if list, ok := vals[i].(string); ok {
-				if out.OtherwiseFound, err = parsePositions(list, 0, len(o.Otherwise), out.OtherwiseFound); err != nil {
-					return fmt.Errorf("probe %s: read found keys: %w", s.Table, err)
-				}
-				out.OtherwiseConfirmed = true
-			}
-			i++
-		}
 	}
 	if p.confirm {
 		if out.Schema != o.Schema {

@@ -77,10 +77,9 @@ func TestProbeReadsLogByRange(t *testing.T) {
 }
 
 // TestProbeWholeOrElse: with Whole, a tail that fits the chunk is read
-// whole and Otherwise is not confirmed; a tail that does not is read for
-// the entries that may be stored spellings only (up to Else), and
-// Otherwise is confirmed in the same statement, through the spellings
-// table for the keys Spelled names.
+// whole; a tail that does not is read for the entries that may be stored
+// spellings only (up to Else), and the keys are confirmed all the same,
+// through the spellings table for the keys Spelled names.
 func TestProbeWholeOrElse(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -108,21 +107,20 @@ func TestProbeWholeOrElse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := []string{"a1", "never", "na\u00efve", "a3"}
+	keys := []string{"a1", "never", "na\u00efve", "a3"}
 	spelled := func(k string) bool { return strings.ContainsFunc(k, func(r rune) bool { return r > 0x7f }) }
 	for _, tc := range []struct {
 		chunk, els int
 		wantLogged []string
 		nonASCII   bool
-		wantOther  []int // nil: not confirmed
 	}{
 		{chunk: 7, els: 64, wantLogged: append(slices.Clone(stored), "nai\u0308ve")},
-		{chunk: 3, els: 64, wantLogged: []string{"cafe\u0301", "\u212a-1", "nai\u0308ve"}, nonASCII: true, wantOther: []int{0, 2, 3}},
-		{chunk: 3, els: 2, wantLogged: []string{"cafe\u0301"}, nonASCII: true, wantOther: []int{0, 2, 3}},
-		{chunk: 3, els: 0, wantOther: []int{0, 2, 3}},
+		{chunk: 3, els: 64, wantLogged: []string{"cafe\u0301", "\u212a-1", "nai\u0308ve"}, nonASCII: true},
+		{chunk: 3, els: 2, wantLogged: []string{"cafe\u0301"}, nonASCII: true},
+		{chunk: 3, els: 0},
 	} {
 		var p Probe
-		o := ProbeOptions{Chunk: tc.chunk, Whole: true, Else: tc.els, Otherwise: other, Spellings: true, Spelled: spelled, Schema: schema}
+		o := ProbeOptions{Chunk: tc.chunk, Whole: true, Else: tc.els, Keys: keys, Spellings: true, Spelled: spelled, Schema: schema}
 		if err := c.Probe(ctx, s, o, &p); err != nil {
 			t.Fatal(err)
 		}
@@ -136,16 +134,15 @@ func TestProbeWholeOrElse(t *testing.T) {
 		if p.Read != wantRead {
 			t.Errorf("chunk %d, else %d: read up to %d, want %d", tc.chunk, tc.els, p.Read, wantRead)
 		}
-		if got := p.OtherwiseFound; p.OtherwiseConfirmed != (tc.wantOther != nil) || !slices.Equal(got, tc.wantOther) {
-			t.Errorf("chunk %d, else %d: otherwise confirmed %v, found %v; want %v", tc.chunk, tc.els, p.OtherwiseConfirmed, got, tc.wantOther)
+		if want := []int{0, 2, 3}; !p.Confirmed || !slices.Equal(p.Found, want) {
+			t.Errorf("chunk %d, else %d: confirmed %v, found %v; want %v", tc.chunk, tc.els, p.Confirmed, p.Found, want)
 		}
 	}
 }
 
 // TestProbeOfAnotherSchemaConfirmsNothing: a probe made for a schema the
 // database no longer has (the app migrated since the caller resolved the
-// source) reports the new cookie and confirms nothing, neither its keys
-// nor what the filter ruled out.
+// source) reports the new cookie and confirms none of its keys.
 func TestProbeOfAnotherSchemaConfirmsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -170,14 +167,14 @@ func TestProbeOfAnotherSchemaConfirmsNothing(t *testing.T) {
 	}
 	for _, keys := range [][]string{{"a"}, {"a", "b", "c"}} {
 		var p Probe
-		if err := c.Probe(ctx, s, ProbeOptions{Keys: keys, Whole: true, Otherwise: []string{"b"}, Schema: schema}, &p); err != nil {
+		if err := c.Probe(ctx, s, ProbeOptions{Keys: keys, Whole: true, Schema: schema}, &p); err != nil {
 			t.Fatal(err)
 		}
 		if p.Schema == schema {
 			t.Fatalf("the probe read the old schema cookie %d after ALTER TABLE", schema)
 		}
-		if p.Confirmed || p.OtherwiseConfirmed || len(p.Found) > 0 || len(p.OtherwiseFound) > 0 {
-			t.Fatalf("keys %q: confirmed %v %v, found %v %v under a schema the caller did not resolve", keys, p.Confirmed, p.OtherwiseConfirmed, p.Found, p.OtherwiseFound)
+		if p.Confirmed || len(p.Found) > 0 {
+			t.Fatalf("keys %q: confirmed %v, found %v under a schema the caller did not resolve", keys, p.Confirmed, p.Found)
 		}
 	}
 }
