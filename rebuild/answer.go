@@ -77,12 +77,14 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 		return nil, err
 	}
 	// The probe's time is the keys' cost when it read no log entry, and
-	// the entries' (read, canonical form, bits) when it confirmed no key:
-	// the two measures the budget weighs.
+	// the entries' (read, canonical form, bits) when it confirmed no key
+	// and the filter took every entry it read (not when the filter stayed
+	// behind and the probe read the entries for the spellings only): the
+	// two measures the budget weighs.
 	switch took, entries := time.Since(began), uint64(len(c.pr.Logged)); {
 	case entries == 0:
 		ix.costs.key.observe(took, uint64(len(list)))
-	case len(list) == 0:
+	case len(list) == 0 && c.s != nil && !c.pr.NonASCIIOnly:
 		ix.costs.entry.observe(took, entries)
 	}
 	got := c.pr.Found

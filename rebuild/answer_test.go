@@ -308,11 +308,13 @@ func TestQuietAnswersUnderWriters(t *testing.T) {
 // TestBehindCallAnswersWhatTheFilterRuledOut: a call that finds the
 // filter behind the log and leaves it there (confirming costs less than
 // taking the tail in) answers exactly: the ids committed in the tail,
-// which the filter rules out, are confirmed in SQLite (by the probe's own
-// statement), and so are ids the app stored in another spelling, whose
-// spellings only the tail records, asked in NFC. The log's tail is read
-// inside the probe when it is short (the entries that may be stored
-// spellings only) and by a catch-up when it is not.
+// which the filter rules out, are confirmed in SQLite (in one more
+// statement after the probe), and so are ids the app stored in another
+// spelling, whose spellings only the tail records, asked in NFC. The
+// log's tail is read inside the probe when it is short (the entries that
+// may be stored spellings only) and by a catch-up when it is not. A
+// probe that read the tail for the spellings only does not count as a
+// measure of what taking entries in costs (the filter took none).
 func TestBehindCallAnswersWhatTheFilterRuledOut(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -378,6 +380,28 @@ func TestBehindCallAnswersWhatTheFilterRuledOut(t *testing.T) {
 				if got != fetched[k] {
 					t.Fatalf("Fetched(%q) = %v, want %v", k, got, fetched[k])
 				}
+			}
+			// A page the filter rules out whole, behind a tail of names
+			// in NFD: the probe reads those entries for the spellings
+			// only, and the filter takes none of them in.
+			var nfd, nfc []string
+			for i := range 40 {
+				nfd, nfc = append(nfd, fmt.Sprintf("nai\u0308ve-%d", i)), append(nfc, fmt.Sprintf("na\u00efve-%d", i))
+			}
+			insertIDs(t, rawDB(t, path), nfd...)
+			entry := ix.costs.entry.ns.Load()
+			page = slices.Concat(nfc, ids("never", 20))
+			got, err := ix.Missing(ctx, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range page {
+				if want := i >= len(nfc); got[i] != want {
+					t.Fatalf("Missing(%q) = %v, want %v", k, got[i], want)
+				}
+			}
+			if now := ix.costs.entry.ns.Load(); now != entry {
+				t.Fatalf("a probe that fed the spellings only measured taking an entry in: %d ns, was %d", now, entry)
 			}
 		})
 	}

@@ -17,8 +17,9 @@ import (
 // keyArray returns keys as a JSON array of strings, escaping what JSON
 // requires ('"', '\\' and control characters); other bytes, valid UTF-8
 // or not, are copied as they are, which json_each reads back byte for
-// byte. The array is built in one allocation of its size (a page's
-// array is kilobytes, written with every statement that carries one).
+// byte. The array is built in one allocation when no key needs an escape
+// (a page's array is kilobytes, written with every statement that
+// carries one).
 func keyArray(keys []string) string {
 	b := make([]byte, 0, keyArraySize(keys))
 	b = append(b, '[')
