@@ -194,11 +194,12 @@ func (c *call) confirm(ctx context.Context, keys []string) ([]int, error) {
 // onAppOr runs app, a statement on the app's pool, when the call may use
 // it (want, the file the library opened at the path, a connection of the
 // pool idle, not suspended: see DBConfig.DB); else, or once the app
-// closed its pool, own on the call's reading connection.
+// closed its pool or the pool reported a table lock (a shared cache), own
+// on the call's reading connection.
 func onAppOr[T any](ctx context.Context, c *call, want bool, app func() (T, error), own func(*store.Conn) (T, error)) (T, error) {
 	if want && c.f.n == 1 && c.f.st.AppFree() {
 		v, err := app()
-		if !errors.Is(err, store.ErrAppClosed) {
+		if !errors.Is(err, store.ErrAppClosed) && !errors.Is(err, store.ErrAppSharedCache) {
 			return v, err
 		}
 	}

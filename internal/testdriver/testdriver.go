@@ -103,6 +103,7 @@ type App struct {
 	BusyTimeout time.Duration // 0: 10s
 	ReadOnly    bool
 	Synchronous string // "" leaves SQLite's default
+	SharedCache bool   // cache=shared: the pool's connections share one cache, and lock each other's tables
 }
 
 // DSN returns the URI an app on driver name opens path with.
@@ -113,6 +114,9 @@ func DSN(name, path string, o App) string {
 	q := url.Values{}
 	if o.ReadOnly {
 		q.Set("mode", "ro")
+	}
+	if o.SharedCache {
+		q.Set("cache", "shared")
 	}
 	ms := fmt.Sprint(o.BusyTimeout.Milliseconds())
 	switch dsnStyle[name] {

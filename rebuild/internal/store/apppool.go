@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/syncfilter/syncfilter/internal/sqlitecode"
 )
 
 // The app's pool. A connection's page cache is dropped whole whenever
@@ -23,15 +25,19 @@ import (
 // The app may close its pool before the library (a shutdown in any
 // order): the first statement that finds it closed marks it gone, returns
 // ErrAppClosed (the caller runs the statement on its own reader), and
-// AppFree says false from then on.
+// AppFree says false from then on. A pool opened with SQLite's shared
+// cache (cache=shared) is left the same way at the first table lock it
+// reports (ErrAppSharedCache): its connections lock each other's tables
+// while one of them writes, which a busy timeout does not wait out.
 
 // appRunner runs statements on the app's pool, each prepared once on it
 // (database/sql prepares it again on each connection as needed).
 type appRunner struct {
-	db    *sql.DB
-	gone  atomic.Bool // the app closed the pool: nothing runs on it any more
-	mu    sync.Mutex  // guards stmts; never held while a statement is prepared or run
-	stmts map[string]*sql.Stmt
+	db     *sql.DB
+	gone   atomic.Bool // the app closed the pool: nothing runs on it any more
+	shared atomic.Bool // the pool reported a table lock (shared cache): nothing runs on it any more
+	mu     sync.Mutex  // guards stmts; never held while a statement is prepared or run
+	stmts  map[string]*sql.Stmt
 }
 
 // errDBClosed is the error database/sql returns for a statement on a
@@ -58,13 +64,18 @@ func closedPool(err error) bool {
 }
 
 // first runs q with args on the app's pool and reads its first row.
-// ErrAppClosed: the app closed its pool (for good: AppFree says false
-// from then on).
+// ErrAppClosed: the app closed its pool; ErrAppSharedCache: the pool
+// reported a table lock (both for good: AppFree says false from then on).
 func (a *appRunner) first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error {
 	err := a.query(ctx, q, dest, args)
-	if err != nil && closedPool(err) {
+	switch {
+	case err == nil:
+	case closedPool(err):
 		a.gone.Store(true)
 		return fmt.Errorf("confirm on the app's pool: %w (%w)", ErrAppClosed, err)
+	case sqlitecode.Is(err, sqlitecode.Locked):
+		a.shared.Store(true)
+		return fmt.Errorf("confirm on the app's pool: %w (%w)", ErrAppSharedCache, err)
 	}
 	return err
 }
@@ -179,7 +190,7 @@ func (db *DB) CheckApp(ctx context.Context) error {
 // finds none idle and confirms on the library's reader. While the
 // database is quiesced (Suspend) the pool is not used at all.
 func (db *DB) AppFree() bool {
-	if db.app == nil || db.app.gone.Load() || db.pool.isQuiet() {
+	if db.app == nil || db.app.gone.Load() || db.app.shared.Load() || db.pool.isQuiet() {
 		return false
 	}
 	return db.app.db.Stats().Idle > 0

@@ -24,4 +24,10 @@ var (
 	// statement runs on the library's own connections instead. Never
 	// returned by package rebuild.
 	ErrAppClosed = errors.New("the app's *sql.DB is closed")
+	// ErrAppSharedCache: a statement on the app's pool found a table
+	// locked (SQLITE_LOCKED), as connections of SQLite's shared cache
+	// lock each other's tables while one writes: the statement runs on
+	// the library's own connections, which have caches of their own, and
+	// so does every later one. Never returned by package rebuild.
+	ErrAppSharedCache = errors.New("the app's *sql.DB shares a cache whose tables its writers lock")
 )
