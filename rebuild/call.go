@@ -218,9 +218,11 @@ func (ix *Index) rebindTo(c *call, src *store.Source) *binding {
 // orMoved returns err, or, when a statement failed because DDL committed
 // since the call's binding (a column renamed under it: "no such
 // column"), what the source's new binding says: errStale to start over,
-// or why the source can no longer be answered for (ErrNoSource, say).
+// or why the source can no longer be answered for (ErrNoSource, say). A
+// lock another connection holds (the busy timeout spent) is returned as
+// it is: reading the schema would wait for the same lock again.
 func (c *call) orMoved(ctx context.Context, err error) error {
-	if err == nil || errors.Is(err, errStale) || ctx.Err() != nil {
+	if err == nil || errors.Is(err, errStale) || ctx.Err() != nil || store.Locked(err) {
 		return err
 	}
 	if schema, e := c.schema(ctx); e != nil || schema == c.b.schema {

@@ -3,6 +3,7 @@ package rebuild
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
 // The journal mode is the app's: the library never sets it, and every
@@ -247,4 +249,51 @@ func TestHotJournalOfACrashedWriter(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestALockIsNotTakenForAMigration: in a rollback-journal mode, a call
+// made while another connection holds the database's exclusive lock (a
+// write transaction that spilled to the file, perhaps the caller's own)
+// fails with SQLite's lock error once the busy timeout is spent, and that
+// error is not taken for a sign of DDL: the call does not read the schema
+// to find out (which would wait the busy timeout again, once per layer
+// that asks).
+func TestALockIsNotTakenForAMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := modeDB(t, "DELETE", []string{"records"}, ids("seed", 200)...)
+	cfg := appConfig(path)
+	cfg.BusyTimeout = 100 * time.Millisecond
+	ix := open(t, cfg)
+	app := modeConn(t, path, "DELETE")
+	conn, err := app.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN EXCLUSIVE`); err != nil {
+		t.Fatal(err)
+	}
+	_, lockErr := ix.Missing(ctx, append(ids("seed", 10), "never"))
+	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	if !store.Locked(lockErr) {
+		t.Fatalf("Missing while another connection holds the exclusive lock = %v, want SQLite's lock error", lockErr)
+	}
+	// The same error, as a statement of a call whose binding is of
+	// another schema would see it: a sign of DDL would resolve the
+	// source again (errStale); a lock is returned as it is.
+	c, err := ix.look(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.end()
+	b := *c.b
+	b.schema--
+	c.b = &b
+	if got := c.orMoved(ctx, lockErr); !errors.Is(got, lockErr) {
+		t.Fatalf("a lock error was taken for DDL: %v", got)
+	}
+	expect(t, ix, set(ids("seed", 200)), append(ids("seed", 10), "never"))
 }
