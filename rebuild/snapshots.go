@@ -193,6 +193,9 @@ func (ix *Index) Save(ctx context.Context) error {
 	}
 	s := ix.filter()
 	if s == nil {
+		if job := ix.up.describe(); job != "" {
+			return fmt.Errorf("save: %w yet (%s under way: Wait for it)", ErrNotServing, job)
+		}
 		return fmt.Errorf("save: %w", ErrNotServing)
 	}
 	return ix.saveNow(ctx, s)

@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/syncfilter/syncfilter/internal/testdriver"
 	"github.com/syncfilter/syncfilter/snapshot"
 	"golang.org/x/text/unicode/norm"
 )
@@ -400,5 +403,50 @@ func TestOpenSweepsStaleTemporaryFiles(t *testing.T) {
 		if _, err := os.Stat(kept); err != nil {
 			t.Fatalf("%s was removed: %v", kept, err)
 		}
+	}
+}
+
+// TestSaveSaysWhatIsUnderWay: Save before any filter serves refuses with
+// ErrNotServing, and says which background work is under way (the first
+// scan here) and that Wait waits for it; once it is done Save saves.
+func TestSaveSaysWhatIsUnderWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 1000)...)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{
+		scanRow: func(n int64) error {
+			if n == 0 {
+				once.Do(func() { close(started); <-release })
+			}
+			return nil
+		},
+	}}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
+	db, err := OpenDB(ctx, cfg.DBConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	ix, err := db.Index(ctx, cfg.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(callBound):
+		close(release)
+		t.Fatal("the first scan never started")
+	}
+	err = ix.Save(ctx)
+	close(release)
+	if !errors.Is(err, ErrNotServing) || !strings.Contains(err.Error(), "rebuild under way") {
+		t.Fatalf("Save during the first scan = %v, want ErrNotServing naming the rebuild under way", err)
+	}
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Save(ctx); err != nil {
+		t.Fatalf("Save once the filter serves = %v", err)
 	}
 }
