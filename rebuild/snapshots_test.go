@@ -423,15 +423,11 @@ func TestSaveSaysWhatIsUnderWay(t *testing.T) {
 			return nil
 		},
 	}}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
-	db, err := OpenDB(ctx, cfg.DBConfig)
+	ix, err := Open(ctx, cfg.DBConfig, cfg.Source) // returns before its first scan is done
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = db.Close(ctx) })
-	ix, err := db.Index(ctx, cfg.Source)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = ix.Close(ctx) })
 	select {
 	case <-started:
 	case <-time.After(callBound):
