@@ -222,7 +222,7 @@ func (ix *Index) rebindTo(c *call, src *store.Source) *binding {
 // lock another connection holds (the busy timeout spent) is returned as
 // it is: reading the schema would wait for the same lock again.
 func (c *call) orMoved(ctx context.Context, err error) error {
-	if err == nil || errors.Is(err, errStale) || ctx.Err() != nil || store.Locked(err) {
+	if err == nil || errors.Is(err, errStale) || ctx.Err() != nil || store.LockHeld(err) {
 		return err
 	}
 	if schema, e := c.schema(ctx); e != nil || schema == c.b.schema {

@@ -59,6 +59,15 @@ type DBConfig struct {
 	// another file, an in-memory or a temporary database
 	// (ErrAppDBMismatch). The app may close DB before the library: from
 	// then on the library confirms on its own connections.
+	//
+	// Do not hand over a pool opened with SQLite's shared cache
+	// (cache=shared): its connections lock each other's tables, so the
+	// library's reads there would make the app's own writes fail at once
+	// with SQLITE_LOCKED ("database table is locked"). Hand over its
+	// Driver instead (the library's own connections always have caches
+	// of their own). The library cannot tell such a pool by looking; the
+	// first table lock its own statements meet there sends them to its
+	// own connections for good.
 	DB *sql.DB
 
 	// ReadOnly opens the database read-only and changes nothing in it or

@@ -278,7 +278,7 @@ func TestALockIsNotTakenForAMigration(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
 		t.Fatal(err)
 	}
-	if !store.Locked(lockErr) {
+	if !store.LockHeld(lockErr) {
 		t.Fatalf("Missing while another connection holds the exclusive lock = %v, want SQLite's lock error", lockErr)
 	}
 	// The same error, as a statement of a call whose binding is of

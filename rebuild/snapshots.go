@@ -193,8 +193,11 @@ func (ix *Index) Save(ctx context.Context) error {
 	}
 	s := ix.filter()
 	if s == nil {
-		if job := ix.up.describe(); job != "" {
-			return fmt.Errorf("save: %w yet (%s under way: Wait for it)", ErrNotServing, job)
+		switch job := ix.up.describe(); {
+		case job != "" && ix.db.suspended():
+			return fmt.Errorf("save: %w yet (%s asked for, paused while the database is suspended: Resume, then Wait)", ErrNotServing, job)
+		case job != "":
+			return fmt.Errorf("save: %w yet (%s asked for and not done: Wait for it)", ErrNotServing, job)
 		}
 		return fmt.Errorf("save: %w", ErrNotServing)
 	}

@@ -407,8 +407,9 @@ func TestOpenSweepsStaleTemporaryFiles(t *testing.T) {
 }
 
 // TestSaveSaysWhatIsUnderWay: Save before any filter serves refuses with
-// ErrNotServing, and says which background work is under way (the first
-// scan here) and that Wait waits for it; once it is done Save saves.
+// ErrNotServing, and says which background work is asked for and not
+// done (the first scan here) and that Wait waits for it; once it is done
+// Save saves.
 func TestSaveSaysWhatIsUnderWay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -436,7 +437,7 @@ func TestSaveSaysWhatIsUnderWay(t *testing.T) {
 	}
 	err = ix.Save(ctx)
 	close(release)
-	if !errors.Is(err, ErrNotServing) || !strings.Contains(err.Error(), "rebuild under way") {
+	if !errors.Is(err, ErrNotServing) || !strings.Contains(err.Error(), "rebuild asked for") {
 		t.Fatalf("Save during the first scan = %v, want ErrNotServing naming the rebuild under way", err)
 	}
 	if err := ix.Wait(ctx); err != nil {

@@ -72,10 +72,10 @@ func (a *appRunner) first(ctx context.Context, q string, dest []driver.Value, ar
 	case err == nil:
 	case closedPool(err):
 		a.gone.Store(true)
-		return fmt.Errorf("confirm on the app's pool: %w (%w)", ErrAppClosed, err)
+		return fmt.Errorf("run on the app's pool: %w (%w)", ErrAppClosed, err)
 	case sqlitecode.Is(err, sqlitecode.Locked):
 		a.shared.Store(true)
-		return fmt.Errorf("confirm on the app's pool: %w (%w)", ErrAppSharedCache, err)
+		return fmt.Errorf("run on the app's pool: %w (%w)", ErrAppSharedCache, err)
 	}
 	return err
 }

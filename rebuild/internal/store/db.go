@@ -238,11 +238,11 @@ func (db *DB) SameFile() error {
 	return nil
 }
 
-// Locked reports whether err is SQLite's refusal for a lock another
+// LockHeld reports whether err is SQLite's refusal for a lock another
 // connection holds (SQLITE_BUSY once the busy timeout is spent, or a
 // shared cache's SQLITE_LOCKED): no change of schema made the statement
 // fail, and reading the schema to find out would wait for the same lock.
-func Locked(err error) bool {
+func LockHeld(err error) bool {
 	return sqlitecode.Is(err, sqlitecode.Busy) || sqlitecode.Is(err, sqlitecode.Locked)
 }
 

@@ -87,7 +87,10 @@ func pkgPath(d any) string {
 // sets PRAGMA synchronous, which reads the schema and waits for locks).
 func (d *Driver) pool(path, mode string, busy time.Duration) (*sql.DB, error) {
 	ms := strconv.FormatInt(busy.Milliseconds(), 10)
-	opts := "mode=" + mode
+	// cache=private: a cache of their own whatever the process enabled
+	// (sqlite3_enable_shared_cache), so that the library's reads never
+	// lock a table against the app's writers.
+	opts := "mode=" + mode + "&cache=private"
 	switch d.Name {
 	case "github.com/mattn/go-sqlite3":
 		// mattn sets synchronous=NORMAL on every connection unless told:

@@ -29,5 +29,5 @@ var (
 	// lock each other's tables while one writes: the statement runs on
 	// the library's own connections, which have caches of their own, and
 	// so does every later one. Never returned by package rebuild.
-	ErrAppSharedCache = errors.New("the app's *sql.DB shares a cache whose tables its writers lock")
+	ErrAppSharedCache = errors.New("the app's *sql.DB reported a table lock (SQLITE_LOCKED: a shared cache)")
 )
