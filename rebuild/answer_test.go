@@ -459,3 +459,68 @@ func TestMissingOfALargePage(t *testing.T) {
 		t.Fatalf("%d missing, want the 100 new ids", len(missing))
 	}
 }
+
+// TestBehindCallFindsSpellingsInTheTable: a filter behind the log, whose
+// index never needed the stored spellings yet, rules out names the app
+// stored in NFD since, which another process's scan then recorded in the
+// spellings table; the call stays behind (confirming costs less than
+// taking the tail in), and asked in NFC, the names are confirmed through
+// the spellings table, and found.
+func TestBehindCallFindsSpellingsInTheTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	old := ids("old", 200)
+	path := appDB(t, old...)
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(),
+		knobs: knobs{behind: true, noFollow: true}},
+		Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}})
+	var nfd, nfc []string
+	for i := range 30 {
+		nfd, nfc = append(nfd, fmt.Sprintf("cafe\u0301-%d", i)), append(nfc, fmt.Sprintf("caf\u00e9-%d", i))
+	}
+	insertIDs(t, rawDB(t, path), nfd...)
+	// Another process's rebuild records the new spellings in the table.
+	other := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()},
+		Source: Source{Table: "records", Column: "id", Snapshot: path + ".other.sfb"}})
+	if err := other.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st0 := ix.Stats()
+	if !st0.Serving {
+		t.Fatalf("no filter serving (last error %v)", st0.LastError)
+	}
+	// The index's stored spellings start again (as after a restore): the
+	// set the call builds takes the table for everything up to where the
+	// other scan recorded it complete, and reads only the log after.
+	ix.sp.drop(ix.sp.cur.Load())
+	page := slices.Concat(nfc, old[:10], ids("never", 10))
+	got, err := ix.Missing(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetched := set(old, nfc)
+	for i, k := range page {
+		if got[i] != !fetched[k] {
+			t.Fatalf("Missing(%q) = %v, want %v", k, got[i], !fetched[k])
+		}
+	}
+	for _, k := range nfc[:5] {
+		if ok, err := ix.Fetched(ctx, k); err != nil || !ok {
+			t.Fatalf("Fetched(%q) = %v, %v; want true", k, ok, err)
+		}
+	}
+	st := ix.Stats()
+	if st.Generation != st0.Generation || st.BypassLookups == st0.BypassLookups {
+		t.Fatalf("the filter was not left behind (generation %d → %d, bypass lookups %d → %d): the path is not under test",
+			st0.Generation, st.Generation, st0.BypassLookups, st.BypassLookups)
+	}
+	if !ix.sp.table.Load() {
+		t.Fatal("the spellings table has no rows: the path is not under test")
+	}
+	if sp := ix.sp.cur.Load(); sp == nil || !sp.table || sp.filled.Load() {
+		t.Fatal("the names' spellings were learned from the log, not read in the table: the path is not under test")
+	}
+}
