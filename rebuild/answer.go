@@ -199,7 +199,7 @@ func (c *call) confirm(ctx context.Context, keys []string) ([]int, error) {
 func onAppOr[T any](ctx context.Context, c *call, want bool, app func() (T, error), own func(*store.Conn) (T, error)) (T, error) {
 	if want && c.f.n == 1 && c.f.st.AppFree() {
 		v, err := app()
-		if !errors.Is(err, store.ErrAppClosed) && !errors.Is(err, store.ErrAppSharedCache) {
+		if !errors.Is(err, store.ErrAppLeft) {
 			return v, err
 		}
 	}

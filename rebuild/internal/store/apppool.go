@@ -24,20 +24,19 @@ import (
 //
 // The app may close its pool before the library (a shutdown in any
 // order): the first statement that finds it closed marks it gone, returns
-// ErrAppClosed (the caller runs the statement on its own reader), and
+// ErrAppLeft (the caller runs the statement on its own reader), and
 // AppFree says false from then on. A pool opened with SQLite's shared
 // cache (cache=shared) is left the same way at the first table lock it
-// reports (ErrAppSharedCache): its connections lock each other's tables
-// while one of them writes, which a busy timeout does not wait out.
+// reports: its connections lock each other's tables while one of them
+// writes, which a busy timeout does not wait out.
 
 // appRunner runs statements on the app's pool, each prepared once on it
 // (database/sql prepares it again on each connection as needed).
 type appRunner struct {
-	db     *sql.DB
-	gone   atomic.Bool // the app closed the pool: nothing runs on it any more
-	shared atomic.Bool // the pool reported a table lock (shared cache): nothing runs on it any more
-	mu     sync.Mutex  // guards stmts; never held while a statement is prepared or run
-	stmts  map[string]*sql.Stmt
+	db    *sql.DB
+	gone  atomic.Bool // the app closed the pool, or it reported a table lock: nothing runs on it any more
+	mu    sync.Mutex  // guards stmts; never held while a statement is prepared or run
+	stmts map[string]*sql.Stmt
 }
 
 // errDBClosed is the error database/sql returns for a statement on a
@@ -64,20 +63,23 @@ func closedPool(err error) bool {
 }
 
 // first runs q with args on the app's pool and reads its first row.
-// ErrAppClosed: the app closed its pool; ErrAppSharedCache: the pool
-// reported a table lock (both for good: AppFree says false from then on).
+// ErrAppLeft: the app closed its pool, or the pool reported a table
+// lock (for good: AppFree says false from then on).
 func (a *appRunner) first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error {
 	err := a.query(ctx, q, dest, args)
+	why := ""
 	switch {
 	case err == nil:
+		return nil
 	case closedPool(err):
-		a.gone.Store(true)
-		return fmt.Errorf("run on the app's pool: %w (%w)", ErrAppClosed, err)
+		why = "closed"
 	case sqlitecode.Is(err, sqlitecode.Locked):
-		a.shared.Store(true)
-		return fmt.Errorf("run on the app's pool: %w (%w)", ErrAppSharedCache, err)
+		why = "a table locked, as in a shared cache"
+	default:
+		return err
 	}
-	return err
+	a.gone.Store(true)
+	return fmt.Errorf("run on the app's pool: %w (%s: %w)", ErrAppLeft, why, err)
 }
 
 func (a *appRunner) query(ctx context.Context, q string, dest []driver.Value, args []driver.NamedValue) error {
@@ -190,7 +192,7 @@ func (db *DB) CheckApp(ctx context.Context) error {
 // finds none idle and confirms on the library's reader. While the
 // database is quiesced (Suspend) the pool is not used at all.
 func (db *DB) AppFree() bool {
-	if db.app == nil || db.app.gone.Load() || db.app.shared.Load() || db.pool.isQuiet() {
+	if db.app == nil || db.app.gone.Load() || db.pool.isQuiet() {
 		return false
 	}
 	return db.app.db.Stats().Idle > 0

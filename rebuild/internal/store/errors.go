@@ -20,14 +20,10 @@ var (
 	ErrAppDBMismatch     = errors.New("the app's *sql.DB does not match the configuration")
 	ErrNotUTF8           = errors.New("the database's text encoding is not UTF-8")
 
-	// ErrAppClosed: the app closed the *sql.DB it handed over; the
-	// statement runs on the library's own connections instead. Never
-	// returned by package rebuild.
-	ErrAppClosed = errors.New("the app's *sql.DB is closed")
-	// ErrAppSharedCache: a statement on the app's pool found a table
-	// locked (SQLITE_LOCKED), as connections of SQLite's shared cache
-	// lock each other's tables while one writes: the statement runs on
-	// the library's own connections, which have caches of their own, and
-	// so does every later one. Never returned by package rebuild.
-	ErrAppSharedCache = errors.New("the app's *sql.DB reported a table lock (SQLITE_LOCKED: a shared cache)")
+	// ErrAppLeft: the app's *sql.DB is no longer used, for good: the app
+	// closed it, or it reported a table lock (SQLITE_LOCKED, as a shared
+	// cache's connections do while one of them writes). The statement
+	// runs on the library's own connections instead, and so does every
+	// later one. Never returned by package rebuild.
+	ErrAppLeft = errors.New("the app's *sql.DB is left")
 )
