@@ -266,6 +266,7 @@ func TestALockIsNotTakenForAMigration(t *testing.T) {
 	cfg.BusyTimeout = 100 * time.Millisecond
 	ix := open(t, cfg)
 	app := modeConn(t, path, "DELETE")
+	pristine, files := schema(t, path), dirEntries(t, filepath.Dir(path))
 	conn, err := app.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -295,5 +296,14 @@ func TestALockIsNotTakenForAMigration(t *testing.T) {
 	if got := c.orMoved(ctx, lockErr); !errors.Is(got, lockErr) {
 		t.Fatalf("a lock error was taken for DDL: %v", got)
 	}
-	expect(t, ix, set(ids("seed", 200)), append(ids("seed", 10), "never"))
+	// The failed call left no trace: the schema and the files as they
+	// were, and the app writes on.
+	if got := schema(t, path); !bytes.Equal(got, pristine) {
+		t.Fatalf("sqlite_master after the failed call:\n%s", got)
+	}
+	if got := dirEntries(t, filepath.Dir(path)); !slices.Equal(got, files) {
+		t.Fatalf("files after the failed call: %v, were %v", got, files)
+	}
+	insertInto(t, app, "records", "after")
+	expect(t, ix, set(ids("seed", 200), []string{"after"}), append(ids("seed", 10), "never", "after"))
 }
