@@ -72,6 +72,8 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 	budget := ix.costs.budget(len(keys)-len(ask), c.f.st.LogChunk())
 	if ix.db.cfg.knobs.behind {
 		budget = 0
+	} else if ix.db.cfg.knobs.noBudget {
+		budget = c.f.st.LogChunk()
 	}
 	if err := c.probe(ctx, s, list, spelledOut, budget, ix.db.cfg.knobs.inline); err != nil {
 		return nil, err
@@ -166,6 +168,9 @@ func (c *call) answerOnce(ctx context.Context, keys []string) ([]bool, error) {
 // answered without a probe (quietNote): nothing was committed since the
 // noted probe, by the connection's data_version.
 func (c *call) quiet(ctx context.Context, s *serving, gen uint64) bool {
+	if c.ix.db.cfg.knobs.noQuiet {
+		return false
+	}
 	q, ok := c.quietNote(s, gen)
 	if !ok {
 		return false
@@ -197,7 +202,7 @@ func (c *call) confirm(ctx context.Context, keys []string) ([]int, error) {
 // closed its pool or the pool reported a table lock (a shared cache), own
 // on the call's reading connection.
 func onAppOr[T any](ctx context.Context, c *call, want bool, app func() (T, error), own func(*store.Conn) (T, error)) (T, error) {
-	if want && c.f.n == 1 && c.f.st.AppFree() {
+	if want && c.f.n == 1 && !c.ix.db.cfg.knobs.noAppPool && c.f.st.AppFree() {
 		v, err := app()
 		if !errors.Is(err, store.ErrAppLeft) {
 			return v, err

@@ -116,6 +116,15 @@ type knobs struct {
 	published    func()              // a rebuild published its filter, before the database records the scan
 	autoNow      func() time.Time    // the clock automatic rebuilds are spaced by (nil: time.Now)
 	retryFirst   time.Duration       // the first wait before a failed background rebuild is tried again (0: retryFirst)
+
+	// The speed mechanisms, each switched off for the ablation
+	// benchmark (ablate.go, docs/BENCHMARKS.md).
+	noAppPool      bool // confirmations never run on the app's pool
+	noBudget       bool // a call takes in up to a chunk of log entries, whatever confirming would cost
+	noDeferredLoad bool // the opening load starts at once, not after the first call
+	noYield        bool // a rebuild's scan does not yield to the app's calls
+	noQuiet        bool // a call whose keys the filter rules out always probes
+	noLookup       bool // Fetched of an ASCII key probes as a page does
 }
 
 func (k knobs) clock() time.Time {

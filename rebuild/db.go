@@ -66,6 +66,7 @@ func OpenDB(ctx context.Context, cfg DBConfig) (*DB, error) {
 // openDB is OpenDB; create lets the library's own table start a new
 // database file.
 func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
+	ablateDefaults(&cfg.knobs)
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -328,7 +329,7 @@ const maxYield = 5 * time.Millisecond
 // call needs (the first page after a migration, answered from SQLite
 // while the rebuild runs, cost up to ten times the app's own IN-list).
 func (db *DB) yieldToCalls(ctx context.Context) {
-	if db.calls.Load() == 0 {
+	if db.calls.Load() == 0 || db.cfg.knobs.noYield {
 		return
 	}
 	deadline := time.Now().Add(maxYield)

@@ -233,7 +233,7 @@ func (ix *Index) open(ctx context.Context) error {
 // is not (the load finds nothing to load and asks for a rebuild, which
 // takes long: it starts right away).
 func (ix *Index) askLoad() {
-	if _, err := os.Stat(ix.cfg.Snapshot); err == nil {
+	if _, err := os.Stat(ix.cfg.Snapshot); err == nil && !ix.db.cfg.knobs.noDeferredLoad {
 		ix.db.work.askAfterCall(jobLoad, ix)
 		return
 	}

@@ -1,0 +1,36 @@
+//go:build syncfilter_ablate
+
+package rebuild
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Builds with the syncfilter_ablate tag (the ablation benchmark, never a
+// production build) read SYNCFILTER_ABLATE, a comma-separated list of the
+// speed mechanisms to switch off on every database the process opens.
+func ablateDefaults(k *knobs) {
+	for _, name := range strings.Split(os.Getenv("SYNCFILTER_ABLATE"), ",") {
+		switch strings.TrimSpace(name) {
+		case "":
+		case "follower":
+			k.noFollow = true
+		case "apppool":
+			k.noAppPool = true
+		case "budget":
+			k.noBudget = true
+		case "deferredload":
+			k.noDeferredLoad = true
+		case "yield":
+			k.noYield = true
+		case "quiet":
+			k.noQuiet = true
+		case "lookup":
+			k.noLookup = true
+		default:
+			panic(fmt.Sprintf("SYNCFILTER_ABLATE: no mechanism %q", name))
+		}
+	}
+}
