@@ -10,7 +10,7 @@ import (
 
 // AppPool is the app's own database/sql pool, as a sync engine opens it
 // once at start: WAL (the file's mode, kept), synchronous=NORMAL, a busy
-// timeout, immediate write transactions, no limit on connections. The
+// timeout, immediate write transactions, two connections (AppPoolConns). The
 // app stores what it fetched through it (Store), runs its migrations on
 // it (migrate.go) and, without the library, asks it which ids it has
 // (pool_baselines.go).
@@ -20,6 +20,9 @@ type AppPool struct {
 	in  map[int]*sql.Stmt // IN-lists by parameter count
 	one *sql.Stmt         // SELECT 1 … WHERE id = ?
 }
+
+// AppPoolConns is the app pool's limit of open and of idle connections.
+const AppPoolConns = 2
 
 // AppDSNOptions are the pool's connection options (mattn and modernc read
 // them; Driver.DSN spells them for ncruces).
@@ -41,6 +44,8 @@ func OpenAppPool(ctx context.Context, d Driver, path string) (*AppPool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open app pool: %w", err)
 	}
+	db.SetMaxOpenConns(AppPoolConns)
+	db.SetMaxIdleConns(AppPoolConns)
 	a := &AppPool{db: db, in: map[int]*sql.Stmt{}}
 	if err := db.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("open app pool: %w", err), db.Close())

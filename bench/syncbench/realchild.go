@@ -55,7 +55,7 @@ type RealChildReport struct {
 	LibOpen  time.Duration `json:"lib_open_ns"`
 	SQLite   string        `json:"sqlite"`
 	// PoolConns is how many connections the app's pool had open at the
-	// end: 1 means every IN-list ran on the connection it was prepared on.
+	// end (at most AppPoolConns).
 	PoolConns int         `json:"pool_conns"`
 	Events    []RealEvent `json:"events"`
 	Pages     []RealPage  `json:"pages"`
