@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 )
@@ -24,8 +24,9 @@ const (
 )
 
 // baseVersion changes when the base tables below change, so that cached
-// files of an older layout are not reused.
-const baseVersion = 1
+// files of an older layout are not reused (2: rows written in a seeded
+// random order).
+const baseVersion = 2
 
 // DSN builds a SQLite URI for path with the driver's options ('%', '?'
 // and '#' escaped so they stay part of the file name).
@@ -68,9 +69,9 @@ func BaseDB(ctx context.Context, shape Shape, rows int64) (string, error) {
 	return path, nil
 }
 
-// buildBase writes the table with its ids in key order, so that the
-// B-trees are built by appending (the table's final shape is the same as
-// after random inserts and a VACUUM).
+// buildBase writes the table with its ids in a random order seeded by
+// the row count, as ids arrive in an app: rowids follow arrival, and the
+// key's index has the shape random inserts leave.
 func buildBase(ctx context.Context, path string, shape Shape, rows int64) error {
 	d := DefaultDriver()
 	db, err := sql.Open(d.SQLName, d.DSN(path, "_journal_mode=OFF&_sync=OFF&_cache_size=-262144"))
@@ -86,7 +87,7 @@ func buildBase(ctx context.Context, path string, shape Shape, rows int64) error 
 	for i := range ids {
 		ids[i] = shape.ID(uint64(i))
 	}
-	slices.Sort(ids)
+	rand.New(rand.NewPCG(0x62617365, uint64(rows))).Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 	const per = 500 // rows per INSERT statement
 	q := `INSERT INTO records (id, body) VALUES (?, '` + Body + `')` + strings.Repeat(`, (?, '`+Body+`')`, per-1)
 	tx, err := db.BeginTx(ctx, nil)

@@ -47,7 +47,8 @@
 // # Tables
 //
 // BaseDB builds the app's table, records(id TEXT PRIMARY KEY, body
-// TEXT), once per id shape and row count and keeps it in CacheDir;
+// TEXT), once per id shape and row count, its rows written in a seeded
+// random order as ids reach an app, and keeps it in CacheDir;
 // PrepareCopy copies it and builds its snapshot with
 // rebuild.BuildSnapshot, as the cron job or the app's last run leaves it.
 //
