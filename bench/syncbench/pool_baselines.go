@@ -9,34 +9,11 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// The baselines on the app's own pool are what a careful engineer writes
-// without the library: ids NFC-normalized (golang.org/x/text), statements
-// prepared once and reused. The app's table holds some rows spelled in
-// NFD (stored as a server sent them, or by an older version of the app),
-// and SQLite compares bytes: so the IN-list binds, beside each id's NFC
-// spelling, its NFD spelling where the two differ (never for ASCII ids
-// such as UUIDs), or it would call those rows not fetched.
-
-// inListSpellings returns the spellings of id the IN-list looks for.
-func inListSpellings(id string) (nfc, nfd string) {
-	nfc = norm.NFC.String(id)
-	if nfd = norm.NFD.String(nfc); nfd == nfc {
-		nfd = ""
-	}
-	return nfc, nfd
-}
-
-// InListParams returns how many parameters the IN-list of page binds.
-func InListParams(page []string) int {
-	n := 0
-	for _, id := range page {
-		n++
-		if _, nfd := inListSpellings(id); nfd != "" {
-			n++
-		}
-	}
-	return n
-}
+// The baselines on the app's own pool are what a user writes without
+// the library: ids NFC-normalized (golang.org/x/text), statements
+// prepared once and reused. SQLite compares bytes, so a row stored in
+// NFD is not found under its NFC spelling: Reference.InListTruth says
+// what the IN-list can know.
 
 // PrepareInList prepares, once, the IN-list of n parameters:
 // `SELECT id FROM records WHERE id IN (?, ?, …)`.
@@ -44,21 +21,17 @@ func (a *AppPool) PrepareInList(ctx context.Context, n int) (*sql.Stmt, error) {
 	return prepareInList(ctx, a.db, a.in, n)
 }
 
-// InList answers a page with one prepared IN-list: notFetched has one
-// answer per position.
+// InList answers a page with one prepared IN-list of the ids' NFC
+// spellings: notFetched has one answer per position.
 func (a *AppPool) InList(ctx context.Context, page []string) (notFetched []bool, err error) {
 	if len(page) == 0 {
 		return nil, nil
 	}
 	canon := make([]string, len(page))
-	alt := make([]string, len(page))
-	args := make([]any, 0, 2*len(page))
+	args := make([]any, len(page))
 	for i, id := range page {
-		canon[i], alt[i] = inListSpellings(id)
-		args = append(args, canon[i])
-		if alt[i] != "" {
-			args = append(args, alt[i])
-		}
+		canon[i] = norm.NFC.String(id)
+		args[i] = canon[i]
 	}
 	st, err := a.PrepareInList(ctx, len(args))
 	if err != nil {
@@ -82,9 +55,6 @@ func (a *AppPool) InList(ctx context.Context, page []string) (notFetched []bool,
 	notFetched = make([]bool, len(page))
 	for i := range page {
 		_, ok := found[canon[i]]
-		if !ok && alt[i] != "" {
-			_, ok = found[alt[i]]
-		}
 		notFetched[i] = !ok
 	}
 	return notFetched, nil

@@ -49,7 +49,7 @@ func poolChild(ctx context.Context, r *ChildReport, t0 time.Time, driver, db, sn
 		st := lib.Stats()
 		r.Serving, r.SnapshotError = st.Bypass == 0, st.SnapshotError
 	} else {
-		if _, err := pool.PrepareInList(ctx, InListParams(page)); err != nil {
+		if _, err := pool.PrepareInList(ctx, len(page)); err != nil {
 			return fmt.Errorf("cold child: %w", err)
 		}
 		r.Open = time.Since(start)

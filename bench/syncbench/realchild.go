@@ -19,21 +19,23 @@ import (
 
 // RealPage is what one page measured.
 type RealPage struct {
-	Page     int           `json:"page"`
-	Kind     string        `json:"kind"`
-	Size     int           `json:"size"`
-	New      int           `json:"new"`
-	Params   int           `json:"params"` // the IN-list's parameters
-	Lib      time.Duration `json:"lib_ns"`
-	InList   time.Duration `json:"inlist_ns"`
-	LibFirst bool          `json:"lib_first"`
-	Mark     string        `json:"mark,omitempty"`
-	Wait     time.Duration `json:"wait_ns"`
-	Insert   time.Duration `json:"insert_ns"`
-	Bypass   uint64        `json:"bypass"`    // keys the library answered from SQLite alone in this call
-	FalsePos uint64        `json:"false_pos"` // maybes SQLite refuted in this call
-	Serving  bool          `json:"serving"`   // after the call
-	EstFPR   float64       `json:"est_fpr"`   // after the call
+	Page int    `json:"page"`
+	Kind string `json:"kind"`
+	Size int    `json:"size"`
+	New  int    `json:"new"`
+	// InListBlind counts the positions where the IN-list cannot know the
+	// truth: names stored in NFD only, asked in NFC.
+	InListBlind int           `json:"inlist_blind"`
+	Lib         time.Duration `json:"lib_ns"`
+	InList      time.Duration `json:"inlist_ns"`
+	LibFirst    bool          `json:"lib_first"`
+	Mark        string        `json:"mark,omitempty"`
+	Wait        time.Duration `json:"wait_ns"`
+	Insert      time.Duration `json:"insert_ns"`
+	Bypass      uint64        `json:"bypass"`    // keys the library answered from SQLite alone in this call
+	FalsePos    uint64        `json:"false_pos"` // maybes SQLite refuted in this call
+	Serving     bool          `json:"serving"`   // after the call
+	EstFPR      float64       `json:"est_fpr"`   // after the call
 }
 
 // Ratio returns the page's library ÷ IN-list.
@@ -268,10 +270,12 @@ func (r *realRun) page(ctx context.Context, n int) (RealPage, error) {
 	if err != nil {
 		return RealPage{}, err
 	}
-	p := RealPage{Page: n, Kind: pg.Kind, Size: len(pg.IDs), New: len(pg.New), Params: InListParams(pg.IDs), LibFirst: libFirst(n, len(r.cfg.Kinds))}
-	if _, err := r.pool.PrepareInList(ctx, p.Params); err != nil {
+	p := RealPage{Page: n, Kind: pg.Kind, Size: len(pg.IDs), New: len(pg.New), LibFirst: libFirst(n, len(r.cfg.Kinds))}
+	if _, err := r.pool.PrepareInList(ctx, p.Size); err != nil {
 		return p, err
 	}
+	inWant := r.gen.Ref.InListTruth(pg.IDs)
+	p.InListBlind = Differ(inWant, pg.Want)
 	before := r.lib.Stats()
 	lib := func() error {
 		got, took, err := r.lib.Missing(ctx, pg.IDs)
@@ -288,7 +292,7 @@ func (r *realRun) page(ctx context.Context, n int) (RealPage, error) {
 		if err != nil {
 			return err
 		}
-		return Judge("the IN-list", pg.IDs, got, pg.Want)
+		return Judge("the IN-list", pg.IDs, got, inWant)
 	}
 	sides := [2]func() error{lib, in}
 	if !p.LibFirst {

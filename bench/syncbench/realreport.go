@@ -108,13 +108,13 @@ func WriteRealTables(w io.Writer, cells []*RealCell) error {
 // WriteRealCSV writes one line per page of every run.
 func WriteRealCSV(w io.Writer, cells []*RealCell) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"variant", "wait", "page", "kind", "size", "new", "params", "lib_us", "inlist_us", "ratio",
+	_ = cw.Write([]string{"variant", "wait", "page", "kind", "size", "new", "inlist_blind", "lib_us", "inlist_us", "ratio",
 		"lib_first", "mark", "wait_us", "insert_us", "bypass", "false_pos", "serving", "est_fpr"})
 	us := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) }
 	for _, c := range cells {
 		for _, pg := range c.Pages() {
 			_ = cw.Write([]string{c.Variant, c.Config.Wait.String(), strconv.Itoa(pg.Page), pg.Kind, strconv.Itoa(pg.Size),
-				strconv.Itoa(pg.New), strconv.Itoa(pg.Params), us(pg.Lib), us(pg.InList), strconv.FormatFloat(pg.Ratio(), 'f', 4, 64),
+				strconv.Itoa(pg.New), strconv.Itoa(pg.InListBlind), us(pg.Lib), us(pg.InList), strconv.FormatFloat(pg.Ratio(), 'f', 4, 64),
 				strconv.FormatBool(pg.LibFirst), pg.Mark, us(pg.Wait), us(pg.Insert), strconv.FormatUint(pg.Bypass, 10),
 				strconv.FormatUint(pg.FalsePos, 10), strconv.FormatBool(pg.Serving), strconv.FormatFloat(pg.EstFPR, 'g', 4, 64)})
 		}

@@ -10,16 +10,17 @@ import (
 // Reference is the truth the answers are judged by: the canonical (NFC)
 // spelling of every id the app stored, kept by the harness as it stores
 // them. Lowercase UUIDs are kept as 16 bytes (a map the garbage collector
-// need not scan), every other id as its NFC string.
+// need not scan), every other id as its NFC string and as stored.
 type Reference struct {
-	uuids map[[16]byte]struct{}
-	other map[string]struct{}
+	uuids   map[[16]byte]struct{}
+	other   map[string]struct{} // NFC
+	spelled map[string]struct{} // the other ids byte for byte as stored
 }
 
 // NewReference returns a reference holding the ids 0..rows-1 of
 // RandomUUID, the base table's.
 func NewReference(rows int64) *Reference {
-	r := &Reference{uuids: make(map[[16]byte]struct{}, rows), other: map[string]struct{}{}}
+	r := &Reference{uuids: make(map[[16]byte]struct{}, rows), other: map[string]struct{}{}, spelled: map[string]struct{}{}}
 	for i := uint64(0); i < uint64(rows); i++ {
 		r.uuids[uuidV4Bytes(i)] = struct{}{}
 	}
@@ -68,6 +69,17 @@ func (r *Reference) Add(id string) {
 		return
 	}
 	r.other[norm.NFC.String(id)] = struct{}{}
+	r.spelled[id] = struct{}{}
+}
+
+// storedAs reports whether a row holds id byte for byte.
+func (r *Reference) storedAs(id string) bool {
+	if b, ok := parseUUID(id); ok {
+		_, ok := r.uuids[b]
+		return ok
+	}
+	_, ok := r.spelled[id]
+	return ok
 }
 
 // Len returns how many ids are stored.
@@ -81,6 +93,28 @@ func (r *Reference) Truth(page []string) []bool {
 		want[i] = !r.Has(id)
 	}
 	return want
+}
+
+// InListTruth returns what an IN-list of the ids' NFC spellings can
+// know: true where no row holds the NFC spelling byte for byte (a name
+// stored in NFD only is not fetched, to it).
+func (r *Reference) InListTruth(page []string) []bool {
+	want := make([]bool, len(page))
+	for i, id := range page {
+		want[i] = !r.storedAs(norm.NFC.String(id))
+	}
+	return want
+}
+
+// Differ counts the positions where a and b differ.
+func Differ(a, b []bool) int {
+	n := 0
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n + max(len(a), len(b)) - min(len(a), len(b))
 }
 
 // Judge compares a side's answers for page with the truth; the error
