@@ -72,6 +72,15 @@ func (l *LibIndex) Missing(ctx context.Context, page []string) (notFetched []boo
 	return notFetched, took, err
 }
 
+// MissingCounted is Missing that also returns the process's allocations
+// during the call (runtime.MemStats.Mallocs before and after, read
+// outside the timed call; the library's goroutines count too).
+func (l *LibIndex) MissingCounted(ctx context.Context, page []string) (notFetched []bool, took time.Duration, mallocs uint64, err error) {
+	m0 := Mallocs()
+	notFetched, took, err = l.Missing(ctx, page)
+	return notFetched, took, Mallocs() - m0, err
+}
+
 // Fetched asks the library about one id; took is the call alone.
 func (l *LibIndex) Fetched(ctx context.Context, id string) (fetched bool, took time.Duration, err error) {
 	start := time.Now()

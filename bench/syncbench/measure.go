@@ -43,6 +43,14 @@ func Ratio(a, b time.Duration) float64 {
 	return float64(a) / float64(b)
 }
 
+// Mallocs returns the process's heap allocations so far
+// (runtime.MemStats.Mallocs; ReadMemStats stops the world briefly).
+func Mallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
+}
+
 // Allocs reads this process's allocation counters (runtime/metrics, no
 // stop-the-world), to count what one call allocates.
 type Allocs struct {

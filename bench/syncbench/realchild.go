@@ -23,19 +23,22 @@ type RealPage struct {
 	Kind string `json:"kind"`
 	Size int    `json:"size"`
 	New  int    `json:"new"`
+	Mark string `json:"mark,omitempty"`
 	// InListBlind counts the positions where the IN-list cannot know the
 	// truth: names stored in NFD only, asked in NFC.
 	InListBlind int           `json:"inlist_blind"`
 	Lib         time.Duration `json:"lib_ns"`
 	InList      time.Duration `json:"inlist_ns"`
 	LibFirst    bool          `json:"lib_first"`
-	Mark        string        `json:"mark,omitempty"`
-	Wait        time.Duration `json:"wait_ns"`
-	Insert      time.Duration `json:"insert_ns"`
-	Bypass      uint64        `json:"bypass"`    // keys the library answered from SQLite alone in this call
-	FalsePos    uint64        `json:"false_pos"` // maybes SQLite refuted in this call
-	Serving     bool          `json:"serving"`   // after the call
-	EstFPR      float64       `json:"est_fpr"`   // after the call
+	// Allocations in the process during each side's call (Mallocs).
+	LibAllocs    uint64        `json:"lib_allocs"`
+	InListAllocs uint64        `json:"inlist_allocs"`
+	Wait         time.Duration `json:"wait_ns"`
+	Insert       time.Duration `json:"insert_ns"`
+	Bypass       uint64        `json:"bypass"`    // keys the library answered from SQLite alone in this call
+	FalsePos     uint64        `json:"false_pos"` // maybes SQLite refuted in this call
+	Serving      bool          `json:"serving"`   // after the call
+	EstFPR       float64       `json:"est_fpr"`   // after the call
 }
 
 // Ratio returns the page's library ÷ IN-list.
@@ -278,17 +281,19 @@ func (r *realRun) page(ctx context.Context, n int) (RealPage, error) {
 	p.InListBlind = Differ(inWant, pg.Want)
 	before := r.lib.Stats()
 	lib := func() error {
-		got, took, err := r.lib.Missing(ctx, pg.IDs)
-		p.Lib = took
+		got, took, allocs, err := r.lib.MissingCounted(ctx, pg.IDs)
+		p.Lib, p.LibAllocs = took, allocs
 		if err != nil {
 			return fmt.Errorf("library: %w", err)
 		}
 		return Judge("the library", pg.IDs, got, pg.Want)
 	}
 	in := func() error {
+		m0 := Mallocs()
 		start := time.Now()
 		got, err := r.pool.InList(ctx, pg.IDs)
 		p.InList = time.Since(start)
+		p.InListAllocs = Mallocs() - m0
 		if err != nil {
 			return err
 		}
