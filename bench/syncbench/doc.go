@@ -20,10 +20,12 @@
 //   - The real sync loop (RealRunner, RealChild; real*.go): the loop in
 //     child processes the harness re-execs, on the app's own pool
 //     (AppPool), four kinds of pages taking turns (Pages), a network wait
-//     before the app's INSERTs, migrations and an exit without Close in
+//     around the app's INSERTs, migrations and an exit without Close in
 //     the middle; every answer of both sides judged against a Reference.
-//     Its extra rows: the initial sync (InitialConfig), ten collections
-//     (RealCollections) and single ids (RealSingle).
+//     Each run is made twice (RealTwins), so that each side is timed as
+//     the first call after the app's commit. Its extra rows: the initial
+//     sync (InitialConfig), ten collections (RealCollections) and single
+//     ids (RealSingle).
 //
 // # The library's API
 //
@@ -42,7 +44,7 @@
 // …)`, prepared once per page size; "per id" is `SELECT 1 FROM records
 // WHERE id = ?`; both normalize ids with golang.org/x/text's NFC first.
 // Ratios are library ÷ baseline, of medians over pages (or totals where
-// said).
+// said); in the real loop, medians of per-page ratios of twins.
 //
 // # Tables
 //

@@ -34,34 +34,66 @@ func tinyConfig() RealConfig {
 
 func TestRealLoopTiny(t *testing.T) {
 	useCache(t)
-	cell, err := testRunner().Run(context.Background(), "mixed", tinyConfig())
+	tw, err := testRunner().Twins(context.Background(), "mixed", tinyConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cell.Children) != 3 || !cell.Children[1].Segment.Abandon {
-		t.Fatalf("children %+v: want 3, the second exiting without Close", cell.Children)
+	for _, cell := range []*RealCell{tw.Lib, tw.InList} {
+		if len(cell.Children) != 3 || !cell.Children[1].Segment.Abandon {
+			t.Fatalf("children %+v: want 3, the second exiting without Close", cell.Children)
+		}
 	}
-	pages := cell.Pages()
+	if !tw.Lib.Config.LibFirst || tw.InList.Config.LibFirst {
+		t.Errorf("twins' orders: library first %v and %v, want true and false", tw.Lib.Config.LibFirst, tw.InList.Config.LibFirst)
+	}
+	pages := tw.Pages()
 	var marks []string
+	blind := 0
 	for i, p := range pages {
-		if p.Page != i || p.Lib <= 0 || p.InList <= 0 || p.Size < 20 || p.Size > 60 || p.Kind != MixedKinds[i%4] {
+		if p.Page != i || p.Lib <= 0 || p.InList <= 0 || p.LibSecond <= 0 || p.InListSecond <= 0 || p.LibAllocs == 0 ||
+			p.Size < 20 || p.Size > 60 || p.Kind != MixedKinds[i%4] {
 			t.Errorf("page %d: %+v", i, p)
+		}
+		if p.Lib != tw.Lib.Pages()[i].Lib || p.InList != tw.InList.Pages()[i].InList {
+			t.Errorf("page %d: times not taken from the twin where each side ran first", i)
 		}
 		if p.Mark != "" {
 			marks = append(marks, p.Mark)
 		}
+		blind += p.InListBlind
 	}
-	if want := []string{MarkFresh, MarkAddColumn, MarkRebuild, MarkFreshClosed, MarkAfterAbandon}; !slices.Equal(marks, want) {
+	if want := SpecialMarks; !slices.Equal(marks, want) {
 		t.Errorf("marks %q, want %q", marks, want)
 	}
+	if blind == 0 {
+		t.Error("the IN-list was never blind: no name stored in NFD was asked")
+	}
 	var b strings.Builder
-	if err := WriteRealTables(&b, []*RealCell{cell}); err != nil {
+	if err := WriteRealTables(&b, []*RealTwins{tw}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range append(marks, "| mixed | 0 | names |", "| mixed | 0 | all |") {
+	for _, want := range append(marks, "| mixed | 20–60 | 0 | 0 | Unicode names |", "| mixed | 20–60 | 0 | 0 | every page |") {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("tables lack %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// TestTwinsThatDifferFail: twins that saw other pages are refused.
+func TestTwinsThatDifferFail(t *testing.T) {
+	page := func(n int, d uint64) RealPage { return RealPage{Page: n, Kind: KindResend, Size: 10, Digest: d} }
+	cell := func(ps ...RealPage) *RealCell { return &RealCell{Children: []RealChildReport{{Pages: ps}}} }
+	tw := &RealTwins{Variant: "mixed", Lib: cell(page(0, 1), page(1, 2)), InList: cell(page(0, 1), page(1, 2))}
+	if err := tw.Check(); err != nil {
+		t.Fatalf("same pages: %v", err)
+	}
+	tw.InList = cell(page(0, 1), page(1, 3))
+	if err := tw.Check(); err == nil || !strings.Contains(err.Error(), "TWINS DIFFER") {
+		t.Errorf("other ids on page 1: %v", err)
+	}
+	tw.InList = cell(page(0, 1))
+	if err := tw.Check(); err == nil {
+		t.Error("a page missing: no error")
 	}
 }
 
@@ -89,20 +121,20 @@ func TestRealLoopFailsOnWrongAnswers(t *testing.T) {
 
 func TestRealInitialTiny(t *testing.T) {
 	useCache(t)
-	cell, err := testRunner().Run(context.Background(), "initial", InitialConfig(Mattn.Name, 3000, 500, WaitSpec{}, 1))
+	tw, err := testRunner().Twins(context.Background(), "initial", InitialConfig(Mattn.Name, 3000, 500, WaitSpec{}, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(cell.Pages()); n != 6 {
+	if n := len(tw.Pages()); n != 6 {
 		t.Fatalf("%d pages, want 6", n)
 	}
-	for _, p := range cell.Pages() {
+	for _, p := range tw.Pages() {
 		if p.New != 500 || p.Size != 500 {
 			t.Errorf("page %+v: want 500 new ids", p)
 		}
 	}
 	var b strings.Builder
-	if err := WriteInitialTable(&b, []*RealCell{cell}); err != nil || !strings.Contains(b.String(), "| 3,000 | 500 | 0 | 6 |") {
+	if err := WriteInitialTable(&b, []*RealTwins{tw}); err != nil || !strings.Contains(b.String(), "| 3,000 | 500 | 0 | 0 | 6 |") {
 		t.Errorf("table %q, %v", b.String(), err)
 	}
 }

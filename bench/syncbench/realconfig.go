@@ -21,6 +21,11 @@ type RealConfig struct {
 	// them (the records' fetch). 0: the INSERTs come right before the
 	// next page's call, the hardest case for catching up between calls.
 	After float64
+	// LibFirst: the library answers every page first, right after the
+	// app's commit, and the IN-list second; else the other way round.
+	// A run and its order-flipped twin (RealRunner.Twins) time each side
+	// first.
+	LibFirst bool
 	// The events, each before the page of that number (-1: none).
 	AddColumnAt, RebuildAt int
 	// RestartAt: the process that answered the pages before it closes;

@@ -19,27 +19,30 @@ func InitialConfig(driver string, rows int64, page int, wait WaitSpec, seed uint
 }
 
 // WriteInitialTable writes the initial syncs' Markdown table: the median
-// of the per-page ratios, and how many pages the filter answered with a
-// false-positive rate above twice its target (measured: the maybes
-// SQLite refuted ÷ the page's ids, all new; and estimated from its bits).
-func WriteInitialTable(w io.Writer, cells []*RealCell) error {
+// of the twins' per-page ratios (TwinsNote), and how many pages the
+// filter answered with a false-positive rate above twice its target
+// (measured: the maybes SQLite refuted ÷ the page's ids, all new; and
+// estimated from its bits), in the library-first twin.
+func WriteInitialTable(w io.Writer, twins []*RealTwins) error {
 	var errs []error
 	p := func(format string, args ...any) {
 		_, err := fmt.Fprintf(w, format+"\n", args...)
 		errs = append(errs, err)
 	}
-	p("| rows | page | wait | pages | library ÷ IN-list (median of pages) | p10 – p90 | total library ÷ total IN-list | pages over 2× target FPR (measured) | (estimated) | pages in bypass |")
-	p("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-	for _, c := range cells {
-		pages := c.Pages()
-		if len(pages) == 0 || len(c.Children) == 0 {
+	p("| rows | page | wait | after | pages | library ÷ IN-list (median of pages) | p10 – p90 | total library ÷ total IN-list | pages over 2× target FPR (measured) | (estimated) | pages in bypass |")
+	p("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, t := range twins {
+		pages := t.Pages()
+		if len(pages) == 0 || len(t.Lib.Children) == 0 {
 			continue
 		}
-		target := c.Children[0].Start.TargetFPR
+		target := t.Lib.Children[0].Start.TargetFPR
 		var lib, in []time.Duration
-		measured, estimated, bypass := 0, 0, 0
 		for _, pg := range pages {
 			lib, in = append(lib, pg.Lib), append(in, pg.InList)
+		}
+		measured, estimated, bypass := 0, 0, 0
+		for _, pg := range t.Lib.Pages() {
 			if pg.Bypass > 0 || !pg.Serving {
 				bypass++
 				continue
@@ -52,9 +55,9 @@ func WriteInitialTable(w io.Writer, cells []*RealCell) error {
 			}
 		}
 		rs := ratios(pages)
-		rows := c.Config.Pages * c.Config.MaxSize
-		p("| %s | %s | %v | %d | %.2f× | %.2f – %.2f | %.2f× | %d | %d | %d |", thousands(fmt.Sprint(rows)), thousands(fmt.Sprint(c.Config.MaxSize)),
-			c.Config.Wait, len(pages), Quantile(rs, 0.5), Quantile(rs, 0.1), Quantile(rs, 0.9), Ratio(Sum(lib), Sum(in)), measured, estimated, bypass)
+		rows := t.Config.Pages * t.Config.MaxSize
+		p("| %s | %s | %v | %v | %d | %.2f× | %.2f – %.2f | %.2f× | %d | %d | %d |", thousands(fmt.Sprint(rows)), thousands(fmt.Sprint(t.Config.MaxSize)),
+			t.Config.Wait, t.Config.After, len(pages), Quantile(rs, 0.5), Quantile(rs, 0.1), Quantile(rs, 0.9), Ratio(Sum(lib), Sum(in)), measured, estimated, bypass)
 	}
 	return errors.Join(errs...)
 }

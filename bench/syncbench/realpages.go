@@ -170,6 +170,14 @@ func (g *Pages) Replay(n int) error {
 	return nil
 }
 
+// SizeName names the page sizes: "10–1000", or "100" for a fixed size.
+func (c PagesConfig) SizeName() string {
+	if c.MinSize == c.MaxSize {
+		return thousands(fmt.Sprint(c.MinSize))
+	}
+	return thousands(fmt.Sprint(c.MinSize)) + "–" + thousands(fmt.Sprint(c.MaxSize))
+}
+
 // kinds returns the kinds of the config, once each, in order.
 func (c PagesConfig) kinds() []string {
 	var out []string

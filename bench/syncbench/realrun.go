@@ -105,12 +105,13 @@ func (rr RealRunner) Run(ctx context.Context, variant string, cfg RealConfig) (_
 	for i, seg := range cfg.Segments() {
 		rep, err := rr.child(ctx, cfgPath, filepath.Join(dir, fmt.Sprintf("child-%d.json", i)), seg)
 		if err != nil {
-			return nil, fmt.Errorf("real loop %s, wait %v: child %d (pages %d..%d): %w", variant, cfg.Wait, i, seg.From, seg.To-1, err)
+			return nil, fmt.Errorf("real loop %s, %s ids, wait %v, after %v, library first %v: child %d (pages %d..%d): %w", variant, cfg.SizeName(), cfg.Wait, cfg.After, cfg.LibFirst, i, seg.From, seg.To-1, err)
 		}
 		cell.Children = append(cell.Children, rep)
 		if rr.Log != nil {
-			fmt.Fprintf(rr.Log, "%s wait %v: child %d pages %d..%d%s: open %.1f ms, replay %.0f ms, events %d, pool connections %d\n",
-				variant, cfg.Wait, i, seg.From, seg.To-1, map[bool]string{true: " (exit without Close)"}[seg.Abandon],
+			fmt.Fprintf(rr.Log, "%s %s ids wait %v after %v, %s first: child %d pages %d..%d%s: open %.1f ms, replay %.0f ms, events %d, pool connections %d\n",
+				variant, cfg.SizeName(), cfg.Wait, cfg.After, map[bool]string{true: "library", false: "IN-list"}[cfg.LibFirst],
+				i, seg.From, seg.To-1, map[bool]string{true: " (exit without Close)"}[seg.Abandon],
 				ms(rep.LibOpen), ms(rep.Replay), len(rep.Events), rep.PoolConns)
 		}
 	}

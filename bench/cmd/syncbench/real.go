@@ -47,20 +47,20 @@ func (f *realFlags) runner(ctx context.Context) (syncbench.RealRunner, error) {
 }
 
 // header prints the machine table for the runs.
-func header(cells []*syncbench.RealCell, driver string, args []string) error {
+func header(twins []*syncbench.RealTwins, driver string, args []string) error {
 	d, err := syncbench.DriverNamed(driver)
 	if err != nil {
 		return err
 	}
 	sqlite := ""
-	if len(cells) > 0 && len(cells[0].Children) > 0 {
-		sqlite = cells[0].Children[0].SQLite
+	if len(twins) > 0 && len(twins[0].Lib.Children) > 0 {
+		sqlite = twins[0].Lib.Children[0].SQLite
 	}
 	fmt.Println()
 	return syncbench.ThisMachine(d, sqlite).Write(os.Stdout, "syncbench "+strings.Join(args, " "))
 }
 
-func writeCSV(path string, cells []*syncbench.RealCell) error {
+func writeCSV(path string, twins []*syncbench.RealTwins) error {
 	if path == "" {
 		return nil
 	}
@@ -68,7 +68,7 @@ func writeCSV(path string, cells []*syncbench.RealCell) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(syncbench.WriteRealCSV(f, cells), f.Close())
+	return errors.Join(syncbench.WriteRealCSV(f, twins), f.Close())
 }
 
 func realLoop(ctx context.Context, args []string) error {
@@ -115,7 +115,7 @@ func realLoop(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var cells []*syncbench.RealCell
+	var twins []*syncbench.RealTwins
 	for _, v := range strings.Split(*variants, ",") {
 		switch v {
 		case "mixed":
@@ -127,21 +127,21 @@ func realLoop(ctx context.Context, args []string) error {
 		}
 		for _, w := range ws {
 			cfg.Wait = w
-			cell, err := rr.Run(ctx, v, cfg)
+			tw, err := rr.Twins(ctx, v, cfg)
 			if err != nil {
 				return err
 			}
-			cells = append(cells, cell)
+			twins = append(twins, tw)
 		}
 	}
-	if err := header(cells, rf.driver, append([]string{"real"}, args...)); err != nil {
+	if err := header(twins, rf.driver, append([]string{"real"}, args...)); err != nil {
 		return err
 	}
 	fmt.Println()
-	if err := syncbench.WriteRealTables(os.Stdout, cells); err != nil {
+	if err := syncbench.WriteRealTables(os.Stdout, twins); err != nil {
 		return err
 	}
-	return writeCSV(rf.csv, cells)
+	return writeCSV(rf.csv, twins)
 }
 
 func realInitial(ctx context.Context, args []string) error {
@@ -163,24 +163,24 @@ func realInitial(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var cells []*syncbench.RealCell
+	var twins []*syncbench.RealTwins
 	for _, w := range ws {
 		cfg := syncbench.InitialConfig(rf.driver, *rows, *page, w, rf.seed)
 		cfg.After = *after
-		cell, err := rr.Run(ctx, "initial", cfg)
+		tw, err := rr.Twins(ctx, "initial", cfg)
 		if err != nil {
 			return err
 		}
-		cells = append(cells, cell)
+		twins = append(twins, tw)
 	}
-	if err := header(cells, rf.driver, append([]string{"real-initial"}, args...)); err != nil {
+	if err := header(twins, rf.driver, append([]string{"real-initial"}, args...)); err != nil {
 		return err
 	}
 	fmt.Println()
-	if err := syncbench.WriteInitialTable(os.Stdout, cells); err != nil {
+	if err := syncbench.WriteInitialTable(os.Stdout, twins); err != nil {
 		return err
 	}
-	return writeCSV(rf.csv, cells)
+	return writeCSV(rf.csv, twins)
 }
 
 func realSingle(ctx context.Context, args []string) error {
