@@ -181,7 +181,7 @@ syncbench-short:
 	cd bench && SYNCBENCH_ROWS=20000 $(GO) test -run '^$$' -bench 'Sync' -benchtime 5x .
 	cd bench && $(GO) run ./cmd/syncbench initial-sync -pages 20
 	cd bench && $(GO) run ./cmd/syncbench cold-start -rows 20000 -reps 2 -modes lib,sql,lib-nosnap,lib-pool,sql-pool
-	cd bench && $(GO) run ./cmd/syncbench real -rows 20000 -pages 24 -min 20 -max 200 -waits 0,1ms
+	cd bench && $(GO) run ./cmd/syncbench real -rows 20000 -pages 24 -min 10 -max 200 -fixed 10 -waits 0,1ms -after 0,0.5
 	cd bench && $(GO) run ./cmd/syncbench real-initial -rows 5000 -waits 0
 	cd bench && $(GO) run ./cmd/syncbench real-single -rows 20000 -ops 100 -waits 0
 	cd bench && $(GO) run ./cmd/syncbench real-collections -rows 20000 -reps 2
@@ -191,6 +191,10 @@ syncbench-short:
 # child processes the harness re-execs, on the app's own pool, with an
 # ADD COLUMN, a 12-step table rebuild and an exit without Close in the
 # middle of each run; a wrong answer from either side fails the run.
+# Every run is made twice (the library first on every page, then the
+# IN-list first), with the INSERTs right before the next call (after 0)
+# and half the wait after them (0.5); pages of 10 to 1,000 ids, and
+# SYNCBENCH_REAL_FIXED=10,100 adds runs of those fixed sizes.
 # Then the initial sync, the cold start of the app's pool shape, ten
 # collections and single ids. About 15 minutes and 3 GB of disk at the
 # defaults (base tables kept in $$SYNCBENCH_DIR, as above).
@@ -201,11 +205,13 @@ SYNCBENCH_DRIVER ?= mattn
 SYNCBENCH_REAL_ROWS ?= 1000000
 SYNCBENCH_REAL_PAGES ?= 1500
 SYNCBENCH_REAL_WAITS ?= 0,5ms,20ms-50ms
+SYNCBENCH_REAL_AFTER ?= 0,0.5
+SYNCBENCH_REAL_FIXED ?=
 SYNCBENCH_COLLECTION_ROWS ?= 1000000
 SYNCBENCH_TAGS = $(if $(filter modernc,$(SYNCBENCH_DRIVER)),-tags modernc)$(if $(filter ncruces,$(SYNCBENCH_DRIVER)),-tags syncfilter_nomattn)
 SYNCBENCH_REAL = cd bench && $(GO) run $(SYNCBENCH_TAGS) ./cmd/syncbench
 syncbench-real:
-	$(SYNCBENCH_REAL) real -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_REAL_ROWS) -pages $(SYNCBENCH_REAL_PAGES) -waits $(SYNCBENCH_REAL_WAITS) -v
+	$(SYNCBENCH_REAL) real -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_REAL_ROWS) -pages $(SYNCBENCH_REAL_PAGES) -waits $(SYNCBENCH_REAL_WAITS) -after $(SYNCBENCH_REAL_AFTER) -fixed '$(SYNCBENCH_REAL_FIXED)' -v
 	$(SYNCBENCH_REAL) real-initial -driver $(SYNCBENCH_DRIVER) -rows 200000 -waits 0,100ms
 	@set -e; for rows in $(SYNCBENCH_COLD_ROWS); do \
 		($(SYNCBENCH_REAL) cold-start -driver $(SYNCBENCH_DRIVER) -rows $$rows -reps $(SYNCBENCH_REPS) -modes lib-pool,sql-pool -md); \

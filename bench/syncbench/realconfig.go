@@ -3,6 +3,7 @@ package syncbench
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -32,6 +33,35 @@ type RealConfig struct {
 	// a new one answers CrashPages pages and exits without Close; the
 	// rest of the run is a third process (-1: one process).
 	RestartAt, CrashPages int
+}
+
+// ParseAfters reads a comma-separated list of RealConfig.After shares.
+func ParseAfters(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		a, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || a < 0 || a > 1 {
+			return nil, fmt.Errorf("after %q: want a share from 0 to 1", f)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// ParseSizes reads a comma-separated list of page sizes ("" for none).
+func ParseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("page size %q: want a positive count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // WaitSpec is a wait drawn uniformly from [Min, Max], seeded by the page.

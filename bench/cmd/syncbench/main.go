@@ -5,9 +5,9 @@
 //	go run ./cmd/syncbench initial-sync [-pages 200] [-page 1000] [-sleep 0] [-capacity 0] [-csv pages.csv] [-no-inlist] [-no-library]
 //	go run ./cmd/syncbench cold-start [-rows 1000000] [-reps 7] [-modes lib,sql] [-conds warm,cold] [-driver mattn] [-md] [-v]
 //	go test -run '^$' -bench 'SyncLoop|SyncFetched' . | go run ./cmd/syncbench table
-//	go run ./cmd/syncbench real [-rows 1000000] [-pages 1500] [-min 100] [-max 1000] [-waits 0,5ms,20ms-50ms]
-//		[-variants mixed,all-new] [-events add-column,rebuild,restart] [-crash-pages 3] [-names -1]
-//		[-driver mattn] [-seed 1] [-csv pages.csv] [-keep] [-v]
+//	go run ./cmd/syncbench real [-rows 1000000] [-pages 1500] [-min 10] [-max 1000] [-fixed 10,100]
+//		[-waits 0,5ms,20ms-50ms] [-after 0,0.5] [-variants mixed,all-new] [-events add-column,rebuild,restart]
+//		[-crash-pages 3] [-names -1] [-driver mattn] [-seed 1] [-csv pages.csv] [-keep] [-v]
 //	go run ./cmd/syncbench real-initial [-rows 200000] [-page 1000] [-waits 0,100ms]
 //	go run ./cmd/syncbench real-single [-rows 1000000] [-ops 2000] [-waits 5ms]
 //	go run ./cmd/syncbench real-collections [-rows 100000] [-n 10] [-reps 5] [-page 1000]

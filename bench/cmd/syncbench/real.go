@@ -73,66 +73,29 @@ func writeCSV(path string, twins []*syncbench.RealTwins) error {
 
 func realLoop(ctx context.Context, args []string) error {
 	var rf realFlags
-	var cfg syncbench.RealConfig
+	var g grid
 	fs := flag.NewFlagSet("real", flag.ContinueOnError)
 	rf.register(fs)
-	fs.Int64Var(&cfg.Rows, "rows", 1_000_000, "rows of the base table (random UUIDs)")
-	names := fs.Int("names", -1, "Unicode names stored before the run (-1: rows/50, at least 100)")
-	fs.IntVar(&cfg.Pages, "pages", 1500, "pages per run")
-	fs.IntVar(&cfg.MinSize, "min", 100, "fewest ids per page")
-	fs.IntVar(&cfg.MaxSize, "max", 1000, "most ids per page")
-	fs.IntVar(&cfg.CrashPages, "crash-pages", 3, "pages the process that exits without Close answers")
-	waits := fs.String("waits", "0,5ms,20ms-50ms", "network waits per page, one run each (a range is drawn uniformly): the records' fetch, then the next page of ids (-after)")
-	fs.Float64Var(&cfg.After, "after", 0.5, "share of each wait after the app's INSERTs (the next page of ids); 0: the INSERTs come right before the next call")
+	g.register(fs, 1_000_000, 1500)
 	variants := fs.String("variants", "mixed,all-new", "mixed: the four kinds taking turns; all-new: 100% new random UUIDs")
-	events := fs.String("events", "add-column,rebuild,restart", "in the middle of each run, at 1/4, 1/2 and 3/4 of it (\"\": none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ws, err := syncbench.ParseWaits(*waits)
+	cfgs, err := g.configs(rf, strings.Split(*variants, ","))
 	if err != nil {
 		return err
-	}
-	cfg.Driver, cfg.Seed = rf.driver, rf.seed
-	if cfg.Names = *names; cfg.Names < 0 {
-		cfg.Names = int(max(cfg.Rows/50, 100))
-	}
-	cfg.AddColumnAt, cfg.RebuildAt, cfg.RestartAt = -1, -1, -1
-	for _, e := range strings.Split(*events, ",") {
-		switch e {
-		case "add-column":
-			cfg.AddColumnAt = cfg.Pages / 4
-		case "rebuild":
-			cfg.RebuildAt = cfg.Pages / 2
-		case "restart":
-			cfg.RestartAt = cfg.Pages * 3 / 4
-		case "":
-		default:
-			return fmt.Errorf("event %q: want add-column, rebuild, restart", e)
-		}
 	}
 	rr, err := rf.runner(ctx)
 	if err != nil {
 		return err
 	}
 	var twins []*syncbench.RealTwins
-	for _, v := range strings.Split(*variants, ",") {
-		switch v {
-		case "mixed":
-			cfg.Kinds = syncbench.MixedKinds
-		case "all-new":
-			cfg.Kinds = []string{syncbench.KindAllNew}
-		default:
-			return fmt.Errorf("variant %q: want mixed or all-new", v)
+	for _, c := range cfgs {
+		tw, err := rr.Twins(ctx, c.variant, c.cfg)
+		if err != nil {
+			return err
 		}
-		for _, w := range ws {
-			cfg.Wait = w
-			tw, err := rr.Twins(ctx, v, cfg)
-			if err != nil {
-				return err
-			}
-			twins = append(twins, tw)
-		}
+		twins = append(twins, tw)
 	}
 	if err := header(twins, rf.driver, append([]string{"real"}, args...)); err != nil {
 		return err
@@ -142,6 +105,96 @@ func realLoop(ctx context.Context, args []string) error {
 		return err
 	}
 	return writeCSV(rf.csv, twins)
+}
+
+// grid is the flags of the real loop's runs: the table, the pages, and
+// the lists of waits, shares after the INSERTs and fixed page sizes whose
+// every combination is a run.
+type grid struct {
+	cfg                          syncbench.RealConfig
+	names                        int
+	waits, afters, fixed, events string
+}
+
+func (g *grid) register(fs *flag.FlagSet, rows int64, pages int) {
+	fs.Int64Var(&g.cfg.Rows, "rows", rows, "rows of the base table (random UUIDs)")
+	fs.IntVar(&g.names, "names", -1, "Unicode names stored before the run (-1: rows/50, at least 100)")
+	fs.IntVar(&g.cfg.Pages, "pages", pages, "pages per run")
+	fs.IntVar(&g.cfg.MinSize, "min", 10, "fewest ids per page")
+	fs.IntVar(&g.cfg.MaxSize, "max", 1000, "most ids per page")
+	fs.StringVar(&g.fixed, "fixed", "", "also runs whose every page holds this many ids, one row each (e.g. 10,100)")
+	fs.IntVar(&g.cfg.CrashPages, "crash-pages", 3, "pages the process that exits without Close answers")
+	fs.StringVar(&g.waits, "waits", "0,5ms,20ms-50ms", "network waits per page, one run each (a range is drawn uniformly): the records' fetch, then the next page of ids (-after)")
+	fs.StringVar(&g.afters, "after", "0,0.5", "shares of each wait after the app's INSERTs (the next page of ids), one run each; 0: the INSERTs come right before the next call")
+	fs.StringVar(&g.events, "events", "add-column,rebuild,restart", "in the middle of each run, at 1/4, 1/2 and 3/4 of it (\"\": none)")
+}
+
+// gridRun is one run config of a grid, to be run as twins.
+type gridRun struct {
+	variant string
+	cfg     syncbench.RealConfig
+}
+
+// configs returns the grid's runs: variants, then page sizes, then
+// waits, then shares after the INSERTs.
+func (g *grid) configs(rf realFlags, variants []string) ([]gridRun, error) {
+	ws, err := syncbench.ParseWaits(g.waits)
+	if err != nil {
+		return nil, err
+	}
+	as, err := syncbench.ParseAfters(g.afters)
+	if err != nil {
+		return nil, err
+	}
+	fixed, err := syncbench.ParseSizes(g.fixed)
+	if err != nil {
+		return nil, err
+	}
+	cfg := g.cfg
+	cfg.Driver, cfg.Seed = rf.driver, rf.seed
+	if cfg.Names = g.names; cfg.Names < 0 {
+		cfg.Names = int(max(cfg.Rows/50, 100))
+	}
+	cfg.AddColumnAt, cfg.RebuildAt, cfg.RestartAt = -1, -1, -1
+	for _, e := range strings.Split(g.events, ",") {
+		switch e {
+		case "add-column":
+			cfg.AddColumnAt = cfg.Pages / 4
+		case "rebuild":
+			cfg.RebuildAt = cfg.Pages / 2
+		case "restart":
+			cfg.RestartAt = cfg.Pages * 3 / 4
+		case "":
+		default:
+			return nil, fmt.Errorf("event %q: want add-column, rebuild, restart", e)
+		}
+	}
+	sizes := [][2]int{{cfg.MinSize, cfg.MaxSize}}
+	for _, n := range fixed {
+		sizes = append(sizes, [2]int{n, n})
+	}
+	var out []gridRun
+	for _, v := range variants {
+		switch v {
+		case "mixed":
+			cfg.Kinds = syncbench.MixedKinds
+		case "all-new":
+			cfg.Kinds = []string{syncbench.KindAllNew}
+		default:
+			return nil, fmt.Errorf("variant %q: want mixed or all-new", v)
+		}
+		for _, sz := range sizes {
+			cfg.MinSize, cfg.MaxSize = sz[0], sz[1]
+			for _, w := range ws {
+				cfg.Wait = w
+				for _, a := range as {
+					cfg.After = a
+					out = append(out, gridRun{v, cfg})
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 func realInitial(ctx context.Context, args []string) error {
