@@ -13,7 +13,7 @@ FUZZ_TARGETS = \
 	./rebuild/internal/store:FuzzKeyArrayRoundTrip \
 	./rebuild/internal/store:FuzzParsePositions
 
-.PHONY: demo test no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real cross cross-deps
+.PHONY: demo test no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
@@ -182,6 +182,8 @@ syncbench-short:
 	cd bench && $(GO) run ./cmd/syncbench initial-sync -pages 20
 	cd bench && $(GO) run ./cmd/syncbench cold-start -rows 20000 -reps 2 -modes lib,sql,lib-nosnap,lib-pool,sql-pool
 	cd bench && $(GO) run ./cmd/syncbench real -rows 20000 -pages 24 -min 10 -max 200 -fixed 10 -waits 0,1ms -after 0,0.5
+	cd bench && $(GO) test -count=1 -tags syncfilter_ablate -run Ablation ./syncbench
+	cd bench && $(GO) run -tags syncfilter_ablate ./cmd/syncbench ablation -rows 20000 -pages 24 -min 10 -max 200 -waits 0 -after 0,0.5 -off follower,quiet
 	cd bench && $(GO) run ./cmd/syncbench real-initial -rows 5000 -waits 0
 	cd bench && $(GO) run ./cmd/syncbench real-single -rows 20000 -ops 100 -waits 0
 	cd bench && $(GO) run ./cmd/syncbench real-collections -rows 20000 -reps 2
@@ -218,6 +220,18 @@ syncbench-real:
 	done
 	$(SYNCBENCH_REAL) real-collections -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_COLLECTION_ROWS)
 	$(SYNCBENCH_REAL) real-single -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_REAL_ROWS) -waits 0,5ms
+
+# The ablation: the real loop's mixed pages (as twins) with nothing
+# switched off in the library, then with each speed mechanism off in
+# turn (children of a binary built with -tags syncfilter_ablate read
+# SYNCFILTER_ABLATE), waits 0, 5 ms and 20-50 ms, after 0 and 0.5: the
+# median ratios and each mechanism's win. About half an hour on 2 cores.
+SYNCBENCH_ABLATION_ROWS ?= 300000
+SYNCBENCH_ABLATION_PAGES ?= 400
+comma := ,
+SYNCBENCH_ABLATION_TAGS = syncfilter_ablate$(if $(filter modernc,$(SYNCBENCH_DRIVER)),$(comma)modernc)$(if $(filter ncruces,$(SYNCBENCH_DRIVER)),$(comma)syncfilter_nomattn)
+syncbench-ablation:
+	cd bench && $(GO) run -tags $(SYNCBENCH_ABLATION_TAGS) ./cmd/syncbench ablation -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_ABLATION_ROWS) -pages $(SYNCBENCH_ABLATION_PAGES) -waits 0,5ms,20ms-50ms -after 0,0.5 -v
 
 lint: fmt-check
 	$(GO) vet ./...

@@ -26,6 +26,9 @@
 //     the first call after the app's commit. Its extra rows: the initial
 //     sync (InitialConfig), ten collections (RealCollections) and single
 //     ids (RealSingle).
+//   - The ablation (RealRunner.Ablation): the real loop with each of the
+//     library's speed mechanisms switched off in turn, in children of a
+//     binary built with -tags syncfilter_ablate (AblateBuild, EnvAblate).
 //
 // # The library's API
 //

@@ -61,6 +61,9 @@ type RealChildReport struct {
 	PoolOpen time.Duration `json:"pool_open_ns"`
 	LibOpen  time.Duration `json:"lib_open_ns"`
 	SQLite   string        `json:"sqlite"`
+	// Ablated is EnvAblate as the child read it, checked against its
+	// build (AblateBuild) and the config.
+	Ablated string `json:"ablated"`
 	// PoolConns is how many connections the app's pool had open at the
 	// end (at most AppPoolConns).
 	PoolConns int         `json:"pool_conns"`
@@ -101,6 +104,9 @@ func RealChild(ctx context.Context, args []string) error {
 	}
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return fmt.Errorf("real child: config: %w", err)
+	}
+	if rep.Ablated, err = checkAblation(cfg.Ablate); err != nil {
+		return fmt.Errorf("real child: %w", err)
 	}
 	r, err := openRealRun(ctx, cfg, &rep)
 	if err != nil {

@@ -27,6 +27,9 @@ type RealConfig struct {
 	// A run and its order-flipped twin (RealRunner.Twins) time each side
 	// first.
 	LibFirst bool
+	// Ablate lists the library's speed mechanisms the children switch off
+	// (EnvAblate; a binary built with -tags syncfilter_ablate).
+	Ablate string
 	// The events, each before the page of that number (-1: none).
 	AddColumnAt, RebuildAt int
 	// RestartAt: the process that answered the pages before it closes;

@@ -177,13 +177,13 @@ func specials(t *RealTwins, all []PairedPage) []special {
 // WriteRealCSV writes one line per page of every pair of twins.
 func WriteRealCSV(w io.Writer, twins []*RealTwins) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"variant", "sizes", "wait", "after", "page", "kind", "size", "new", "mark", "lib_us", "inlist_us", "ratio",
+	_ = cw.Write([]string{"variant", "sizes", "wait", "after", "off", "page", "kind", "size", "new", "mark", "lib_us", "inlist_us", "ratio",
 		"lib_second_us", "inlist_second_us", "lib_allocs", "inlist_allocs", "bypass", "inlist_blind"})
 	us := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) }
 	for _, t := range twins {
 		for _, pg := range t.Pages() {
 			_ = cw.Write([]string{t.Variant, t.Config.SizeName(), t.Config.Wait.String(), strconv.FormatFloat(t.Config.After, 'g', -1, 64),
-				strconv.Itoa(pg.Page), pg.Kind, strconv.Itoa(pg.Size), strconv.Itoa(pg.New), pg.Mark,
+				t.Config.Ablate, strconv.Itoa(pg.Page), pg.Kind, strconv.Itoa(pg.Size), strconv.Itoa(pg.New), pg.Mark,
 				us(pg.Lib), us(pg.InList), strconv.FormatFloat(pg.Ratio(), 'f', 4, 64), us(pg.LibSecond), us(pg.InListSecond),
 				strconv.FormatUint(pg.LibAllocs, 10), strconv.FormatUint(pg.InListAllocs, 10), strconv.FormatUint(pg.Bypass, 10),
 				strconv.Itoa(pg.InListBlind)})

@@ -103,14 +103,14 @@ func (rr RealRunner) Run(ctx context.Context, variant string, cfg RealConfig) (_
 		return nil, err
 	}
 	for i, seg := range cfg.Segments() {
-		rep, err := rr.child(ctx, cfgPath, filepath.Join(dir, fmt.Sprintf("child-%d.json", i)), seg)
+		rep, err := rr.child(ctx, cfgPath, filepath.Join(dir, fmt.Sprintf("child-%d.json", i)), seg, cfg.Ablate)
 		if err != nil {
 			return nil, fmt.Errorf("real loop %s, %s ids, wait %v, after %v, library first %v: child %d (pages %d..%d): %w", variant, cfg.SizeName(), cfg.Wait, cfg.After, cfg.LibFirst, i, seg.From, seg.To-1, err)
 		}
 		cell.Children = append(cell.Children, rep)
 		if rr.Log != nil {
-			fmt.Fprintf(rr.Log, "%s %s ids wait %v after %v, %s first: child %d pages %d..%d%s: open %.1f ms, replay %.0f ms, events %d, pool connections %d\n",
-				variant, cfg.SizeName(), cfg.Wait, cfg.After, map[bool]string{true: "library", false: "IN-list"}[cfg.LibFirst],
+			fmt.Fprintf(rr.Log, "%s %s ids wait %v after %v off %q, %s first: child %d pages %d..%d%s: open %.1f ms, replay %.0f ms, events %d, pool connections %d\n",
+				variant, cfg.SizeName(), cfg.Wait, cfg.After, cfg.Ablate, map[bool]string{true: "library", false: "IN-list"}[cfg.LibFirst],
 				i, seg.From, seg.To-1, map[bool]string{true: " (exit without Close)"}[seg.Abandon],
 				ms(rep.LibOpen), ms(rep.Replay), len(rep.Events), rep.PoolConns)
 		}
@@ -166,8 +166,9 @@ func createAppTable(ctx context.Context, d Driver, path string) error {
 	return nil
 }
 
-// child runs one segment and reads its report.
-func (rr RealRunner) child(ctx context.Context, cfgPath, out string, seg Segment) (RealChildReport, error) {
+// child runs one segment, with EnvAblate set to ablate, and reads its
+// report.
+func (rr RealRunner) child(ctx context.Context, cfgPath, out string, seg Segment, ablate string) (RealChildReport, error) {
 	var rep RealChildReport
 	args := []string{"-config", cfgPath, "-out", out, "-from", strconv.Itoa(seg.From), "-to", strconv.Itoa(seg.To), "-mark", seg.Mark}
 	if seg.Abandon {
@@ -176,7 +177,7 @@ func (rr RealRunner) child(ctx context.Context, cfgPath, out string, seg Segment
 	cmd := rr.Child(args...)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = os.Stderr, &stderr
-	cmd.Env = append(cmd.Environ(), EnvT0+"="+strconv.FormatInt(time.Now().UnixNano(), 10))
+	cmd.Env = append(cmd.Environ(), EnvT0+"="+strconv.FormatInt(time.Now().UnixNano(), 10), EnvAblate+"="+ablate)
 	if err := cmd.Run(); err != nil {
 		return rep, fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.Bytes()))
 	}
@@ -186,6 +187,9 @@ func (rr RealRunner) child(ctx context.Context, cfgPath, out string, seg Segment
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return rep, fmt.Errorf("read child report: %w", err)
+	}
+	if rep.Ablated != ablate {
+		return rep, fmt.Errorf("the child switched off %q, want %q", rep.Ablated, ablate)
 	}
 	if got, want := len(rep.Pages), seg.To-seg.From; got != want {
 		return rep, fmt.Errorf("the child answered %d pages, want %d", got, want)

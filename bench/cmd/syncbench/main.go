@@ -8,6 +8,8 @@
 //	go run ./cmd/syncbench real [-rows 1000000] [-pages 1500] [-min 10] [-max 1000] [-fixed 10,100]
 //		[-waits 0,5ms,20ms-50ms] [-after 0,0.5] [-variants mixed,all-new] [-events add-column,rebuild,restart]
 //		[-crash-pages 3] [-names -1] [-driver mattn] [-seed 1] [-csv pages.csv] [-keep] [-v]
+//	go run -tags syncfilter_ablate ./cmd/syncbench ablation [-rows 300000] [-pages 400] [-waits 0,5ms,20ms-50ms]
+//		[-after 0,0.5] [-off follower,apppool,budget,deferredload,yield,quiet,lookup] [-min 10] [-max 1000] [-v]
 //	go run ./cmd/syncbench real-initial [-rows 200000] [-page 1000] [-waits 0,100ms]
 //	go run ./cmd/syncbench real-single [-rows 1000000] [-ops 2000] [-waits 5ms]
 //	go run ./cmd/syncbench real-collections [-rows 100000] [-n 10] [-reps 5] [-page 1000]
@@ -20,6 +22,12 @@
 // binary built with -tags modernc; -driver ncruces one built with
 // CGO_ENABLED=0 or -tags syncfilter_nomattn (it registers "sqlite3", as
 // mattn does, and takes its place).
+//
+// ablation runs the real loop's mixed pages with nothing switched off in
+// the library and then with each speed mechanism off in turn (children
+// read SYNCFILTER_ABLATE; the binary must be built with -tags
+// syncfilter_ablate), and prints the median ratios and each mechanism's
+// win.
 //
 // table turns the sync-loop benchmarks' output into the Markdown tables
 // of docs/BENCHMARKS.md.
@@ -56,7 +64,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("want a command: initial-sync, cold-start, table, real, real-initial, real-single, real-collections, idle: %w", flag.ErrHelp)
+		return fmt.Errorf("want a command: initial-sync, cold-start, table, real, ablation, real-initial, real-single, real-collections, idle: %w", flag.ErrHelp)
 	}
 	switch args[0] {
 	case "initial-sync":
@@ -75,6 +83,8 @@ func run(ctx context.Context, args []string) error {
 		return realLoop(ctx, args[1:])
 	case "real-initial":
 		return realInitial(ctx, args[1:])
+	case "ablation":
+		return ablation(ctx, args[1:])
 	case "real-single":
 		return realSingle(ctx, args[1:])
 	case "real-collections":
