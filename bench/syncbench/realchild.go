@@ -43,9 +43,6 @@ type RealPage struct {
 	EstFPR       float64       `json:"est_fpr"`   // after the call
 }
 
-// Ratio returns the page's library ÷ IN-list.
-func (p RealPage) Ratio() float64 { return Ratio(p.Lib, p.InList) }
-
 // RealEvent is a migration the child ran.
 type RealEvent struct {
 	Name string        `json:"name"`
