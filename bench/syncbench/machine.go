@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -35,20 +36,40 @@ func ThisMachine(d Driver, sqlite string) Machine {
 	return m
 }
 
-// cpuModel returns the first "model name" of /proc/cpuinfo, or "unknown".
+// cpuModel returns the first CPU of /proc/cpuinfo: its model name, family,
+// model, stepping and clock, and whether it runs under a hypervisor
+// ("unknown" without /proc/cpuinfo).
 func cpuModel() string {
 	f, err := os.Open("/proc/cpuinfo")
 	if err != nil {
 		return "unknown"
 	}
 	defer f.Close()
+	info := map[string]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			if len(info) > 0 {
+				break // the first CPU's block ended
+			}
+			continue
+		}
+		if k = strings.TrimSpace(k); info[k] == "" {
+			info[k] = strings.TrimSpace(v)
 		}
 	}
-	return "unknown"
+	name := info["model name"]
+	if name == "" {
+		return "unknown"
+	}
+	if info["cpu family"] != "" {
+		name += fmt.Sprintf(" (family %s, model %s, stepping %s, %s MHz)", info["cpu family"], info["model"], info["stepping"], strings.Split(info["cpu MHz"], ".")[0])
+	}
+	if slices.Contains(strings.Fields(info["flags"]), "hypervisor") {
+		name += ", under a hypervisor"
+	}
+	return name
 }
 
 // Write writes the machine as a Markdown table, with the command run.
