@@ -14,6 +14,7 @@ import (
 // Machine describes where a run was measured.
 type Machine struct {
 	CPU, Kernel, Go, SQLite, Driver string
+	Load                            string // /proc/loadavg's 1, 5 and 15 minutes when described
 	Cores, Procs                    int
 	Date                            time.Time
 }
@@ -33,6 +34,12 @@ func ThisMachine(d Driver, sqlite string) Machine {
 		m.Kernel = runtime.GOOS
 	}
 	m.Kernel += ", " + runtime.GOARCH
+	m.Load = "unknown"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			m.Load = strings.Join(f[:3], ", ")
+		}
+	}
 	return m
 }
 
@@ -74,7 +81,7 @@ func cpuModel() string {
 
 // Write writes the machine as a Markdown table, with the command run.
 func (m Machine) Write(w io.Writer, command string) error {
-	_, err := fmt.Fprintf(w, "| | |\n|---|---|\n| CPU | %s, %d cores (GOMAXPROCS %d) |\n| OS | %s |\n| Go | %s |\n| SQLite | %s through %s |\n| date | %s |\n| command | `%s` |\n",
-		m.CPU, m.Cores, m.Procs, m.Kernel, m.Go, m.SQLite, m.Driver, m.Date.Format("2006-01-02"), command)
+	_, err := fmt.Fprintf(w, "| | |\n|---|---|\n| CPU | %s, %d cores (GOMAXPROCS %d) |\n| load average at the end (1, 5, 15 min) | %s |\n| OS | %s |\n| Go | %s |\n| SQLite | %s through %s |\n| date | %s |\n| command | `%s` |\n",
+		m.CPU, m.Cores, m.Procs, m.Load, m.Kernel, m.Go, m.SQLite, m.Driver, m.Date.Format("2006-01-02"), command)
 	return err
 }
