@@ -198,8 +198,9 @@ syncbench-short:
 # and half the wait after them (0.5); pages of 10 to 1,000 ids, and
 # SYNCBENCH_REAL_FIXED=10,100 adds runs of those fixed sizes.
 # Then the initial sync, the cold start of the app's pool shape, ten
-# collections and single ids. About 15 minutes and 3 GB of disk at the
-# defaults (base tables kept in $$SYNCBENCH_DIR, as above).
+# collections and single ids. 3 GB of disk at the defaults (base tables
+# kept in $$SYNCBENCH_DIR, as above); the loop took 6 minutes at 300,000
+# rows and 400 pages on 2 cores, the defaults several times that.
 # SYNCBENCH_DRIVER=modernc builds with -tags modernc (modernc beside
 # mattn), ncruces with -tags syncfilter_nomattn (ncruces in place of
 # mattn: both register "sqlite3").
@@ -225,7 +226,7 @@ syncbench-real:
 # switched off in the library, then with each speed mechanism off in
 # turn (children of a binary built with -tags syncfilter_ablate read
 # SYNCFILTER_ABLATE), waits 0, 5 ms and 20-50 ms, after 0 and 0.5: the
-# median ratios and each mechanism's win. About half an hour on 2 cores.
+# median ratios and each mechanism's win. About 20 minutes on 2 cores.
 SYNCBENCH_ABLATION_ROWS ?= 300000
 SYNCBENCH_ABLATION_PAGES ?= 400
 comma := ,
