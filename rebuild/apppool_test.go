@@ -54,12 +54,12 @@ func TestCallOnTheAppsPoolTakesNoReader(t *testing.T) {
 	cfg.DB, cfg.Driver, cfg.Readers = app, nil, 1
 	ix := open(t, cfg)
 	insertInto(t, app, "records", ids("later", 20)...)
-	f := ix.db.cur.Load()
-	held, err := f.st.Reader(ctx)
+	f := ix.db.bg.Files.Current()
+	held, err := f.St.Reader(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.st.Release(held)
+	defer f.St.Release(held)
 	missingWithin(t, ix, append(append(ids("seed", 20), ids("later", 20)...), "never"), "Missing on the app's pool waited for the library's reading connection")
 }
 
@@ -101,8 +101,8 @@ func TestAppDBMustMatch(t *testing.T) {
 			t.Errorf("%s: opened", what)
 			continue
 		}
-		if what != "a closed handle" && !errors.Is(err, ErrAppDBMismatch) {
-			t.Errorf("%s: %v, want ErrAppDBMismatch", what, err)
+		if what != "a closed handle" && !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s: %v, want ErrBadConfig", what, err)
 		}
 		t.Logf("%s: %v", what, err)
 	}
@@ -159,7 +159,7 @@ func TestAppClosesItsPoolFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, ix, set(ids("seed", 2000), ids("later", 300)), probe)
-	if ix.db.cur.Load().st.AppFree() {
+	if ix.db.bg.Files.Current().St.AppFree() {
 		t.Fatal("the app's closed pool is still taken as free")
 	}
 	insertInto(t, modeConn(t, path, "WAL"), "records", ids("after", 30)...)
@@ -319,7 +319,7 @@ func TestSharedCacheOnTheAppsPool(t *testing.T) {
 				t.Fatalf("round %d: Missing(%q) = %v, want %v", round, k, got[i], !fetched[k])
 			}
 		}
-		if ix.db.cur.Load().st.AppFree() {
+		if ix.db.bg.Files.Current().St.AppFree() {
 			t.Fatalf("round %d: the app's pool reported a table lock and is still used", round)
 		}
 	}

@@ -81,7 +81,7 @@ func TestRefusalsLeaveNoTrace(t *testing.T) {
 		{"unindexed", "id", ErrNotIndexed},
 		{"second", "id", ErrNotIndexed},
 		{"otherindex", "id", ErrNotIndexed},
-		{"records", "bad name", ErrBadName},
+		{"records", "bad name", ErrBadConfig},
 	}
 	for _, attachedFirst := range []bool{false, true} {
 		path := guestDB(t)
@@ -167,16 +167,16 @@ func TestNamesResolveCaseInsensitively(t *testing.T) {
 	mustExec(t, app, `INSERT INTO messages VALUES ('m1'), ('m2')`)
 	snap := path + ".sfb"
 	upper := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "MESSAGES", Column: "SERVER_ID", Snapshot: snap}})
-	dsUpper, _ := upper.DatasetID()
+	dsUpper, _ := datasetID(upper)
 	if err := upper.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	lower := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "messages", Column: "server_id", Snapshot: snap}})
-	dsLower, _ := lower.DatasetID()
+	dsLower, _ := datasetID(lower)
 	if dsUpper != dsLower {
 		t.Fatalf("two dataset ids for one table: %x, %x", dsUpper, dsLower)
 	}
-	if err := lower.Stats().SnapshotError; err != nil {
+	if err := stats(lower).SnapshotError; err != nil {
 		t.Fatalf("the snapshot saved under MESSAGES is refused under messages: %v", err)
 	}
 	var sources, triggers int
@@ -219,7 +219,7 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ix := open(t, config{DBConfig: DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}})
-	st := ix.Stats()
+	st := stats(ix)
 	if st.Attached || st.Serving {
 		t.Fatalf("attached %v, serving %v on a database never attached", st.Attached, st.Serving)
 	}
@@ -230,8 +230,8 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 		"Rebuild": ix.Rebuild(ctx),
 		"Save":    ix.Save(ctx),
 	} {
-		if !errors.Is(err, ErrReadOnly) {
-			t.Errorf("%s = %v, want ErrReadOnly", name, err)
+		if !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s = %v, want ErrBadConfig", name, err)
 		}
 	}
 	if err := ix.Close(ctx); err != nil {
@@ -301,7 +301,7 @@ func (c connector) Connect(context.Context) (driver.Conn, error) { return c.d.Op
 func (c connector) Driver() driver.Driver                        { return c.d }
 
 // TestUTF16DatabaseIsRefused: a database whose text encoding is UTF-16
-// is refused at open with ErrNotUTF8, naming the encoding, and nothing is
+// is refused at open with ErrInexactColumn, naming the encoding, and nothing is
 // written to it.
 func TestUTF16DatabaseIsRefused(t *testing.T) {
 	t.Parallel()
@@ -313,8 +313,8 @@ func TestUTF16DatabaseIsRefused(t *testing.T) {
 	mustExec(t, app, `INSERT INTO records (id) VALUES ('café-1')`)
 	before := schema(t, path)
 	_, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id"})
-	if !errors.Is(err, ErrNotUTF8) || !strings.Contains(err.Error(), "UTF-16") {
-		t.Fatalf("Open of a UTF-16 database = %v, want ErrNotUTF8 naming the encoding", err)
+	if !errors.Is(err, ErrInexactColumn) || !strings.Contains(err.Error(), "UTF-16") {
+		t.Fatalf("Open of a UTF-16 database = %v, want ErrInexactColumn naming the encoding", err)
 	}
 	if after := schema(t, path); !bytes.Equal(before, after) {
 		t.Fatalf("the refusal changed sqlite_master:\nbefore %s\nafter  %s", before, after)
@@ -426,7 +426,7 @@ func TestInterruptedFirstAttach(t *testing.T) {
 				if err := ix.Close(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if err := DetachWith(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id", DetachOptions{Force: true}); err != nil {
+				if err := forceDetach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
 					t.Fatalf("Detach after kill -9: %v", err)
 				}
 				_ = os.Remove(path + ".sfb")
@@ -526,12 +526,12 @@ func TestFailedFirstScanIsTriedAgain(t *testing.T) {
 	probe := append(seed[:30:30], ids("never", 30)...)
 	want := set(seed)
 	deadline := time.Now().Add(callBound)
-	for !ix.Stats().Serving {
+	for !stats(ix).Serving {
 		if time.Now().After(deadline) {
-			st := ix.Stats()
+			st := stats(ix)
 			t.Fatalf("no filter after %d scans: attached %v, upkeep %q, last error %v", scans.Load(), st.Attached, st.Upkeep, st.LastError)
 		}
-		if err := ix.Stats().LastError; err != nil && strings.Contains(err.Error(), "detached") {
+		if err := stats(ix).LastError; err != nil && strings.Contains(err.Error(), "detached") {
 			t.Fatalf("a failed first scan reported as a detach: %v", err)
 		}
 		expect(t, ix, want, probe)
@@ -540,7 +540,7 @@ func TestFailedFirstScanIsTriedAgain(t *testing.T) {
 	if n := scans.Load(); n != 4 {
 		t.Fatalf("%d scans, want 3 failed and one that served", n)
 	}
-	if st := ix.Stats(); !st.Attached {
+	if st := stats(ix); !st.Attached {
 		t.Fatalf("serving but not attached: %+v", st)
 	}
 	insertIDs(t, rawDB(t, path), "after-0")

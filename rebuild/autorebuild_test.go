@@ -15,23 +15,19 @@ import (
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
-// armedTimer returns the index's armed automatic-rebuild timer, or nil.
-func armedTimer(ix *Index) *time.Timer {
-	a := &ix.rb.auto
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.timer
-}
+// dueWaiting reports whether a due filter's automatic rebuild waits for
+// the spacing.
+func dueWaiting(ix *Index) bool { return ix.k.DueWaiting() }
 
 // growUntil inserts batches of n rows (insert: on the app's connection), and has
 // the index take each in (Wait: the catch-up that checks whether the
 // filter is due, and any rebuild that asked for), until done holds; it
 // returns the ids inserted.
-func growUntil(t *testing.T, ix *Index, insert func(ids []string), prefix string, n int, what string, done func(Stats) bool) []string {
+func growUntil(t *testing.T, ix *Index, insert func(ids []string), prefix string, n int, what string, done func(tstats) bool) []string {
 	t.Helper()
 	var all []string
 	for b := 0; ; b++ {
-		if done(ix.Stats()) {
+		if done(stats(ix)) {
 			return all
 		}
 		if b == 100 {
@@ -46,15 +42,15 @@ func growUntil(t *testing.T, ix *Index, insert func(ids []string), prefix string
 	}
 }
 
-// TestAutoRebuildTimerFollowsTheServingFilter: a filter that is due
-// while the spacing of automatic rebuilds (AutoRebuild.Every) delays its
-// rebuild has a timer armed; when the app replaces that filter (Rebuild,
-// or Reload of another writer's snapshot) while the timer is armed, the
-// timer does not keep the dropped filter alive, and when the filter that
-// replaced it is due in its turn, the timer rebuilds it once the spacing
-// allows. The spacing's clock is the test's (a knob): no waiting for an
-// hour, no timed assertion.
-func TestAutoRebuildTimerFollowsTheServingFilter(t *testing.T) {
+// TestAutoRebuildSpacingFollowsTheServingFilter: a filter that is due
+// while the spacing of automatic rebuilds (RebuildEvery) delays its
+// rebuild is remembered as due; when the app replaces that filter
+// (Rebuild, or Reload of another writer's snapshot) meanwhile, the dropped
+// filter is not kept alive and the new one is judged on its own fill, and
+// when it is due in its turn, the first call once the spacing allows asks
+// for its rebuild. The spacing's clock is the test's (a knob): no waiting
+// for an hour, no timed assertion.
+func TestAutoRebuildSpacingFollowsTheServingFilter(t *testing.T) {
 	t.Parallel()
 	for _, replace := range []string{"Rebuild", "Reload"} {
 		t.Run(replace, func(t *testing.T) {
@@ -66,26 +62,26 @@ func TestAutoRebuildTimerFollowsTheServingFilter(t *testing.T) {
 			var ahead atomic.Int64 // the spacing clock's lead on real time
 			cfg := appConfig(path)
 			cfg.Headroom = 1
-			cfg.AutoRebuild.Every = time.Hour
+			cfg.RebuildEvery = time.Hour
 			cfg.knobs.noFollow = true
-			cfg.knobs.autoNow = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+			cfg.knobs.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
 			ix := open(t, cfg)
 			insert := func(ids []string) { insertIDs(t, app, ids...) }
 			var rows []string
 
 			// The first automatic rebuild starts at once: none before it
 			// to space it from.
-			rows = append(rows, growUntil(t, ix, insert, "a", 1000, "the first automatic rebuild", func(st Stats) bool { return st.AutoRebuilds == 1 })...)
-			if armedTimer(ix) != nil {
-				t.Fatal("a timer armed for the first automatic rebuild")
+			rows = append(rows, growUntil(t, ix, insert, "a", 1000, "the first automatic rebuild", func(st tstats) bool { return st.AutoRebuilds == 1 })...)
+			if dueWaiting(ix) {
+				t.Fatal("the first automatic rebuild waited for the spacing")
 			}
-			// The next due filter waits for the spacing: a timer.
-			rows = append(rows, growUntil(t, ix, insert, "b", 2000, "a timer armed", func(Stats) bool { return armedTimer(ix) != nil })...)
-			st := ix.Stats()
+			// The next due filter waits for the spacing.
+			rows = append(rows, growUntil(t, ix, insert, "b", 2000, "a due filter waiting", func(tstats) bool { return dueWaiting(ix) })...)
+			st := stats(ix)
 			if st.AutoRebuilds != 1 || !st.RebuildDue {
-				t.Fatalf("timer armed: %d automatic rebuilds, due %v; want 1 and a due filter", st.AutoRebuilds, st.RebuildDue)
+				t.Fatalf("due and waiting: %d automatic rebuilds, due %v; want 1 and a due filter", st.AutoRebuilds, st.RebuildDue)
 			}
-			dropped := weak.Make(ix.filter())
+			dropped := weak.Make(serving(ix))
 			capacity := st.Capacity
 
 			switch replace {
@@ -96,7 +92,7 @@ func TestAutoRebuildTimerFollowsTheServingFilter(t *testing.T) {
 			case "Reload":
 				other := cfg
 				other.knobs = knobs{}
-				other.AutoRebuild = AutoRebuild{Off: true}
+				other.NoAutoRebuild = true
 				cron := open(t, other)
 				if err := cron.Rebuild(ctx); err != nil {
 					t.Fatal(err)
@@ -104,48 +100,45 @@ func TestAutoRebuildTimerFollowsTheServingFilter(t *testing.T) {
 				if err := cron.Close(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if err := ix.Reload(ctx); err != nil {
+				if err := ix.k.Reload(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
-			st = ix.Stats()
+			st = stats(ix)
 			if !st.Serving || st.RebuildDue || st.Capacity == capacity || st.AutoRebuilds != 1 {
 				t.Fatalf("after %s: serving %v, due %v, capacity %d → %d, %d automatic rebuilds", replace, st.Serving, st.RebuildDue, capacity, st.Capacity, st.AutoRebuilds)
 			}
-			timer := armedTimer(ix)
-			if timer == nil {
-				t.Fatal("the timer went with the filter: the test proves nothing")
+			if dueWaiting(ix) {
+				t.Fatal("the new filter taken for due with the one it replaced")
 			}
 			for i := 0; i < 10 && dropped.Value() != nil; i++ {
 				runtime.GC()
 			}
 			if dropped.Value() != nil {
-				t.Fatal("the dropped filter is still reachable while the timer is armed")
+				t.Fatal("the dropped filter is still reachable")
 			}
 
-			// The new filter fills up; the timer, still armed, delays its
-			// rebuild too.
-			rows = append(rows, growUntil(t, ix, insert, "c", 2000, "the new filter due", func(st Stats) bool { return st.RebuildDue })...)
-			if st := ix.Stats(); st.AutoRebuilds != 1 {
+			// The new filter fills up; the spacing delays its rebuild too.
+			rows = append(rows, growUntil(t, ix, insert, "c", 2000, "the new filter due", func(st tstats) bool { return st.RebuildDue })...)
+			if st := stats(ix); st.AutoRebuilds != 1 {
 				t.Fatalf("%d automatic rebuilds before the spacing allows one", st.AutoRebuilds)
 			}
-			// An hour later the timer fires (at once, here): the filter
-			// serving then is judged, due, and rebuilt.
-			rebuilds := ix.Stats().Rebuilds
+			// An hour later, the first call asks for its rebuild.
+			rebuilds := stats(ix).Rebuilds
 			ahead.Store(int64(2 * time.Hour))
-			if tm := armedTimer(ix); tm != nil {
-				tm.Reset(0)
+			if _, err := ix.Missing(ctx, seed[:5]); err != nil {
+				t.Fatal(err)
 			}
 			waitFor(t, "the new filter's automatic rebuild", func() bool {
-				st := ix.Stats()
+				st := stats(ix)
 				return st.AutoRebuilds == 2 && st.Rebuilds == rebuilds+1 && !st.Rebuilding
 			})
 			if err := ix.Wait(ctx); err != nil {
 				t.Fatal(err)
 			}
-			st = ix.Stats()
+			st = stats(ix)
 			if !st.Serving || st.RebuildDue || !strings.Contains(st.AutoReason, "estimated false-positive rate") {
-				t.Fatalf("after the timer: serving %v, due %v, reason %q", st.Serving, st.RebuildDue, st.AutoReason)
+				t.Fatalf("after the spacing: serving %v, due %v, reason %q", st.Serving, st.RebuildDue, st.AutoReason)
 			}
 			judgePage(t, ix, storedCanon(t, path, "records"), slices.Concat(seed[:20], rows[:20], rows[len(rows)-20:], ids("never", 40)), true, "after the automatic rebuilds")
 		})
@@ -176,7 +169,7 @@ func TestGrowingCollectionStaysUseful(t *testing.T) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		st := ix.Stats()
+		st := stats(ix)
 		if st.Serving && !st.Rebuilding {
 			if st.EstimatedFPR > 2*st.TargetFPR {
 				// One more insert re-checks; a rebuild due may still start.
@@ -202,9 +195,9 @@ func TestGrowingCollectionStaysUseful(t *testing.T) {
 func TestStatsRebuildDue(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "own.db")
-	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Capacity: 1024, FPR: 0.01, AutoRebuild: AutoRebuild{NotWhenDue: true}}}) // the app watches RebuildDue
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Capacity: 1024, FPR: 0.01, NotWhenDue: true}}) // the app watches RebuildDue
 	ctx := context.Background()
-	if st := ix.Stats(); st.RebuildDue || st.Capacity != 2048 && st.Capacity != 1024 {
+	if st := stats(ix); st.RebuildDue || st.Capacity != 2048 && st.Capacity != 1024 {
 		t.Fatalf("fresh index: %+v", st)
 	}
 	if err := ix.MarkFetched(ctx, ids("k", 20000)...); err != nil {
@@ -213,14 +206,14 @@ func TestStatsRebuildDue(t *testing.T) {
 	if err := ix.Wait(ctx); err != nil { // the filter takes the log in
 		t.Fatal(err)
 	}
-	st := ix.Stats()
+	st := stats(ix)
 	if !st.RebuildDue || st.EstimatedFPR < 0.02 {
 		t.Fatalf("overfilled index: RebuildDue %v, estimated rate %v", st.RebuildDue, st.EstimatedFPR)
 	}
 	if err := ix.Rebuild(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := ix.Stats(); st.RebuildDue || st.Capacity < 40000 || st.Rebuilds < 2 {
+	if st := stats(ix); st.RebuildDue || st.Capacity < 40000 || st.Rebuilds < 2 {
 		t.Fatalf("after rebuild: %+v", st)
 	}
 }

@@ -32,8 +32,8 @@ func TestBuildSnapshotForCron(t *testing.T) {
 		t.Fatalf("report %+v, %d progress calls, the last %v", rep, calls.Load(), l)
 	}
 	insertIDs(t, rawDB(t, path), "after-job")
-	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: cfg.Snapshot, AutoRebuild: AutoRebuild{Off: true}}})
-	if st := ix.Stats(); !st.Serving || st.SnapshotError != nil {
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: cfg.Snapshot, NoAutoRebuild: true}})
+	if st := stats(ix); !st.Serving || st.SnapshotError != nil {
 		t.Fatalf("app did not use the job's snapshot: %+v", st)
 	}
 	expect(t, ix, set(seed, []string{"after-job"}), append(slices.Clone(seed[:100]), "after-job", "never"))

@@ -40,7 +40,7 @@ func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
 	})
 	other = o
 	armed.Store(true)
-	before := ix.Stats()
+	before := stats(ix)
 	p := &probe{ref: ref}
 	for i := range 5500 {
 		forms := ref.id(i).forms
@@ -59,7 +59,7 @@ func TestCatchUpNeverSkipsEntriesCompactedMeanwhile(t *testing.T) {
 	if err := ix.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := ix.Stats(); st.Dropped != before.Dropped+1 || !st.Serving {
+	if st := stats(ix); st.Dropped != before.Dropped+1 || !st.Serving {
 		t.Fatalf("dropped %d → %d, serving %v: want the filter dropped and rebuilt", before.Dropped, st.Dropped, st.Serving)
 	}
 	for j := range p.keys {
@@ -140,7 +140,7 @@ func behindByChunks(t *testing.T, name string, chunk func()) (ref *reference, ix
 	// going through chunk; nothing catches up between calls.
 	ix = open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{catchUpChunk: chunk, inline: true, noFollow: true}},
 		Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}})
-	other = open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1, AutoRebuild: AutoRebuild{Off: true}}})
+	other = open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".other.sfb", LogRetain: 1, NoAutoRebuild: true}})
 	later := make([]string, 0, 5000)
 	for i := len(seed); i < len(seed)+5000; i++ {
 		later = append(later, ref.id(i).stored)
@@ -177,7 +177,7 @@ func TestAppWritesOnItsOwnConnection(t *testing.T) {
 	}
 	probe := append(append(ids("old", 300), added...), append(rolledBack, ids("never", 300)...)...)
 	expect(t, ix, set(ids("old", 300), added), probe)
-	if err := ix.MarkFetched(ctx, "x"); !errors.Is(err, ErrNotOwnTable) {
+	if err := ix.MarkFetched(ctx, "x"); !errors.Is(err, ErrBadConfig) {
 		t.Fatalf("MarkFetched on an app table: %v", err)
 	}
 }
@@ -199,8 +199,8 @@ func TestOtherConnectionWritesAreCaughtUp(t *testing.T) {
 	insertIDs(t, other, late...)
 	probe := append(append(ids("seed", 1000), late...), ids("never", 500)...)
 	expect(t, ix, set(ids("seed", 1000), late), probe)
-	if ix.Stats().CaughtUp < 700 {
-		t.Fatalf("caught up %d log entries, want >= 700", ix.Stats().CaughtUp)
+	if stats(ix).CaughtUp < 700 {
+		t.Fatalf("caught up %d log entries, want >= 700", stats(ix).CaughtUp)
 	}
 
 	// Close saves; delete that save and put back an older snapshot, then
@@ -218,7 +218,7 @@ func TestOtherConnectionWritesAreCaughtUp(t *testing.T) {
 	later := ids("later", 300)
 	insertIDs(t, other, later...)
 	again := open(t, cfg)
-	if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+	if st := stats(again); !st.Serving || st.SnapshotError != nil {
 		t.Fatalf("reopen did not serve from the snapshot: %+v", st)
 	}
 	expect(t, again, set(ids("seed", 1000), late, later), append(probe, later...))
@@ -289,7 +289,7 @@ func TestSecondProcessWritesAreSeen(t *testing.T) {
 	mustExec(t, db, `DELETE FROM records WHERE id LIKE 'child-%'`)
 	runChild(t, path)
 	again := open(t, cfg)
-	if st := again.Stats(); !st.Serving {
+	if st := stats(again); !st.Serving {
 		t.Fatalf("reopen: %+v", st)
 	}
 	expect(t, again, set(seed, ids("child", 400)), probe)
@@ -375,7 +375,7 @@ func TestFreshnessUnderAHammeringWriter(t *testing.T) {
 	if wrong > 0 {
 		t.Fatalf("%d of %d checks reported committed ids missing", wrong, checked)
 	}
-	if st := ix.Stats(); checked < 10 || st.CaughtUp == 0 {
+	if st := stats(ix); checked < 10 || st.CaughtUp == 0 {
 		t.Fatalf("%d checks, %d log entries caught up: the test proves nothing", checked, st.CaughtUp)
 	}
 	t.Logf("%d checks", checked)

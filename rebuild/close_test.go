@@ -23,7 +23,7 @@ func closedEverywhere(t testing.TB, mon *monitor, ix *Index) {
 	mon.do("calls after Close", func() {
 		_, ferr := ix.Fetched(ctx, "a")
 		_, merr := missingList(ctx, ix, []string{"a"})
-		for name, err := range map[string]error{"Fetched": ferr, "Missing": merr, "Rebuild": ix.Rebuild(ctx), "Reload": ix.Reload(ctx), "Save": ix.Save(ctx)} {
+		for name, err := range map[string]error{"Fetched": ferr, "Missing": merr, "Rebuild": ix.Rebuild(ctx), "Reload": ix.k.Reload(ctx), "Save": ix.Save(ctx)} {
 			if !errors.Is(err, ErrClosed) {
 				t.Errorf("%s after Close = %v, want ErrClosed", name, err)
 			}
@@ -282,7 +282,7 @@ func TestCloseIsBoundedByItsContext(t *testing.T) {
 			if err := ix.Wait(ctx); err != nil { // caught up
 				t.Fatal(err)
 			}
-			gen := ix.Stats().Generation // the filter covers more than the snapshot: Close saves
+			gen := stats(ix).Generation // the filter covers more than the snapshot: Close saves
 			tx, err := app.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -106,7 +106,7 @@ func TestDropsByAnotherProcessLeakNothing(t *testing.T) {
 			t.Fatalf("compacting process: %v\n%s", err, out)
 		}
 		ref.committed(from, from+per)
-		before := ix.Stats()
+		before := stats(ix)
 		// The first call after the compaction is answered exactly (from
 		// SQLite: the filter is behind the log's floor); the filter is
 		// dropped by whatever reads the log first (a page's probe, the
@@ -123,7 +123,7 @@ func TestDropsByAnotherProcessLeakNothing(t *testing.T) {
 				t.Fatalf("round %d: Wait right after the drop = %v, want nil once the rebuild it caused is done", r, err)
 			}
 		})
-		st := ix.Stats()
+		st := stats(ix)
 		switch {
 		case st.Dropped != before.Dropped+1:
 			t.Fatalf("round %d: Dropped %d → %d, want one drop", r, before.Dropped, st.Dropped)
@@ -153,7 +153,7 @@ func TestWaitRightAfterADrop(t *testing.T) {
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 500)...)
 	ix := open(t, appConfig(path))
-	before := ix.Stats()
+	before := stats(ix)
 	compactPast(t, path)
 	if ok, err := ix.Fetched(ctx, "compact-0000049"); err != nil || !ok {
 		t.Fatalf("Fetched of a row the other index committed = %v, %v", ok, err)
@@ -161,7 +161,7 @@ func TestWaitRightAfterADrop(t *testing.T) {
 	if err := ix.Wait(ctx); err != nil {
 		t.Fatalf("Wait right after the drop = %v", err)
 	}
-	st := ix.Stats()
+	st := stats(ix)
 	if st.Dropped != before.Dropped+1 || st.Rebuilds != before.Rebuilds+1 || !st.Serving || st.Rebuilding || st.LastError != nil {
 		t.Fatalf("after Wait: dropped %d → %d, rebuilds %d → %d, serving %v, rebuilding %v, last error %v",
 			before.Dropped, st.Dropped, before.Rebuilds, st.Rebuilds, st.Serving, st.Rebuilding, st.LastError)
@@ -201,7 +201,7 @@ func TestCompactedLogForcesRebuild(t *testing.T) {
 	probe := append(append(append(ids("seed", 100), batch1...), batch2...), ids("never", 200)...)
 	fetched := set(ids("seed", 100), batch1, batch2)
 	expect(t, b, fetched, probe) // b's generation is below the floor now
-	if err := b.Stats().LastError; !errors.Is(err, ErrCannotCatchUp) && err != nil {
+	if err := stats(b).LastError; !errors.Is(err, ErrCannotCatchUp) && err != nil {
 		t.Fatalf("LastError = %v", err)
 	}
 	waitServing(t, b)
@@ -222,7 +222,7 @@ func TestChildProcessCompacts(t *testing.T) {
 	}
 	rounds, _ := strconv.Atoi(os.Getenv(compactorEnv + "_ROUNDS"))
 	ctx := context.Background()
-	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".child.sfb", LogRetain: 1, AutoRebuild: AutoRebuild{Off: true}}})
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".child.sfb", LogRetain: 1, NoAutoRebuild: true}})
 	db := rawDB(t, path)
 	for r := range rounds {
 		insertIDs(t, db, ids(fmt.Sprintf("child%d", r), 200)...)

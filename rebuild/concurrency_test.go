@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -269,15 +270,15 @@ func TestInterleavedCalls(t *testing.T) {
 				case op < 68:
 					calls[2].Add(1)
 					mon.do(tg.name+".Stats", func() {
-						if st := ix.Stats(); st.Serving && st.Rebuilding {
+						if st := stats(ix); st.Serving && st.Rebuilding {
 							fail(fmt.Errorf("%s.Stats: serving and rebuilding at once", tg.name))
 						}
-						if _, attached := ix.DatasetID(); !attached {
+						if _, attached := datasetID(ix); !attached {
 							fail(fmt.Errorf("%s.DatasetID: not attached", tg.name))
 						}
 					})
 					mon.do("DB.Sources", func() {
-						list, err := ix.db.Sources(ctx)
+						list, err := sources(ctx, ix.db)
 						if !okErr(err) {
 							fail(fmt.Errorf("%s: DB.Sources: %w", tg.name, err))
 						} else if err == nil && len(list) < len(tables) {
@@ -312,7 +313,7 @@ func TestInterleavedCalls(t *testing.T) {
 					mon.do(tg.name+".Reload", func() {
 						// Refusals are answers: the file may be missing,
 						// behind the compacted log, or not vouched for.
-						if err := ix.Reload(ctx); !okErr(err, os.ErrNotExist, ErrCannotCatchUp, ErrNotVouched) {
+						if err := ix.k.Reload(ctx); !okErr(err, os.ErrNotExist, ErrCannotCatchUp, ErrNotVouched, ErrSuspended) {
 							fail(fmt.Errorf("%s.Reload: %w", tg.name, err))
 						}
 					})
@@ -369,19 +370,25 @@ func TestInterleavedCalls(t *testing.T) {
 					})
 				case op < 102:
 					calls[9].Add(1)
-					d := dbs[gr.IntN(len(dbs))]
-					mon.do("DB.Path, Describe and Sources", func() {
-						if d.Path() != path {
-							fail(fmt.Errorf("DB.Path = %q, want %q", d.Path(), path))
-						}
+					mon.do("a read-only open and Sources", func() {
 						tb := tables[gr.IntN(len(tables))]
-						st, err := Describe(ctx, DBConfig{Path: path, BusyTimeout: busy, Driver: testdriver.Driver()}, Source{Table: tb, Column: "id", Snapshot: path + "." + tb + ".sfb"})
+						ro, err := Open(ctx, DBConfig{Path: path, BusyTimeout: busy, Driver: testdriver.Driver(), ReadOnly: true}, Source{Table: tb, Column: "id", Snapshot: path + "." + tb + ".sfb"})
 						if err != nil {
-							fail(fmt.Errorf("Describe(%s): %w", tb, err))
-						} else if !st.Attached {
-							fail(fmt.Errorf("Describe(%s): not attached", tb))
+							fail(fmt.Errorf("read-only Open(%s): %w", tb, err))
+						} else {
+							if err := ro.Wait(ctx); err != nil && !errors.Is(err, ErrNotServing) {
+								fail(fmt.Errorf("read-only Wait(%s): %w", tb, err))
+							} else if !stats(ro).Attached {
+								fail(fmt.Errorf("read-only Open(%s): not attached", tb))
+							}
+							_ = ro.Close(ctx)
 						}
-						list, err := Sources(ctx, DBConfig{Path: path, BusyTimeout: busy, Driver: testdriver.Driver()})
+						var list []store.Listed
+						rd, err := OpenDB(ctx, DBConfig{Path: path, BusyTimeout: busy, Driver: testdriver.Driver(), ReadOnly: true})
+						if err == nil {
+							list, err = sources(ctx, rd)
+							_ = rd.Close(ctx)
+						}
 						if err != nil {
 							fail(fmt.Errorf("Sources: %w", err))
 						} else if len(list) < len(tables) {
@@ -501,7 +508,7 @@ func TestInterleavedCalls(t *testing.T) {
 	}
 	var dropped, rebuilt uint64
 	for _, tg := range targets {
-		st := tg.ix.Stats()
+		st := stats(tg.ix)
 		dropped += st.Dropped
 		rebuilt += st.Rebuilds
 	}

@@ -72,7 +72,7 @@ func TestDetachRestoresTheSchema(t *testing.T) {
 	}
 	mustExec(t, app, `INSERT INTO records (id) VALUES ('after-detach')`)
 	mustExec(t, app, `INSERT INTO messages (server_id) VALUES ('after-detach')`)
-	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "bad name"); !errors.Is(err, ErrBadName) {
+	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "bad name"); !errors.Is(err, ErrBadConfig) {
 		t.Fatalf("Detach with a bad name = %v", err)
 	}
 }
@@ -122,7 +122,7 @@ func TestDetachUnderAnOpenIndex(t *testing.T) {
 	if err := ix.Wait(ctx); !errors.Is(err, ErrNotServing) {
 		t.Fatalf("Wait after the detach = %v, want ErrNotServing", err)
 	}
-	if st := ix.Stats(); st.Serving || st.Attached {
+	if st := stats(ix); st.Serving || st.Attached {
 		t.Fatalf("after the detach: serving %v, attached %v", st.Serving, st.Attached)
 	}
 	if !bytes.Equal(schema(t, path), pristine) {
@@ -130,7 +130,7 @@ func TestDetachUnderAnOpenIndex(t *testing.T) {
 	}
 	again := open(t, appConfig(path))
 	expect(t, again, set(ids("seed", 100), []string{"after-detach"}), []string{"after-detach", "never"})
-	if st := again.Stats(); !st.Serving || !st.Attached {
+	if st := stats(again); !st.Serving || !st.Attached {
 		t.Fatalf("a new open: serving %v, attached %v", st.Serving, st.Attached)
 	}
 }
@@ -166,7 +166,7 @@ func TestDetachRefusesDuringAScan(t *testing.T) {
 	if !bytes.Equal(schema(t, path), before) {
 		t.Fatal("a refused Detach changed the schema")
 	}
-	if err := DetachWith(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id", DetachOptions{Force: true}); err != nil {
+	if err := forceDetach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
 		t.Fatalf("forced Detach = %v", err)
 	}
 	close(release)

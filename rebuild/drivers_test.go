@@ -16,7 +16,7 @@ import (
 // TestOpenNamesTheDriver: without a driver, a program that links a
 // second SQLite (this test binary links two) is refused before anything
 // is written, with ErrSecondSQLite, or, in a build without the default,
-// ErrNoDriver; an unknown driver is refused with ErrUnsupportedDriver;
+// ErrUnsupportedDriver; an unknown driver is refused with ErrUnsupportedDriver;
 // each driver of the build answers, and Detach given the app's *sql.DB
 // (DBConfig.DB) uses its driver.
 func TestOpenNamesTheDriver(t *testing.T) {
@@ -25,10 +25,10 @@ func TestOpenNamesTheDriver(t *testing.T) {
 	path := appDB(t, "a", "b")
 	before := schema(t, path)
 	_, err := OpenDB(ctx, DBConfig{Path: path})
-	if !errors.Is(err, ErrSecondSQLite) && !errors.Is(err, ErrNoDriver) {
+	if !errors.Is(err, ErrSecondSQLite) && !errors.Is(err, ErrUnsupportedDriver) {
 		t.Fatalf("OpenDB without a driver in a program with two SQLite copies: %v", err)
 	}
-	if _, err := Open(ctx, DBConfig{Path: path}, Source{Table: "records", Column: "id"}); !errors.Is(err, ErrSecondSQLite) && !errors.Is(err, ErrNoDriver) {
+	if _, err := Open(ctx, DBConfig{Path: path}, Source{Table: "records", Column: "id"}); !errors.Is(err, ErrSecondSQLite) && !errors.Is(err, ErrUnsupportedDriver) {
 		t.Fatalf("Open without a driver: %v", err)
 	}
 	if _, err := OpenDB(ctx, DBConfig{Path: path, Driver: otherDriver{}}); !errors.Is(err, ErrUnsupportedDriver) {

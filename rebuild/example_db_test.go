@@ -40,7 +40,7 @@ func ExampleDB_Index() {
 	}
 	defer db.Close(ctx) // closes every index too
 	messages, err := db.Index(ctx, rebuild.Source{Table: "messages", Column: "id",
-		Snapshot: rebuild.DefaultSnapshot(path, "messages", "id")})
+		Snapshot: path + ".messages.id.sfb"})
 	if err != nil {
 		panic(err)
 	}
@@ -102,17 +102,14 @@ func ExampleDBConfig_modernc() {
 
 // The sizing and rebuild settings of a collection; zero values take the
 // defaults.
-func ExampleAutoRebuild() {
+func ExampleSource() {
 	src := rebuild.Source{
 		Table: "messages", Column: "id", Snapshot: "messages.sfb",
-		FPR:      0.01, // target false-positive rate (default 1%)
-		Headroom: 2,    // size for rows × Headroom (default 2)
-		AutoRebuild: rebuild.AutoRebuild{
-			Factor: 2,         // due when the estimated rate exceeds FPR × Factor (default 2)
-			Every:  time.Hour, // least time between two rebuilds for fill (default: the cost limit alone)
-			// NotWhenDue: true // rebuild by itself only when no filter serves
-			// Off: true        // never rebuild by itself: call Rebuild, or run the cron job
-		},
+		FPR:           0.01,      // target false-positive rate (default 1%)
+		Headroom:      2,         // size for rows × Headroom (default 2)
+		RebuildFactor: 2,         // due when the estimated rate exceeds FPR × RebuildFactor (default 2; negative: never)
+		RebuildEvery:  time.Hour, // least time between two rebuilds for fill (default: the cost limit alone)
+		// NoAutoRebuild: true    // never rebuild by itself: call Rebuild, or run the cron job
 	}
 	_ = src
 }

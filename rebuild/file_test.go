@@ -164,7 +164,7 @@ func TestRecreatedWhileOpen(t *testing.T) {
 					}
 				}()
 			}
-			waitFor(t, "answers before the replacement", func() bool { return ix.Stats().Queries > 2000 || t.Failed() })
+			waitFor(t, "answers before the replacement", func() bool { return stats(ix).Queries > 2000 || t.Failed() })
 			child(t, "recreate", path, tc.mode, tc.how, "new", strconv.Itoa(len(renewed)))
 			swapped.Store(true)
 			waitFor(t, "answers after the replacement", func() bool { return after.Load() >= 200 || t.Failed() })
@@ -176,10 +176,10 @@ func TestRecreatedWhileOpen(t *testing.T) {
 			t.Logf("answers from the old file %d, errors during the replacement %d, answers after %d", oldAnswers.Load(), errs.Load(), after.Load())
 
 			waitServing(t, ix)
-			if st := ix.Stats(); !st.Serving || !st.Attached {
+			if st := stats(ix); !st.Serving || !st.Attached {
 				t.Fatalf("on the new file: serving %v, attached %v, last error %v", st.Serving, st.Attached, st.LastError)
 			}
-			t.Logf("snapshot error on the new file: %v", ix.Stats().SnapshotError)
+			t.Logf("snapshot error on the new file: %v", stats(ix).SnapshotError)
 			later := insertIn(t, path, tc.mode, "records", "later", 50)
 			probe = append(probe, later...)
 			exact(t, ix, tableIDs(t, path, "records"), probe)
@@ -195,7 +195,7 @@ func TestRecreatedWhileOpen(t *testing.T) {
 			}
 			// The next open serves the new file exactly.
 			again := open(t, cfg)
-			t.Logf("reopen: serving %v, snapshot error %v", again.Stats().Serving, again.Stats().SnapshotError)
+			t.Logf("reopen: serving %v, snapshot error %v", stats(again).Serving, stats(again).SnapshotError)
 			waitServing(t, again)
 			exact(t, again, tableIDs(t, path, "records"), probe)
 		})
@@ -267,7 +267,7 @@ func TestHardLinkWhileAnotherProcessWrites(t *testing.T) {
 			refused("Missing", err)
 			refused("Rebuild", ix.Rebuild(ctx))
 			refused("Save", ix.Save(ctx))
-			refused("Reload", ix.Reload(ctx))
+			refused("Reload", ix.k.Reload(ctx))
 			if fileSum(t, cfg.Snapshot) != snap {
 				t.Fatal("the library saved a snapshot while the database had two names")
 			}
@@ -332,7 +332,7 @@ func init() {
 		if err := os.Chdir(dirA); err != nil {
 			t.Fatal(err)
 		}
-		ix, err := Open(ctx, DBConfig{Path: "app.db", Readers: 8, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: "app.db.sfb", AutoRebuild: AutoRebuild{NotWhenDue: true}})
+		ix, err := Open(ctx, DBConfig{Path: "app.db", Readers: 8, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: "app.db.sfb", NotWhenDue: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,7 +345,7 @@ func init() {
 		// Every reading connection the pool may hold, taken at once: the
 		// pool opens the ones it lacks now, after the chdir; released in
 		// order, the new ones are handed out first.
-		st := ix.db.cur.Load().st
+		st := ix.db.bg.Files.Current().St
 		var held []*store.Conn
 		for range 8 {
 			c, err := st.Reader(ctx)
@@ -392,14 +392,14 @@ func init() {
 		if err := ix.Rebuild(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if st := ix.Stats(); st.Items != 350 {
+		if st := stats(ix); st.Items != 350 {
 			t.Errorf("Rebuild after chdir inserted %d keys, want the 350 rows of %s", st.Items, realA)
 		}
 		insertInto(t, modeConn(t, realA, ""), "records", "a-after-rebuild")
 		if ok, err := ix.Fetched(ctx, "a-after-rebuild"); !ok || err != nil { // caught up: Close saves
 			t.Fatalf("Fetched = %v, %v", ok, err)
 		}
-		gen := ix.Stats().Generation
+		gen := stats(ix).Generation
 		if err := ix.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -451,7 +451,7 @@ func TestRelativePathAndChdir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := ix.Stats(); !st.Serving || st.SnapshotError != nil || st.Rebuilds != 0 || claim.Generation < gen {
+	if st := stats(ix); !st.Serving || st.SnapshotError != nil || st.Rebuilds != 0 || claim.Generation < gen {
 		t.Fatalf("the snapshot saved by Close: serving %v, %d rebuilds, generation %d (child's filter at %d), error %v", st.Serving, st.Rebuilds, claim.Generation, gen, st.SnapshotError)
 	}
 	exact(t, ix, tableIDs(t, pathA, "records"), slices.Concat(ids("a", 300), ids("b", 300), ids("later", 50), []string{"a-after-rebuild"}, ids("never", 100)))
@@ -511,7 +511,7 @@ func TestSymlinkWithStaleFilesBesideIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	again := open(t, cfg)
-	if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+	if st := stats(again); !st.Serving || st.SnapshotError != nil {
 		t.Fatalf("reopen through the link: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
 	}
 	exact(t, again, tableIDs(t, real, "records"), probe)

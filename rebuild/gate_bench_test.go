@@ -221,7 +221,7 @@ func BenchmarkFetched(b *testing.B) {
 func BenchmarkRebuild(b *testing.B) {
 	path := benchDB(b)
 	open := func(b *testing.B) *Index {
-		ix, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", AutoRebuild: AutoRebuild{Off: true}})
+		ix, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", NoAutoRebuild: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func BenchmarkRebuild(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64(ix.filter().f.Params().Bytes())/(1<<20), "filter-MiB")
+		b.ReportMetric(float64(serving(ix).F.Params().Bytes())/(1<<20), "filter-MiB")
 	})
 	// The same rebuild with the heap sampled every millisecond (the
 	// sampling costs time of its own, so it is not part of the timing
@@ -262,7 +262,7 @@ func BenchmarkRebuild(b *testing.B) {
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
-		b.ReportMetric(float64(ix.filter().f.Params().Bytes())/(1<<20), "filter-MiB")
+		b.ReportMetric(float64(serving(ix).F.Params().Bytes())/(1<<20), "filter-MiB")
 	})
 	b.Run("bare-scan", func(b *testing.B) {
 		db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})

@@ -18,7 +18,6 @@ type hooks struct {
 	scanRow      atomic.Pointer[func(n int64) error]
 	quiet        atomic.Pointer[func()]
 	beforeCount  atomic.Pointer[func() error]
-	countWait    atomic.Pointer[func()]
 	catchUpChunk atomic.Pointer[func()]
 }
 
@@ -40,11 +39,6 @@ func (h *hooks) knobsOf(k knobs) knobs {
 			return (*f)()
 		}
 		return nil
-	}
-	k.countWait = func() {
-		if f := h.countWait.Load(); f != nil {
-			(*f)()
-		}
 	}
 	k.catchUpChunk = func() {
 		if f := h.catchUpChunk.Load(); f != nil {

@@ -82,8 +82,8 @@ func judgePage(t testing.TB, ix *Index, canon map[string]bool, page []string, fe
 		t.Fatalf("%s: Missing of %d keys: %v", what, len(page), err)
 	case wantBad != nil && !errors.As(err, &ike):
 		t.Fatalf("%s: Missing of a page with invalid keys at %v: error %v, want an *InvalidKeysError", what, wantBad, err)
-	case wantBad != nil && !slices.Equal(ike.Positions(), wantBad):
-		t.Fatalf("%s: Missing names invalid keys at %v, want %v", what, ike.Positions(), wantBad)
+	case wantBad != nil && !slices.Equal(positions(ike), wantBad):
+		t.Fatalf("%s: Missing names invalid keys at %v, want %v", what, positions(ike), wantBad)
 	}
 	if len(missing) != len(page) {
 		t.Fatalf("%s: Missing answered %d positions of %d", what, len(missing), len(page))

@@ -102,7 +102,7 @@ func waitServing(t testing.TB, ix *Index) {
 	if err := ix.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for !ix.Stats().Serving {
+	for !stats(ix).Serving {
 		select {
 		case <-ctx.Done():
 			t.Fatal("no filter serving after 30s")
@@ -294,7 +294,7 @@ func readOnlyIndex(t *testing.T, path string, attached, snapshot bool) *Index {
 	}
 	cfg.ReadOnly = true
 	ix := open(t, cfg)
-	if st := ix.Stats(); st.Attached != attached || st.Serving != snapshot {
+	if st := stats(ix); st.Attached != attached || st.Serving != snapshot {
 		t.Fatalf("attached %v, serving %v", st.Attached, st.Serving)
 	}
 	return ix

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/syncfilter/syncfilter/rebuild/internal/gate"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -29,19 +30,19 @@ func TestMaySpellCoversEveryEquivalent(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := 0; i < len(c); i++ {
-			if c[i] < 0x80 && !maySpell(c[i:i+1]) {
+			if c[i] < 0x80 && !gate.MaySpell(c[i:i+1]) {
 				t.Fatalf("%U is canonically %q, holding %q, which maySpell says has no other spelling", r, c, c[i])
 			}
 		}
 	}
 	for _, k := range []string{"plain-123", "0123456789abcdef", "UPPER-ID"} {
-		if maySpell(k) {
-			t.Errorf("maySpell(%q): an ASCII key without K, ; or ` has one spelling", k)
+		if gate.MaySpell(k) {
+			t.Errorf("gate.MaySpell(%q): an ASCII key without K, ; or ` has one spelling", k)
 		}
 	}
 	for _, k := range []string{"Kelvin", "a;b", "`q", "café"} {
-		if !maySpell(k) {
-			t.Errorf("maySpell(%q) = false", k)
+		if !gate.MaySpell(k) {
+			t.Errorf("gate.MaySpell(%q) = false", k)
 		}
 	}
 }
@@ -53,7 +54,7 @@ func TestInvalidKeys(t *testing.T) {
 	mustExec(t, db, `INSERT INTO records (id) VALUES (CAST(x'ff00' AS TEXT))`) // invalid UTF-8 stored by another tool
 	ix := open(t, appConfig(path))
 	ctx := context.Background()
-	if st := ix.Stats(); st.SkippedKeys != 1 {
+	if st := stats(ix); st.SkippedKeys != 1 {
 		t.Fatalf("SkippedKeys = %d, want 1", st.SkippedKeys)
 	}
 	if _, err := ix.Fetched(ctx, "bad\xff"); !errors.Is(err, normalize.ErrInvalidUTF8) {
@@ -78,7 +79,7 @@ func TestMissingAnswersAroundInvalidIDs(t *testing.T) {
 	page := []string{stored[0], "new-1", "bad\xff", stored[1], long, "new-2", "\xc3", stored[2]}
 	missing, err := missingList(ctx, ix, page)
 	var ike *InvalidKeysError
-	if !errors.As(err, &ike) || fmt.Sprint(ike.Positions()) != "[2 4 6]" {
+	if !errors.As(err, &ike) || fmt.Sprint(positions(ike)) != "[2 4 6]" {
 		t.Fatalf("Missing error = %v, want invalid keys at [2 4 6]", err)
 	}
 	if !errors.Is(err, normalize.ErrInvalidUTF8) || !errors.Is(err, ErrKeyTooLong) {

@@ -209,7 +209,7 @@ func lockCycle(t *testing.T, mode string) {
 	if n := stalled.Load(); n > 0 {
 		t.Errorf("in %d of %d rebuilds held in their scan, a writer committed nothing for 30 s: the rebuild stopped it", n, rebuilds)
 	}
-	st := ix.Stats()
+	st := stats(ix)
 	t.Logf("%s: stats: rebuilds %d, dropped %d, caught up %d", mode, st.Rebuilds, st.Dropped, st.CaughtUp)
 	if st.Rebuilds < rebuilds {
 		t.Fatalf("%d rebuilds recorded, want at least %d", st.Rebuilds, rebuilds)
@@ -218,9 +218,8 @@ func lockCycle(t *testing.T, mode string) {
 
 // TestScansNeverWaitForAReaderTheirCallerHolds: with one or two reading
 // connections (DBConfig.Readers) the first open's scan, a rebuild's scan
-// and the count that sizes the filter alongside never wait for a
-// connection their own call holds, also when the builder must wait for
-// the count (more rows than it keeps as digests).
+// and the count that sizes the filter never wait for a connection their
+// own call holds.
 func TestScansNeverWaitForAReaderTheirCallerHolds(t *testing.T) {
 	t.Parallel()
 	rows := ids("seed", 40000) // more than the scan's chunks buffered ahead of the builder
@@ -232,7 +231,6 @@ func TestScansNeverWaitForAReaderTheirCallerHolds(t *testing.T) {
 			mon := newMonitor(t, callBound)
 			cfg := appConfig(path)
 			cfg.Readers = readers
-			cfg.knobs.deferredRows = 500 // the builder waits for the count after 500 rows
 			var ix *Index
 			mon.do("first Open (attach and scan)", func() { ix = open(t, cfg) })
 			mon.do("Rebuild", func() {
@@ -249,7 +247,7 @@ func TestScansNeverWaitForAReaderTheirCallerHolds(t *testing.T) {
 				}
 			})
 			expect(t, ix, set(rows[:50]), append(rows[:50:50], ids("never", 50)...))
-			if st := ix.Stats(); st.Capacity < uint64(len(rows)) {
+			if st := stats(ix); st.Capacity < uint64(len(rows)) {
 				t.Fatalf("capacity %d for %d rows: not sized from the count", st.Capacity, len(rows))
 			}
 		})

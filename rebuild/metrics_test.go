@@ -27,7 +27,7 @@ type counts struct {
 	queries, avoided, confirmed, refuted, bypass, invalid uint64
 }
 
-func countsOf(st Stats) counts {
+func countsOf(st tstats) counts {
 	return counts{st.Queries, st.LookupsAvoided, st.ConfirmedPositives, st.FalsePositives, st.BypassLookups, st.InvalidKeys}
 }
 
@@ -59,7 +59,7 @@ func watchCounters(t *testing.T, ix *Index) *counterWatch {
 // check checks the invariant and the monotony, and returns the counts.
 func (w *counterWatch) check(what string) counts {
 	w.t.Helper()
-	c := countsOf(w.ix.Stats())
+	c := countsOf(stats(w.ix))
 	if c.sum() != c.queries {
 		w.t.Fatalf("%s: %v: the sum is %d", what, c, c.sum())
 	}
@@ -109,14 +109,14 @@ func (w *counterWatch) step(what string, n, bad, stored int, want string, ask fu
 // rules out.
 func ruledOut(t *testing.T, ix *Index, prefix string, n int) []string {
 	t.Helper()
-	s := ix.filter()
+	s := serving(ix)
 	if s == nil {
 		t.Fatal("no filter serving")
 	}
 	var out []string
 	for i := 0; len(out) < n; i++ {
 		k := fmt.Sprintf("%s-%07d", prefix, i)
-		if maybe, err := s.f.MightContain(k); err != nil {
+		if maybe, err := s.F.MightContain(k); err != nil {
 			t.Fatal(err)
 		} else if !maybe {
 			out = append(out, k)
@@ -244,7 +244,7 @@ func TestCountersAddUpOnEveryPath(t *testing.T) {
 
 	t.Run("read-only, no filter", func(t *testing.T) {
 		ro := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), ReadOnly: true}, Source: Source{Table: "records", Column: "id"}})
-		if ro.Stats().Serving {
+		if stats(ro).Serving {
 			t.Fatal("serving without a snapshot")
 		}
 		w := watchCounters(t, ro)

@@ -177,7 +177,7 @@ func TestMigrationsAreFollowed(t *testing.T) {
 					exact(t, ix, want, probe)
 					waitServing(t, ix)
 					expectTable(t, ix, path, "records", probe)
-					st := ix.Stats()
+					st := stats(ix)
 					if !st.Attached || !st.Serving {
 						t.Fatalf("after the migration: attached %v, serving %v, last error %v", st.Attached, st.Serving, st.LastError)
 					}
@@ -199,7 +199,7 @@ func TestMigrationsAreFollowed(t *testing.T) {
 						t.Fatal(err)
 					}
 					again := open(t, cfg)
-					if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+					if st := stats(again); !st.Serving || st.SnapshotError != nil {
 						t.Fatalf("reopen: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
 					}
 					expectTable(t, again, path, "records", probe)
@@ -230,7 +230,7 @@ func TestUnrelatedDDLKeepsTheFilter(t *testing.T) {
 	seed := ids("seed", 300)
 	path := driftDB(t, "WAL", seed)
 	ix := open(t, appConfig(path))
-	before := ix.Stats()
+	before := stats(ix)
 	execIn(t, path, "WAL",
 		`CREATE TABLE notes (n TEXT)`,
 		`CREATE INDEX records_body ON records (body)`,
@@ -239,7 +239,7 @@ func TestUnrelatedDDLKeepsTheFilter(t *testing.T) {
 	insertIn(t, path, "WAL", "records", "after", 50)
 	probe := slices.Concat(seed, ids("after", 50), ids("never", 50))
 	expectTable(t, ix, path, "records", probe)
-	st := ix.Stats()
+	st := stats(ix)
 	if !st.Serving || st.Reattached != before.Reattached || st.Dropped != before.Dropped || st.Rebuilds != before.Rebuilds {
 		t.Fatalf("unrelated DDL: serving %v, reattached %d→%d, dropped %d→%d, rebuilds %d→%d",
 			st.Serving, before.Reattached, st.Reattached, before.Dropped, st.Dropped, before.Rebuilds, st.Rebuilds)
@@ -363,7 +363,7 @@ func TestMigrationToAGeneratedKey(t *testing.T) {
 				t.Fatal(err)
 			}
 			again := open(t, cfg)
-			if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+			if st := stats(again); !st.Serving || st.SnapshotError != nil {
 				t.Fatalf("reopen: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
 			}
 			expectTable(t, again, path, "records", probe)
@@ -518,7 +518,7 @@ func TestMigrationWhileAsking(t *testing.T) {
 					}
 				}()
 			}
-			waitFor(t, "answers before the migration", func() bool { return ix.Stats().Queries > 3000 || t.Failed() })
+			waitFor(t, "answers before the migration", func() bool { return stats(ix).Queries > 3000 || t.Failed() })
 			stmts := m.stmts(triggers)
 			if stmts[0] != "BEGIN" { // one transaction: no call can see the name without a table
 				stmts = append(append([]string{"BEGIN"}, stmts...), "COMMIT")
@@ -553,7 +553,7 @@ func TestMigrationAfterDeletesKeepsTheFilter(t *testing.T) {
 	if err := ix.Rebuild(ctx); err != nil {
 		t.Fatal(err)
 	}
-	before := ix.Stats()
+	before := stats(ix)
 	mustExec(t, app, `CREATE TABLE unrelated (a TEXT)`)
 	mustExec(t, app, `ALTER TABLE records ADD COLUMN extra INTEGER`)
 	stored := set(ids("old", 100)[10:])
@@ -561,7 +561,7 @@ func TestMigrationAfterDeletesKeepsTheFilter(t *testing.T) {
 		stored["rk-"+k] = true
 	}
 	expect(t, ix, stored, append(append(ids("tmp", 20), ids("old", 100)...), "rk-old-0000001"))
-	if st := ix.Stats(); st.Dropped != before.Dropped || st.Rebuilds != before.Rebuilds || !st.Serving {
+	if st := stats(ix); st.Dropped != before.Dropped || st.Rebuilds != before.Rebuilds || !st.Serving {
 		t.Fatalf("dropped %d → %d, rebuilds %d → %d, serving %v: the migration should keep the filter", before.Dropped, st.Dropped, before.Rebuilds, st.Rebuilds, st.Serving)
 	}
 }
@@ -598,7 +598,7 @@ func TestConfirmAfterAMigrationIsExact(t *testing.T) {
 				})
 			}
 			ix := open(t, config{DBConfig: DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver(),
-				knobs: knobs{noFollow: true, spellingScan: migrate}},
+				knobs: knobs{noFollow: true, afterProbe: migrate}},
 				Source: Source{Table: "records", Column: "id"}})
 			page := append(ids("never", 40000), tc.asked, "caf\u00e9")
 			got, err := ix.Missing(ctx, page)

@@ -72,7 +72,7 @@ func pathsSQLiteAccepts(t *testing.T) {
 					t.Fatal(err)
 				}
 				again := open(t, cfg)
-				if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+				if st := stats(again); !st.Serving || st.SnapshotError != nil {
 					t.Fatalf("reopen: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
 				}
 				exact(t, again, tableIDs(t, real, "records"), probe)
@@ -94,7 +94,7 @@ func pathsSQLiteAccepts(t *testing.T) {
 				ro := cron
 				ro.ReadOnly = true
 				roIx := open(t, ro)
-				if st := roIx.Stats(); !st.Serving || st.SnapshotError != nil {
+				if st := stats(roIx); !st.Serving || st.SnapshotError != nil {
 					t.Fatalf("read-only open of the cron job's snapshot: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
 				}
 				exact(t, roIx, tableIDs(t, real, "records"), probe)

@@ -158,21 +158,20 @@ func callEverything(db *DB, ix, other *Index) (bad []string) {
 				_, err := x.ix.Missing(ctx, []string{"a-0000001", "b-0000002", "never"})
 				return err
 			}, nil},
-			step{x.name + ".Stats", func(context.Context) error { _ = x.ix.Stats(); return nil }, nil},
-			step{x.name + ".DatasetID", func(context.Context) error { _, _ = x.ix.DatasetID(); return nil }, nil},
-			step{x.name + ".MarkFetched", func(ctx context.Context) error { return x.ix.MarkFetched(ctx, "k") }, []error{ErrNotOwnTable}},
+			step{x.name + ".Stats", func(context.Context) error { _ = stats(x.ix); return nil }, nil},
+			step{x.name + ".DatasetID", func(context.Context) error { _, _ = datasetID(x.ix); return nil }, nil},
+			step{x.name + ".MarkFetched", func(ctx context.Context) error { return x.ix.MarkFetched(ctx, "k") }, []error{ErrBadConfig}},
 			// Wait returns once the rebuild counts as done, which it does
 			// before its last Progress call; ErrNotServing if it failed.
 			step{x.name + ".Wait", func(ctx context.Context) error { return x.ix.Wait(ctx) }, []error{ErrNotServing}},
 			// Save with no filter serving (the own index rebuilds): ErrNotServing.
 			step{x.name + ".Save", func(ctx context.Context) error { return x.ix.Save(ctx) }, []error{ErrNotServing}},
-			step{x.name + ".Reload", func(ctx context.Context) error { return x.ix.Reload(ctx) }, []error{ErrNotServing}},
+			step{x.name + ".Reload", func(ctx context.Context) error { return x.ix.k.Reload(ctx) }, []error{ErrNotServing}},
 			step{x.name + ".Rebuild", func(ctx context.Context) error { return x.ix.Rebuild(ctx) }, nil},
 		)
 	}
 	steps = append(steps,
-		step{"db.Path", func(context.Context) error { _ = db.Path(); return nil }, nil},
-		step{"db.Sources", func(ctx context.Context) error { _, err := db.Sources(ctx); return err }, nil},
+		step{"db.Sources", func(ctx context.Context) error { _, err := sources(ctx, db); return err }, nil},
 		step{"db.Index", func(ctx context.Context) error {
 			third, err := db.Index(ctx, Source{Table: "thirds", Column: "id"})
 			if err != nil {
@@ -247,7 +246,7 @@ func TestQueriesFromProgress(t *testing.T) {
 		if ok, err := ix.Fetched(ctx, rows[done%int64(len(rows))]); err != nil || !ok {
 			t.Errorf("Fetched inside Progress = %v, %v", ok, err)
 		}
-		_ = ix.Stats()
+		_ = stats(ix)
 	}
 	var ix *Index
 	mon.do("Open with one reader", func() { ix = open(t, cfg) })
@@ -363,7 +362,7 @@ func TestProgressPanicInTheAppsRebuild(t *testing.T) {
 			if !tc.serving {
 				// No snapshot and no rebuild by itself: nothing serves
 				// until the app rebuilds.
-				cfg.Snapshot, cfg.AutoRebuild.Off = "", true
+				cfg.Snapshot, cfg.NoAutoRebuild = "", true
 				if err := attachOnly(ctx, path); err != nil {
 					t.Fatal(err)
 				}
@@ -377,7 +376,7 @@ func TestProgressPanicInTheAppsRebuild(t *testing.T) {
 			if err := ix.Wait(ctx); tc.serving && err != nil || !tc.serving && !errors.Is(err, ErrNotServing) {
 				t.Fatalf("Wait = %v", err)
 			}
-			before := ix.Stats()
+			before := stats(ix)
 			if before.Serving != tc.serving || before.Rebuilding {
 				t.Fatalf("before: serving %v, rebuilding %v", before.Serving, before.Rebuilding)
 			}
@@ -394,7 +393,7 @@ func TestProgressPanicInTheAppsRebuild(t *testing.T) {
 					done <- v
 				}()
 				waitClosed(t, p.held, "the first Progress call")
-				waitFor(t, "the rebuild's filter serving", func() bool { return ix.Stats().Rebuilds == before.Rebuilds+1 })
+				waitFor(t, "the rebuild's filter serving", func() bool { return stats(ix).Rebuilds == before.Rebuilds+1 })
 				close(p.hold)
 				panicked = <-done
 			} else {
@@ -406,7 +405,7 @@ func TestProgressPanicInTheAppsRebuild(t *testing.T) {
 			if panicked != p.value || p.panics.Load() != 1 {
 				t.Fatalf("Rebuild panicked with %v (the callback panicked %d times), want the callback's panic", panicked, p.panics.Load())
 			}
-			st := ix.Stats()
+			st := stats(ix)
 			switch {
 			case st.Rebuilding:
 				t.Fatal("after the panic: still rebuilding")
@@ -421,11 +420,11 @@ func TestProgressPanicInTheAppsRebuild(t *testing.T) {
 			insertIDs(t, app, later...)
 			judgePage(t, ix, storedCanon(t, path, "records"), slices.Concat(page, later), true, "rows stored after the panic")
 
-			rebuilds := ix.Stats().Rebuilds
+			rebuilds := stats(ix).Rebuilds
 			if panicked, err := rebuildRecovering(ctx, ix); err != nil || panicked != nil {
 				t.Fatalf("the next Rebuild = %v, panicked %v", err, panicked)
 			}
-			if st := ix.Stats(); !st.Serving || st.Rebuilding || st.Rebuilds != rebuilds+1 {
+			if st := stats(ix); !st.Serving || st.Rebuilding || st.Rebuilds != rebuilds+1 {
 				t.Fatalf("after the next Rebuild: serving %v, rebuilding %v, rebuilds %d → %d", st.Serving, st.Rebuilding, rebuilds, st.Rebuilds)
 			}
 			judgePage(t, ix, storedCanon(t, path, "records"), slices.Concat(page, later), false, "after the next Rebuild")
@@ -477,13 +476,13 @@ func TestProgressPanicInTheWorkersRebuild(t *testing.T) {
 				t.Fatal("Wait = nil after the rebuild's Progress panicked")
 			}
 			waitFor(t, "the panic in Stats.LastError", func() bool {
-				err := ix.Stats().LastError
+				err := stats(ix).LastError
 				return err != nil && strings.Contains(err.Error(), p.value)
 			})
 			if n := p.panics.Load(); n != 1 {
 				t.Fatalf("the callback panicked %d times", n)
 			}
-			if st := ix.Stats(); st.Rebuilding || st.Serving || st.Rebuilds != 0 {
+			if st := stats(ix); st.Rebuilding || st.Serving || st.Rebuilds != 0 {
 				t.Fatalf("after the panic: rebuilding %v, serving %v, rebuilds %d", st.Rebuilding, st.Serving, st.Rebuilds)
 			}
 			page := slices.Concat(seed[:50], ids("never", 50), []string{seed[7], "never-0000003"})

@@ -64,7 +64,7 @@ func checkMixed(t *testing.T, ix *Index, path, what string) {
 	page, want, bad := mixedPage()
 	got, err := ix.Missing(context.Background(), page)
 	var ike *InvalidKeysError
-	if !errors.As(err, &ike) || !slices.Equal(ike.Positions(), bad) {
+	if !errors.As(err, &ike) || !slices.Equal(positions(ike), bad) {
 		t.Fatalf("%s: Missing error %v, want an *InvalidKeysError naming %v", what, err, bad)
 	}
 	if !slices.Equal(got, want) {
@@ -96,7 +96,7 @@ func TestEveryPositionAnsweredOnItsOwn(t *testing.T) {
 		t.Parallel()
 		path := newDB(t)
 		ix := open(t, appConfig(path))
-		if !ix.Stats().Serving {
+		if !stats(ix).Serving {
 			t.Fatal("not serving")
 		}
 		checkMixed(t, ix, path, "serving")
@@ -133,7 +133,7 @@ func TestEveryPositionAnsweredOnItsOwn(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- ix.Rebuild(ctx) }()
 		waitClosed(t, entered, "the rebuild's scan")
-		if st := ix.Stats(); !st.Rebuilding || st.Serving {
+		if st := stats(ix); !st.Rebuilding || st.Serving {
 			t.Fatalf("rebuilding %v, serving %v", st.Rebuilding, st.Serving)
 		}
 		checkMixed(t, ix, path, "bypass")
@@ -240,7 +240,7 @@ func TestFetchedAndMissingAgree(t *testing.T) {
 	path := appDB(t, stored...)
 	agree := func(t *testing.T, ix *Index, wantServing bool) {
 		t.Helper()
-		if got := ix.Stats().Serving; got != wantServing {
+		if got := stats(ix).Serving; got != wantServing {
 			t.Fatalf("serving %v, want %v", got, wantServing)
 		}
 		missing, err := missingList(ctx, ix, probe)
@@ -277,7 +277,7 @@ func TestFetchedAndMissingAgree(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := cfg
-		c.AutoRebuild.Off = true
+		c.NoAutoRebuild = true
 		agree(t, open(t, c), false)
 	})
 }
@@ -298,7 +298,7 @@ func TestOwnTableMarkFetchedAndQueries(t *testing.T) {
 	}
 	expect(t, ix, set(first, later), probe)
 
-	st := ix.Stats()
+	st := stats(ix)
 	if !st.Serving || st.LookupsAvoided == 0 || st.ConfirmedPositives == 0 {
 		t.Fatalf("stats: %+v", st)
 	}

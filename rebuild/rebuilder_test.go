@@ -129,7 +129,7 @@ func TestConcurrentMarkQueryRebuild(t *testing.T) {
 		all[k] = true
 	}
 	expect(t, ix, all, keys[:500])
-	t.Logf("%d rebuilds while marking; stats %+v", rebuilds, ix.Stats())
+	t.Logf("%d rebuilds while marking; stats %+v", rebuilds, stats(ix))
 }
 
 func markersDone(wg *sync.WaitGroup) <-chan struct{} {
@@ -213,7 +213,7 @@ func TestCancelledRebuildsLeaveTheGateCorrect(t *testing.T) {
 				t.Fatalf("round %d: failed at row %d: %v", round, at, err)
 			}
 		}
-		st := ix.Stats()
+		st := stats(ix)
 		if !st.Serving || st.Rebuilding || !errors.Is(st.LastError, err) {
 			t.Fatalf("round %d: after failed rebuild: serving %v rebuilding %v last error %v", round, st.Serving, st.Rebuilding, st.LastError)
 		}
@@ -256,7 +256,7 @@ func TestCollectionsRebuildInTurn(t *testing.T) {
 		time.Sleep(time.Millisecond) // widen the window
 		if list := ixs.Load(); list != nil {
 			for _, ix := range *list {
-				if st := ix.Stats(); !st.Serving && !st.Rebuilding {
+				if st := stats(ix); !st.Serving && !st.Rebuilding {
 					others.Store(true)
 				}
 			}

@@ -10,84 +10,51 @@ import (
 	"testing"
 )
 
+// batchKeys is how many stored spellings a scan gathers before it
+// writes them.
+const batchKeys = 4096
+
 // TestRebuildSizesFromTheRowsRead: a rebuild sizes the filter for the rows
-// of the source (NULL and BLOB ids included), from a count run alongside
-// the scan (which may see a row committed just after the read began) or,
-// when the scan ends first, from the rows it read; with the digest bound
-// at one key, the builder waits for the count. A row committed by another
-// connection during the scan is found through the log either way.
+// of the source (NULL and BLOB ids included), from the count that starts
+// it (which may see a row committed just after the read began). A row
+// committed by another connection during the scan is found through the
+// log.
 func TestRebuildSizesFromTheRowsRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, bound := range []int64{defaultDeferredRows, 1} {
-		t.Run(fmt.Sprintf("digests=%d", bound), func(t *testing.T) {
-			t.Parallel()
-			stored := ids("stored", 1000)
-			path := appDB(t, stored...)
-			db := rawDB(t, path)
-			defer db.Close()
-			for i := range 7 {
-				mustExec(t, db, `INSERT INTO records (id, body) VALUES (NULL, ?)`, i)
-			}
-			for i := range 5 {
-				mustExec(t, db, `INSERT INTO records (id, body) VALUES (?, 'blob')`, []byte(fmt.Sprint("blob", i)))
-			}
-			cfg, hk := hooked(appConfig(path))
-			cfg.Headroom = 3
-			cfg.knobs.deferredRows = bound
-			ix := open(t, cfg)
-			var once sync.Once
-			hk.scanRow.Store(ptr(func(n int64) error {
-				once.Do(func() { mustExec(t, db, `INSERT INTO records (id, body) VALUES ('late', '')`) })
-				return nil
-			}))
-			if err := ix.Rebuild(ctx); err != nil {
-				t.Fatal(err)
-			}
-			hk.scanRow.Store(nil)
-			st := ix.Stats()
-			if c := st.Capacity; c != 3*1012 && c != 3*1013 {
-				t.Fatalf("capacity %d, want 3 × 1,012 rows (or 1,013 if the count saw the late row)", c)
-			}
-			probe := append(append([]string{"late"}, stored...), ids("never", 200)...)
-			missing, err := missingList(ctx, ix, probe)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(missing) != 200 || missing[0] != "never-0000000" {
-				t.Fatalf("%d missing (first %q), want the 200 never stored", len(missing), missing[0])
-			}
-		})
-	}
-}
-
-// TestRebuildWaitsForTheCount: when the digests reach their bound before
-// the count is in, the builder waits for the count (the scan with it) and
-// sizes from it; the filter holds every key.
-func TestRebuildWaitsForTheCount(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	stored := ids("stored", 3*batchKeys)
+	stored := ids("stored", 1000)
 	path := appDB(t, stored...)
+	db := rawDB(t, path)
+	defer db.Close()
+	for i := range 7 {
+		mustExec(t, db, `INSERT INTO records (id, body) VALUES (NULL, ?)`, i)
+	}
+	for i := range 5 {
+		mustExec(t, db, `INSERT INTO records (id, body) VALUES (?, 'blob')`, []byte(fmt.Sprint("blob", i)))
+	}
 	cfg, hk := hooked(appConfig(path))
 	cfg.Headroom = 3
-	cfg.knobs.deferredRows = 1
 	ix := open(t, cfg)
-	release := make(chan struct{})
-	waited := false
-	hk.beforeCount.Store(ptr(func() error { <-release; return nil })) // the count starts only once the builder waits
-	hk.countWait.Store(ptr(func() { waited = true; close(release) }))
+	var once sync.Once
+	hk.scanRow.Store(ptr(func(n int64) error {
+		once.Do(func() { mustExec(t, db, `INSERT INTO records (id, body) VALUES ('late', '')`) })
+		return nil
+	}))
 	if err := ix.Rebuild(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !waited {
-		t.Fatal("the builder never waited for the count")
+	hk.scanRow.Store(nil)
+	st := stats(ix)
+	if c := st.Capacity; c != 3*1012 && c != 3*1013 {
+		t.Fatalf("capacity %d, want 3 × 1,012 rows (or 1,013 if the count saw the late row)", c)
 	}
-	if c := ix.Stats().Capacity; c != uint64(3*len(stored)) {
-		t.Fatalf("capacity %d, want %d", c, 3*len(stored))
+	probe := append(append([]string{"late"}, stored...), ids("never", 200)...)
+	missing, err := missingList(ctx, ix, probe)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if missing, err := missingList(ctx, ix, stored); err != nil || len(missing) != 0 {
-		t.Fatalf("%d missing, %v", len(missing), err)
+	if len(missing) != 200 || missing[0] != "never-0000000" {
+		t.Fatalf("%d missing (first %q), want the 200 never stored", len(missing), missing[0])
 	}
 }
 
@@ -136,7 +103,7 @@ func TestFailedRebuildLeavesTheAppAlone(t *testing.T) {
 			if fileSum(t, appConfig(path).Snapshot) != snap {
 				t.Fatal("the snapshot file changed")
 			}
-			if !ix.Stats().Serving {
+			if !stats(ix).Serving {
 				t.Fatal("the previous filter no longer answers")
 			}
 			mustExec(t, plainDB(t, path), `INSERT INTO records (id, body) VALUES (?, 'x')`, "after-"+tc.name)

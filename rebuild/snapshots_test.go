@@ -55,7 +55,7 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 		if err := ix.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if st := ix.Stats(); st.SnapshotError == nil {
+		if st := stats(ix); st.SnapshotError == nil {
 			t.Fatalf("round %d: no SnapshotError for another dataset's snapshot", round)
 		}
 		exact(t, ix, tableIDs(t, path, "records"), probe)
@@ -75,7 +75,7 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 	ro := cfg
 	ro.ReadOnly = true
 	roIx := open(t, ro)
-	if roIx.Stats().SnapshotError == nil {
+	if stats(roIx).SnapshotError == nil {
 		t.Fatal("read-only: no SnapshotError")
 	}
 	exact(t, roIx, tableIDs(t, path, "records"), probe)
@@ -95,7 +95,7 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 		t.Fatal("ReplaceForeignFile: the file was not replaced")
 	}
 	again := open(t, cfg)
-	if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+	if st := stats(again); !st.Serving || st.SnapshotError != nil {
 		t.Fatalf("after the replacement: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
 	}
 	exact(t, again, tableIDs(t, path, "records"), probe)
@@ -129,7 +129,7 @@ func TestForeignSnapshotAtOpen(t *testing.T) {
 			if err := ix.Wait(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if ix.Stats().SnapshotError == nil {
+			if stats(ix).SnapshotError == nil {
 				t.Fatal("no SnapshotError")
 			}
 			if err := ix.Close(ctx); err != nil {
@@ -205,7 +205,7 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 			tc.harm(t, cfg)
 			cfg.ReplaceForeignFile = tc.force
 			ix := open(t, cfg)
-			if err := ix.Stats().SnapshotError; !errors.Is(err, tc.want) {
+			if err := stats(ix).SnapshotError; !errors.Is(err, tc.want) {
 				t.Fatalf("SnapshotError = %v, want %v", err, tc.want)
 			}
 			probe := append(slices.Clone(seed[:300]), ids("never", 300)...)
@@ -233,10 +233,10 @@ func TestReloadPicksUpAnotherWritersSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	insertIDs(t, db, ids("after", 200)...)
-	if err := app.Reload(context.Background()); err != nil {
+	if err := app.k.Reload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	st := app.Stats()
+	st := stats(app)
 	if !st.Serving || st.Capacity < 3000 {
 		t.Fatalf("after reload: %+v", st)
 	}
@@ -246,10 +246,10 @@ func TestReloadPicksUpAnotherWritersSnapshot(t *testing.T) {
 	raw, _ := os.ReadFile(cfg.Snapshot)
 	raw[300] ^= 1
 	_ = os.WriteFile(cfg.Snapshot, raw, 0o600)
-	if err := app.Reload(context.Background()); !errors.Is(err, snapshot.ErrChecksum) {
+	if err := app.k.Reload(context.Background()); !errors.Is(err, snapshot.ErrChecksum) {
 		t.Fatalf("Reload of a damaged file: %v", err)
 	}
-	if !app.Stats().Serving {
+	if !stats(app).Serving {
 		t.Fatal("refused reload left no filter serving")
 	}
 	expect(t, app, set(ids("seed", 1000), ids("cron", 500), ids("after", 200)), probe)
@@ -286,7 +286,7 @@ func TestSaveFailureKeepsServing(t *testing.T) {
 	if err == nil {
 		t.Fatal("Rebuild succeeded without a snapshot directory")
 	}
-	if st := ix.Stats(); !st.Serving || st.LastError == nil {
+	if st := stats(ix); !st.Serving || st.LastError == nil {
 		t.Fatalf("after failed save: %+v", st)
 	}
 	expect(t, ix, set(seed, []string{"new-1"}), append(slices.Clone(seed[:100]), "new-1", "never"))
@@ -308,7 +308,7 @@ func TestFirstOpenWithUnwritableSnapshot(t *testing.T) {
 	cfg := appConfig(path)
 	cfg.Snapshot = filepath.Join(t.TempDir(), "no-such-dir", "f.sfb")
 	ix := open(t, cfg)
-	st := ix.Stats()
+	st := stats(ix)
 	if !st.Serving || st.LastError == nil || !errors.Is(st.LastError, os.ErrNotExist) {
 		t.Fatalf("serving %v, last error %v", st.Serving, st.LastError)
 	}
@@ -341,7 +341,7 @@ func TestReadOnlyUsesAnAttachedSnapshot(t *testing.T) {
 
 	cfg.ReadOnly = true
 	ix := open(t, cfg)
-	if st := ix.Stats(); !st.Serving || !st.Attached || st.SnapshotError != nil {
+	if st := stats(ix); !st.Serving || !st.Attached || st.SnapshotError != nil {
 		t.Fatalf("serving %v, attached %v, snapshot error %v", st.Serving, st.Attached, st.SnapshotError)
 	}
 	all := append(slices.Clone(seed), later...)

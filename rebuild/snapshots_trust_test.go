@@ -65,9 +65,9 @@ func TestRestoredDatabaseRefusesTheNewerSnapshot(t *testing.T) {
 	for _, readOnly := range []bool{true, false} {
 		c := cfg
 		c.ReadOnly = readOnly
-		c.AutoRebuild.Off = true
+		c.NoAutoRebuild = true
 		ix := open(t, c)
-		if err := ix.Stats().SnapshotError; !errors.Is(err, ErrNotVouched) {
+		if err := stats(ix).SnapshotError; !errors.Is(err, ErrNotVouched) {
 			t.Fatalf("read-only %v: SnapshotError = %v, want ErrNotVouched", readOnly, err)
 		}
 		expect(t, ix, fetched, probe)
@@ -148,13 +148,13 @@ func TestForgedSnapshotsAreRefused(t *testing.T) {
 				t.Fatalf("the forgery does not even decode: %v", err)
 			}
 			c := cfg
-			c.AutoRebuild.Off = true
+			c.NoAutoRebuild = true
 			ix := open(t, c)
-			if err := ix.Stats().SnapshotError; !errors.Is(err, ErrNotVouched) {
+			if err := stats(ix).SnapshotError; !errors.Is(err, ErrNotVouched) {
 				t.Fatalf("SnapshotError = %v, want ErrNotVouched", err)
 			}
 			expect(t, ix, set(seed), append(slices.Clone(seed[:500]), ids("never", 500)...))
-			if err := ix.Reload(ctx); !errors.Is(err, ErrNotVouched) {
+			if err := ix.k.Reload(ctx); !errors.Is(err, ErrNotVouched) {
 				t.Fatalf("Reload = %v, want ErrNotVouched", err)
 			}
 		})
@@ -220,14 +220,14 @@ func TestSparseSnapshotIsRefusedBeforeAllocation(t *testing.T) {
 		var ix *Index
 		grew := allocDuring(func() {
 			c := cfg
-			c.AutoRebuild.Off = true
+			c.NoAutoRebuild = true
 			c.ReadOnly = mode == "read-only Open"
 			ix, err = Open(ctx, c.DBConfig, c.Source)
 			if err == nil && mode == "Reload" {
-				err = ix.Reload(ctx)
+				err = ix.k.Reload(ctx)
 			} else if err == nil {
 				_ = ix.Wait(ctx) // the load, in the background
-				err = ix.Stats().SnapshotError
+				err = stats(ix).SnapshotError
 			}
 		})
 		if ix != nil {
@@ -256,9 +256,9 @@ func TestOversizedRecordedSnapshotIsImplausible(t *testing.T) {
 	if err := first.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cfg.AutoRebuild.Off = true
+	cfg.NoAutoRebuild = true
 	ix := open(t, cfg)
-	if err := ix.Stats().SnapshotError; !errors.Is(err, ErrImplausible) {
+	if err := stats(ix).SnapshotError; !errors.Is(err, ErrImplausible) {
 		t.Fatalf("SnapshotError = %v, want ErrImplausible", err)
 	}
 	expect(t, ix, set(ids("seed", 100)), append(ids("seed", 100), "never"))
@@ -278,11 +278,11 @@ func TestSnapshotsOfOtherProcessesAreVouched(t *testing.T) {
 	if _, err := BuildSnapshot(ctx, cfg.DBConfig, cfg.Source); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Reload(ctx); err != nil {
+	if err := a.k.Reload(ctx); err != nil {
 		t.Fatalf("Reload of the cron job's snapshot: %v", err)
 	}
 	b := open(t, cfg) // a second app process on the same files
-	if err := b.Stats().SnapshotError; err != nil {
+	if err := stats(b).SnapshotError; err != nil {
 		t.Fatalf("second process refused the cron snapshot: %v", err)
 	}
 	insertIDs(t, rawDB(t, path), ids("b", 50)...)
@@ -292,7 +292,7 @@ func TestSnapshotsOfOtherProcessesAreVouched(t *testing.T) {
 	if err := b.Save(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Reload(ctx); err != nil {
+	if err := a.k.Reload(ctx); err != nil {
 		t.Fatalf("Reload of the other process's save: %v", err)
 	}
 	expect(t, a, set(seed, ids("cron", 100), ids("b", 50)), append(ids("b", 50), ids("never", 100)...))

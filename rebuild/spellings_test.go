@@ -88,7 +88,7 @@ func TestControlCharactersBeforeTheAccent(t *testing.T) {
 		path := appDB(t, slices.Concat(seed, before)...)
 		fill(path)
 		ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), ReadOnly: true}, Source: Source{Table: "records", Column: "id"}})
-		if st := ix.Stats(); st.Attached || st.Serving {
+		if st := stats(ix); st.Attached || st.Serving {
 			t.Fatalf("attached %v, serving %v: want SQLite alone", st.Attached, st.Serving)
 		}
 		judgePage(t, ix, storedCanon(t, path, "records"), spellingPage(before), true, "read-only")
@@ -109,7 +109,7 @@ func TestControlCharactersBeforeTheAccent(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- ix.Rebuild(ctx) }()
 		waitClosed(t, entered, "the rebuild's scan")
-		if st := ix.Stats(); !st.Rebuilding || st.Serving {
+		if st := stats(ix); !st.Rebuilding || st.Serving {
 			t.Fatalf("during the scan: rebuilding %v, serving %v", st.Rebuilding, st.Serving)
 		}
 		during := nulSpellings("during")
@@ -126,7 +126,7 @@ func TestControlCharactersBeforeTheAccent(t *testing.T) {
 			t.Fatal(err)
 		}
 		again := open(t, appConfig(path))
-		if st := again.Stats(); !st.Serving || st.SnapshotError != nil {
+		if st := stats(again); !st.Serving || st.SnapshotError != nil {
 			t.Fatalf("reopen: serving %v, snapshot error %v", st.Serving, st.SnapshotError)
 		}
 		judgePage(t, again, storedCanon(t, path, "records"), spellingPage(all), true, "reopened from the snapshot")
@@ -142,7 +142,7 @@ func TestControlCharactersBeforeTheAccent(t *testing.T) {
 			if _, err := ix.Fetched(ctx, "plain"); err != nil { // a call: the follower watches for commits
 				t.Fatal(err)
 			}
-			caught := ix.Stats().CaughtUp
+			caught := stats(ix).CaughtUp
 			after := nulSpellings("after")
 			insertIDs(t, rawDB(t, path), after...)
 			if follow {
@@ -151,7 +151,7 @@ func TestControlCharactersBeforeTheAccent(t *testing.T) {
 				if err := ix.Wait(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if got := ix.Stats().CaughtUp; got < caught+uint64(len(after)) {
+				if got := stats(ix).CaughtUp; got < caught+uint64(len(after)) {
 					t.Fatalf("caught up %d entries between calls, want %d", got-caught, len(after))
 				}
 			}
@@ -166,11 +166,11 @@ func TestControlCharactersBeforeTheAccent(t *testing.T) {
 			cfg := appConfig(path)
 			cfg.knobs = knobs{store: store.Knobs{LogChunk: chunk}, behind: true, noFollow: true}
 			ix := open(t, cfg)
-			gen := ix.Stats().Generation
+			gen := stats(ix).Generation
 			after := nulSpellings("after")
 			insertIDs(t, rawDB(t, path), slices.Concat(after, ids("plain-after", 20))...)
 			judgePage(t, ix, storedCanon(t, path, "records"), spellingPage(slices.Concat(before, after)), true, "filter behind the log")
-			if st := ix.Stats(); st.Generation != gen || !st.Serving {
+			if st := stats(ix); st.Generation != gen || !st.Serving {
 				t.Fatalf("generation %d → %d, serving %v: the filter was to stay behind", gen, st.Generation, st.Serving)
 			}
 		})
@@ -243,7 +243,7 @@ func TestControlCharactersAfterKill(t *testing.T) {
 		t.Fatalf("the child failed before it was killed:\n%s", out)
 	}
 	ix := open(t, appConfig(path))
-	if st := ix.Stats(); !st.Serving {
+	if st := stats(ix); !st.Serving {
 		t.Fatalf("reopened after the kill: not serving (%v, %v)", st.SnapshotError, st.LastError)
 	}
 	// Every id of the table that has a NUL or a control character.
@@ -280,7 +280,7 @@ func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
 	scans := 0
 	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(),
 		knobs: knobs{noFollow: true, spellingScan: func() { scans++ }}},
-		Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb", AutoRebuild: AutoRebuild{Off: true}}})
+		Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb", NoAutoRebuild: true}})
 	app := rawDB(t, path)
 	// SQLite's 12-step table change: the library's triggers go with the
 	// old table; nothing puts them back (AutoRebuild.Off).
@@ -305,7 +305,7 @@ func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
 	if scans != 0 {
 		t.Fatalf("a page of plain ids scanned the table for stored spellings %d times", scans)
 	}
-	if st := ix.Stats(); st.Serving {
+	if st := stats(ix); st.Serving {
 		t.Fatal("the filter still serves a table whose triggers are gone")
 	}
 	got, err = ix.Missing(ctx, []string{"caf\u00e9", plain[0], "caf\u00e9-not"})
@@ -381,7 +381,7 @@ func TestCanonicalSpellingsFoundBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, ix, fetched, probe)
-	ix.startRebuilding() // bypass, as while a rebuild runs
+	ix.k.G.Rebuilding() // bypass, as while a rebuild runs
 	expect(t, ix, fetched, probe)
 	// The table itself was never rewritten.
 	var n int

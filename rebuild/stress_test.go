@@ -102,7 +102,7 @@ func stressOneSQLite(t *testing.T, mode string, onAppDB bool, run time.Duration)
 		dcfg = DBConfig{Path: path, DB: app}
 	}
 	src := Source{Table: "records", Column: "id", Snapshot: path + ".sfb", Capacity: 1024, Headroom: 1, FPR: 0.05,
-		AutoRebuild: AutoRebuild{Factor: 1.5}}
+		RebuildFactor: 1.5}
 	open := func() (*DB, *Index) {
 		db, err := OpenDB(ctx, dcfg)
 		if err != nil {
@@ -275,7 +275,7 @@ func stressOneSQLite(t *testing.T, mode string, onAppDB bool, run time.Duration)
 					fail(fmt.Errorf("close: %w", err))
 					return
 				}
-				ev.autosClosed.Add(int64(h.ix.Stats().AutoRebuilds))
+				ev.autosClosed.Add(int64(stats(h.ix).AutoRebuilds))
 				ev.reopens.Add(1)
 			}
 		}
@@ -293,7 +293,7 @@ wait:
 			break wait
 		case <-tick.C:
 		}
-		lacking := ev.lacking(ev.autosClosed.Load() + int64(cur.Load().ix.Stats().AutoRebuilds))
+		lacking := ev.lacking(ev.autosClosed.Load() + int64(stats(cur.Load().ix).AutoRebuilds))
 		ran := time.Since(began)
 		if ran >= run && lacking == "" {
 			break
@@ -315,7 +315,7 @@ wait:
 	if err := last.db.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	autos := ev.autosClosed.Load() + int64(last.ix.Stats().AutoRebuilds)
+	autos := ev.autosClosed.Load() + int64(stats(last.ix).AutoRebuilds)
 	var check string
 	if err := app.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
 		t.Fatalf("integrity_check: %q, %v", check, err)

@@ -54,11 +54,7 @@ func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
 	}
 	suspended := make(chan error, 1)
 	go func() { suspended <- db.Suspend(ctx) }()
-	waitFor(t, "Suspend waiting for the scan", func() bool { // the worker paused: its job interrupted
-		db.work.mu.Lock()
-		defer db.work.mu.Unlock()
-		return db.work.mu.paused
-	})
+	waitFor(t, "Suspend waiting for the scan", db.bg.Paused) // the worker paused: its job interrupted
 	close(release)
 	select {
 	case err := <-suspended:
@@ -68,7 +64,7 @@ func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
 	case <-time.After(callBound):
 		t.Fatal("Suspend did not return")
 	}
-	if st := ix.Stats(); st.Serving || !strings.Contains(st.Upkeep, "rebuild") {
+	if st := stats(ix); st.Serving || !strings.Contains(st.Upkeep, "rebuild") {
 		t.Fatalf("after Suspend: serving %v, upkeep %q; want the interrupted rebuild still asked for", st.Serving, st.Upkeep)
 	}
 	checkNoFiles := func(when string) {
@@ -91,7 +87,7 @@ func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
 	expect(t, ix, set(ids("seed", 1000), ids("while", 50)), slices.Concat(ids("seed", 30), ids("while", 50), ids("never", 30)))
 	checkNoFiles("after calls made while suspended")
 	time.Sleep(50 * time.Millisecond) // nothing starts meanwhile
-	if st := ix.Stats(); st.Serving || st.Rebuilds != 0 {
+	if st := stats(ix); st.Serving || st.Rebuilds != 0 {
 		t.Fatalf("while suspended: serving %v after %d rebuilds: background work ran", st.Serving, st.Rebuilds)
 	}
 	checkNoFiles("while suspended")
@@ -100,7 +96,7 @@ func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
 	if err := ix.Wait(ctx); err != nil {
 		t.Fatalf("after Resume: %v", err)
 	}
-	if st := ix.Stats(); !st.Serving {
+	if st := stats(ix); !st.Serving {
 		t.Fatalf("after Resume: no filter serving (upkeep %q)", st.Upkeep)
 	}
 	expect(t, ix, set(ids("seed", 1000), ids("while", 50)), slices.Concat(ids("seed", 30), ids("while", 50), ids("never", 30)))
@@ -216,7 +212,7 @@ func TestSuspendHoldsNoConnection(t *testing.T) {
 	if _, open := openFiles(t, path); open > 0 {
 		t.Fatalf("after Suspend the process holds %d descriptors of the database's files", open)
 	}
-	if st := ix.Stats(); st.Serving || !strings.Contains(st.Upkeep, "rebuild") {
+	if st := stats(ix); st.Serving || !strings.Contains(st.Upkeep, "rebuild") {
 		t.Fatalf("after Suspend: serving %v, upkeep %q; want the interrupted first scan pending", st.Serving, st.Upkeep)
 	}
 
@@ -246,7 +242,7 @@ func TestSuspendHoldsNoConnection(t *testing.T) {
 	if _, open := openFiles(t, path); open > 0 {
 		t.Fatalf("after calls while suspended the process holds %d descriptors of the database's files", open)
 	}
-	if ix.Stats().Serving {
+	if stats(ix).Serving {
 		t.Fatal("a filter was built while suspended")
 	}
 
@@ -290,7 +286,7 @@ func TestSuspendErrorNamesEachCauseOnce(t *testing.T) {
 	// turn: work in progress on a second index.
 	waiting := make(chan error, 1)
 	go func() { waiting <- other.Rebuild(ctx) }()
-	waitFor(t, "the other Rebuild waiting", func() bool { return other.up.app.Wait() != nil })
+	waitFor(t, "the other Rebuild waiting", func() bool { return other.k.Upkeep() != "" })
 	sctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 	defer cancel()
 	causesOnce(t, "Suspend", db.Suspend(sctx))
@@ -347,9 +343,9 @@ func TestResumeBeforeTheInterruptedJobStopped(t *testing.T) {
 	wctx, wcancel := context.WithTimeout(ctx, callBound)
 	defer wcancel()
 	if err := ix.Wait(wctx); err != nil {
-		t.Fatalf("Wait after Resume = %v (Stats: serving %v, upkeep %q, last error %v)", err, ix.Stats().Serving, ix.Stats().Upkeep, ix.Stats().LastError)
+		t.Fatalf("Wait after Resume = %v (Stats: serving %v, upkeep %q, last error %v)", err, stats(ix).Serving, stats(ix).Upkeep, stats(ix).LastError)
 	}
-	if !ix.Stats().Serving {
+	if !stats(ix).Serving {
 		t.Fatal("no filter serving after Resume")
 	}
 	judgePage(t, ix, storedCanon(t, path, "records"), append(seed[:20], ids("never", 20)...), true, "after Resume")
@@ -448,7 +444,7 @@ func TestSuspendInterruptsTheAppsRebuild(t *testing.T) {
 	}
 	insertIDs(t, rawDB(t, path), "while-suspended")
 	expect(t, ix, set(seed, []string{"while-suspended"}), []string{seed[7], "while-suspended", "never"})
-	if !ix.Stats().Serving {
+	if !stats(ix).Serving {
 		t.Fatal("the filter that served before the interrupted Rebuild no longer serves")
 	}
 	ix.db.Resume()
@@ -476,7 +472,7 @@ func TestSuspendAfterTheRebuildPublished(t *testing.T) {
 			return
 		}
 		go func() { suspended <- ix.db.Suspend(ctx) }()
-		waitFor(t, "Suspend under way", ix.db.suspended)
+		waitFor(t, "Suspend under way", ix.db.bg.Paused)
 	}
 	ix := open(t, cfg)
 	waitServing(t, ix)
@@ -489,7 +485,7 @@ func TestSuspendAfterTheRebuildPublished(t *testing.T) {
 		t.Fatal(err)
 	}
 	ix.db.Resume()
-	if st := ix.Stats(); !st.Serving || st.LastError != nil {
+	if st := stats(ix); !st.Serving || st.LastError != nil {
 		t.Fatalf("after the Rebuild: serving %v, last error %q", st.Serving, st.LastError)
 	}
 	var scanned int
@@ -521,7 +517,7 @@ func TestSuspendInterruptsARebuildThatAttached(t *testing.T) {
 	waitClosed(t, in, "the Rebuild's scan")
 	suspended := make(chan error, 1)
 	go func() { suspended <- ix.db.Suspend(ctx) }()
-	waitFor(t, "Suspend under way", ix.db.suspended)
+	waitFor(t, "Suspend under way", ix.db.bg.Paused)
 	release()
 	if err := <-rebuilt; !errors.Is(err, ErrSuspended) {
 		t.Fatalf("the interrupted Rebuild = %v, want ErrSuspended", err)

@@ -67,7 +67,7 @@ func TestIndexLoadsItsSnapshotAfterOpen(t *testing.T) {
 		if err := ix.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
-		st := ix.Stats()
+		st := stats(ix)
 		switch {
 		case i < 3 && (st.SnapshotError != nil || st.Rebuilds != 0 || !st.Serving):
 			t.Fatalf("collection %d: serving %v, %d rebuilds, snapshot error %v: the snapshot was not used", i, st.Serving, st.Rebuilds, st.SnapshotError)
@@ -97,7 +97,7 @@ func TestLoadWaitsForTheFirstCall(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
-		if st := ix.Stats(); st.Serving || st.Upkeep != "load" {
+		if st := stats(ix); st.Serving || st.Upkeep != "load" {
 			t.Fatalf("before any call: serving %v, upkeep %q; want the load asked, not run", st.Serving, st.Upkeep)
 		}
 		switch first {
@@ -107,7 +107,7 @@ func TestLoadWaitsForTheFirstCall(t *testing.T) {
 				t.Fatalf("the first call, before the load: %q, %v", got, err)
 			}
 			deadline := time.Now().Add(callBound)
-			for !ix.Stats().Serving {
+			for !stats(ix).Serving {
 				if time.Now().After(deadline) {
 					t.Fatal("no filter serving after the first call")
 				}
@@ -117,7 +117,7 @@ func TestLoadWaitsForTheFirstCall(t *testing.T) {
 			if err := ix.Wait(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if !ix.Stats().Serving {
+			if !stats(ix).Serving {
 				t.Fatal("no filter serving after Wait")
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild"
+	"github.com/syncfilter/syncfilter/rebuild/ops"
 )
 
 // libDriver returns the app's driver d as the library takes it: the
@@ -112,13 +113,8 @@ type LibStats struct {
 // Stats returns the library's counters.
 func (l *LibIndex) Stats() LibStats {
 	st := l.ix.Stats()
-	s := LibStats{Serving: st.Serving, Bypass: st.BypassLookups, FalsePositives: st.FalsePositives,
-		CaughtUp: st.CaughtUp, Reattached: st.Reattached, Dropped: st.Dropped, Rebuilds: st.Rebuilds,
-		EstimatedFPR: st.EstimatedFPR, TargetFPR: st.TargetFPR}
-	if st.SnapshotError != nil {
-		s.SnapshotError = st.SnapshotError.Error()
-	}
-	return s
+	return LibStats{Serving: st.Serving, Bypass: st.BypassLookups, FalsePositives: st.FalsePositives,
+		Dropped: st.Dropped, Rebuilds: st.Rebuilds, EstimatedFPR: st.EstimatedFPR}
 }
 
 // BuildLibSnapshot writes the snapshot of the collection in table, as
@@ -128,7 +124,7 @@ func BuildLibSnapshot(ctx context.Context, d Driver, path, table, snapshot strin
 	if err != nil {
 		return err
 	}
-	if _, err := rebuild.BuildSnapshot(ctx, rebuild.DBConfig{Path: path, Driver: drv}, rebuild.Source{Table: table, Column: Column, Snapshot: snapshot}); err != nil {
+	if _, err := ops.BuildSnapshot(ctx, rebuild.DBConfig{Path: path, Driver: drv}, rebuild.Source{Table: table, Column: Column, Snapshot: snapshot}); err != nil {
 		return fmt.Errorf("build snapshot of %s: %w", table, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/syncfilter/syncfilter/rebuild"
+	"github.com/syncfilter/syncfilter/rebuild/ops"
 )
 
 // These tests run `rebuild --all`, `status --all` and `detach --all`
@@ -232,7 +233,7 @@ func TestRebuildAll(t *testing.T) {
 	if res := got["coll1.id"]; !res.OK || res.Snapshot != c1 || res.Rows != 300 || res.Bytes == 0 {
 		t.Fatalf("run 2: coll1 %+v", res)
 	}
-	if _, err := os.Stat(rebuild.DefaultSnapshot(path, "coll1", "id")); !os.IsNotExist(err) {
+	if _, err := os.Stat(ops.DefaultSnapshot(path, "coll1", "id")); !os.IsNotExist(err) {
 		t.Fatal("run 2 wrote coll1's snapshot beside the database, not where run 1 recorded it")
 	}
 	m = seriesOf(t, prom)
@@ -335,7 +336,7 @@ func TestStatusAndDetachAll(t *testing.T) {
 	if s := list[0]; s.Table != "coll0" || !s.Attached || s.Rows != 100 || s.Snapshot == nil || !s.Snapshot.Compatible || s.Snapshot.Path != snap {
 		t.Fatalf("coll0: %+v (%+v)", s, s.Snapshot)
 	}
-	if s := list[1]; s.Table != "coll1" || s.Snapshot != nil || s.DefaultSnapshot != rebuild.DefaultSnapshot(path, "coll1", "id") {
+	if s := list[1]; s.Table != "coll1" || s.Snapshot != nil || s.DefaultSnapshot != ops.DefaultSnapshot(path, "coll1", "id") {
 		t.Fatalf("coll1: %+v", s)
 	}
 	if s := list[2]; s.Table != ownTable || s.Column != ownColumn || !s.Attached || s.Rows != 1 {

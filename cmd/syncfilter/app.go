@@ -190,7 +190,7 @@ func (a *app) exit(cmd string, err error) int {
 			a.log.printf("syncfilter %s: %s", cmd, ee.msg)
 		}
 		return ee.code
-	case errors.As(err, &ue), errors.Is(err, rebuild.ErrBadName), errors.Is(err, rebuild.ErrBadConfig):
+	case errors.As(err, &ue), errors.Is(err, rebuild.ErrBadConfig), errors.Is(err, rebuild.ErrBadConfig):
 		code = exitUsage
 	case isInvalidSnapshot(err):
 		code = exitSnapshot

@@ -36,14 +36,15 @@ func (a *app) check(ctx context.Context, args []string) error {
 		return explainReadOnly(*db, err)
 	}
 	defer ix.Close(context.WithoutCancel(ctx))
+	var werr error
 	if *snap != "" {
-		_ = ix.Wait(ctx) // the snapshot loads in the background; its verdict is in Stats
+		werr = ix.Wait(ctx) // the snapshot loads in the background; Wait says why it does not serve
 	}
 	switch st := ix.Stats(); {
 	case !st.Attached:
 		a.log.printf("syncfilter check: no filter attached to %s.%s; answering from SQLite alone", *table, *column)
-	case *snap != "" && st.SnapshotError != nil:
-		a.log.printf("syncfilter check: snapshot not used, answering from SQLite: %s", oneLine(st.SnapshotError.Error()))
+	case *snap != "" && werr != nil:
+		a.log.printf("syncfilter check: snapshot not used, answering from SQLite: %s", oneLine(werr.Error()))
 	}
 	out := &output{w: bufio.NewWriter(a.stdout), nul: *nul, json: *asJSON, log: a.log, cmd: "check"}
 	missingAny := false

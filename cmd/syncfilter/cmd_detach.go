@@ -11,6 +11,7 @@ import (
 
 	"github.com/syncfilter/syncfilter/internal/fsafe"
 	"github.com/syncfilter/syncfilter/rebuild"
+	"github.com/syncfilter/syncfilter/rebuild/ops"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -43,7 +44,7 @@ func (a *app) detach(ctx context.Context, args []string) error {
 	}
 	a.opens(*db, busy)
 	if *all {
-		return a.detachAll(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, rebuild.DetachOptions{Force: *force})
+		return a.detachAll(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, ops.DetachOptions{Force: *force})
 	}
 	// Read the snapshot's dataset before the source's record is gone.
 	var remove *fsafe.Target
@@ -52,8 +53,8 @@ func (a *app) detach(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if err := rebuild.DetachWith(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, *table, *column, rebuild.DetachOptions{Force: *force}); err != nil {
-		if errors.Is(err, rebuild.ErrHeld) {
+	if err := ops.Detach(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, *table, *column, ops.DetachOptions{Force: *force}); err != nil {
+		if errors.Is(err, ops.ErrHeld) {
 			return fmt.Errorf("%w (close the app's index first, or run again with --force)", err)
 		}
 		return err
@@ -81,8 +82,8 @@ func (a *app) detach(ctx context.Context, args []string) error {
 // status says whether any failed. Snapshot files are left in place: the
 // paths the database recorded are printed, for the operator to delete
 // (detach --table --column --snapshot removes one, checked).
-func (a *app) detachAll(ctx context.Context, db rebuild.DBConfig, opts rebuild.DetachOptions) error {
-	list, err := rebuild.Sources(ctx, db)
+func (a *app) detachAll(ctx context.Context, db rebuild.DBConfig, opts ops.DetachOptions) error {
+	list, err := ops.Sources(ctx, db)
 	if err != nil {
 		return explainReadOnly(db.Path, err)
 	}
@@ -94,14 +95,14 @@ func (a *app) detachAll(ctx context.Context, db rebuild.DBConfig, opts rebuild.D
 	for _, src := range list {
 		k := keyOf(src.Table, src.Column)
 		name := k.table + "." + k.column
-		err := rebuild.DetachWith(ctx, db, src.Table, src.Column, opts)
+		err := ops.Detach(ctx, db, src.Table, src.Column, opts)
 		switch {
 		case errors.Is(err, context.Canceled):
 			return err
-		case errors.Is(err, rebuild.ErrNotAttached):
+		case errors.Is(err, ops.ErrNotAttached):
 			fmt.Fprintf(a.stdout, "syncfilter detach: %s was detached already\n", name)
 			continue
-		case errors.Is(err, rebuild.ErrHeld):
+		case errors.Is(err, ops.ErrHeld):
 			a.log.printf("syncfilter detach: %s: %s (let the rebuild finish first, or run again with --force)", name, oneLine(err.Error()))
 			bad = append(bad, name)
 			continue
@@ -127,12 +128,10 @@ func (a *app) detachAll(ctx context.Context, db rebuild.DBConfig, opts rebuild.D
 // none there), or refuses: a file that is not a regular file, one of the
 // database's files, or not the snapshot of the source being detached.
 func (a *app) detachTarget(ctx context.Context, db, table, column, snap string, busy time.Duration) (*fsafe.Target, error) {
-	ro, err := rebuild.Open(ctx, rebuild.DBConfig{Path: db, ReadOnly: true, BusyTimeout: busy}, rebuild.Source{Table: table, Column: column})
+	ds, attached, err := ops.DatasetID(ctx, rebuild.DBConfig{Path: db, ReadOnly: true, BusyTimeout: busy}, table, column)
 	if err != nil {
 		return nil, explainReadOnly(db, err)
 	}
-	ds, attached := ro.DatasetID()
-	_ = ro.Close(ctx)
 	t, err := fsafe.CheckWrite(snap, fsafe.DatabaseFiles(db)...)
 	if err != nil {
 		return nil, fmt.Errorf("leave %s alone: %w", snap, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/syncfilter/syncfilter/internal/fsafe"
 	"github.com/syncfilter/syncfilter/rebuild"
+	"github.com/syncfilter/syncfilter/rebuild/ops"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
@@ -60,7 +61,7 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 	fs := a.flags("rebuild")
 	db, table, column := sourceFlags(fs)
 	out := fs.String("out", "", "snapshot `file` to replace atomically (a symbolic link: the file it names is replaced, the link stays)")
-	all := fs.Bool("all", false, "rebuild every source the database lists, each into the snapshot file its last save recorded (or, with none recorded, beside the database, named as rebuild.DefaultSnapshot names it); instead of --table, --column and --out")
+	all := fs.Bool("all", false, "rebuild every source the database lists, each into the snapshot file its last save recorded (or, with none recorded, beside the database, named as ops.DefaultSnapshot names it); instead of --table, --column and --out")
 	outDir := fs.String("out-dir", "", "with --all: the `directory` for the snapshots of sources with none recorded (default: the database's)")
 	o := rebuildOpts{fpr: 0.01, headroom: 2, busy: 5 * time.Second, retain: 100_000, every: 5 * time.Second}
 	fs.Var(fraction{&o.fpr}, "fpr", "target false-positive `rate`, in (0, 1)")
@@ -184,7 +185,7 @@ func (a *app) buildOne(ctx context.Context, o rebuildOpts, table, column, out, l
 	if a.terminal || o.every > 0 {
 		progressFn = p.update
 	}
-	rep, err := rebuild.BuildSnapshot(ctx, rebuild.DBConfig{Path: o.db, BusyTimeout: o.busy}, rebuild.Source{
+	rep, err := ops.BuildSnapshot(ctx, rebuild.DBConfig{Path: o.db, BusyTimeout: o.busy}, rebuild.Source{
 		Table: table, Column: column, Snapshot: out,
 		FPR: o.fpr, Capacity: o.capacity, Headroom: o.headroom, LogRetain: o.retain,
 		SnapshotMode: os.FileMode(o.mode), ReplaceForeignFile: o.force, AllowUnindexed: o.unindexed,

@@ -14,13 +14,14 @@ import (
 
 	"github.com/syncfilter/syncfilter/internal/fsafe"
 	"github.com/syncfilter/syncfilter/rebuild"
+	"github.com/syncfilter/syncfilter/rebuild/ops"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
-// `rebuild --all`: every source the database lists (rebuild.Sources), one
+// `rebuild --all`: every source the database lists (ops.Sources), one
 // after the other (rebuilds of one database take turns anyway), each into
 // the snapshot file its last save recorded or, with none recorded, at
-// rebuild.DefaultSnapshot (in --out-dir if given). Every path is checked
+// ops.DefaultSnapshot (in --out-dir if given). Every path is checked
 // before the first scan; a source whose path is refused, or whose rebuild
 // fails, fails alone and the others go on. One metrics file for the run,
 // one series per source, written once at the end.
@@ -40,7 +41,7 @@ type allResult struct {
 
 // planned is one source of an --all run and where its snapshot goes.
 type planned struct {
-	src  rebuild.Attached
+	src  ops.Attached
 	key  seriesKey // its names in the output and the metrics
 	name string    // table.column
 	out  string    // the snapshot path
@@ -96,7 +97,7 @@ func (a *app) rebuildAll(ctx context.Context, o rebuildOpts, outDir, metricsPath
 	}
 	a.setAbort(func() { final(reasonInterrupted) })
 	defer a.setAbort(nil)
-	list, err := rebuild.Sources(ctx, rebuild.DBConfig{Path: o.db, BusyTimeout: o.busy})
+	list, err := ops.Sources(ctx, rebuild.DBConfig{Path: o.db, BusyTimeout: o.busy})
 	if err != nil {
 		if final(failureReason(err)); metricsErr != nil {
 			a.log.printf("syncfilter rebuild: %v", metricsErr)
@@ -210,7 +211,7 @@ func (a *app) sourceError(err error, p planned, db string) string {
 // planAll decides where the snapshot of each listed source goes and
 // checks every path before anything is scanned (see checkAllTarget). Two
 // sources whose snapshots would be one file both fail.
-func planAll(list []rebuild.Attached, db, outDir string, force bool) []planned {
+func planAll(list []ops.Attached, db, outDir string, force bool) []planned {
 	dbAbs, err := filepath.Abs(db)
 	if err != nil {
 		dbAbs = db
@@ -233,12 +234,12 @@ func planAll(list []rebuild.Attached, db, outDir string, force bool) []planned {
 				p.out = filepath.Join(filepath.Dir(dbAbs), p.out)
 			}
 		} else {
-			p.out = rebuild.DefaultSnapshot(db, src.Table, src.Column)
+			p.out = ops.DefaultSnapshot(db, src.Table, src.Column)
 			if outDir != "" {
 				p.out = filepath.Join(outDir, filepath.Base(p.out))
 			}
 			if strings.ContainsAny(src.Table+src.Column, `/\`) { // names the database holds, not the operator
-				p.err = fmt.Errorf("snapshot path %s: the source's names do not make a file name: %w", p.out, rebuild.ErrBadName)
+				p.err = fmt.Errorf("snapshot path %s: the source's names do not make a file name: %w", p.out, rebuild.ErrBadConfig)
 			}
 		}
 		if p.err == nil {
@@ -247,9 +248,9 @@ func planAll(list []rebuild.Attached, db, outDir string, force bool) []planned {
 		if p.err == nil {
 			file, _ := fsafe.Resolve(p.out)
 			if j, dup := files[file]; dup {
-				p.err = fmt.Errorf("check snapshot path %s: it is also the snapshot of %s: %w", p.out, plan[j].name, rebuild.ErrUnsafeTarget)
+				p.err = fmt.Errorf("check snapshot path %s: it is also the snapshot of %s: %w", p.out, plan[j].name, ops.ErrUnsafeTarget)
 				if plan[j].err == nil {
-					plan[j].err = fmt.Errorf("check snapshot path %s: it is also the snapshot of %s: %w", plan[j].out, p.name, rebuild.ErrUnsafeTarget)
+					plan[j].err = fmt.Errorf("check snapshot path %s: it is also the snapshot of %s: %w", plan[j].out, p.name, ops.ErrUnsafeTarget)
 				}
 			} else {
 				files[file] = i
@@ -273,7 +274,7 @@ func planAll(list []rebuild.Attached, db, outDir string, force bool) []planned {
 // library checks the path again before it attaches anything.
 func checkAllTarget(out, db string, ds [16]byte, recorded bool, dbUID int, force bool) error {
 	refuse := func(why string) error {
-		return fmt.Errorf("check snapshot path %s: %s: %w", out, why, rebuild.ErrUnsafeTarget)
+		return fmt.Errorf("check snapshot path %s: %s: %w", out, why, ops.ErrUnsafeTarget)
 	}
 	t, err := fsafe.CheckWrite(out, fsafe.DatabaseFiles(db)...)
 	switch {

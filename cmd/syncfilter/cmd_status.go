@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild"
+	"github.com/syncfilter/syncfilter/rebuild/ops"
 )
 
 // statusJSON is the JSON form of `status --json`. The names are a
@@ -94,7 +95,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 // is shown with its error, and the others still are; the exit status
 // says whether any failed.
 func (a *app) statusAll(ctx context.Context, db string, fpr float64, busy time.Duration, asJSON bool) error {
-	list, err := rebuild.Sources(ctx, rebuild.DBConfig{Path: db, BusyTimeout: busy})
+	list, err := ops.Sources(ctx, rebuild.DBConfig{Path: db, BusyTimeout: busy})
 	if err != nil {
 		return explainReadOnly(db, err)
 	}
@@ -112,7 +113,7 @@ func (a *app) statusAll(ctx context.Context, db string, fpr float64, busy time.D
 		}
 		out.Table, out.Column = k.table, k.column // the library's own table, too, by its SQL name
 		if src.Snapshot == "" {
-			out.DefaultSnapshot = rebuild.DefaultSnapshot(db, src.Table, src.Column)
+			out.DefaultSnapshot = ops.DefaultSnapshot(db, src.Table, src.Column)
 		}
 		outs[i] = out
 	}
@@ -140,9 +141,9 @@ func (a *app) statusAll(ctx context.Context, db string, fpr float64, busy time.D
 	return status
 }
 
-// describe is the status of one source (rebuild.Describe, read-only).
+// describe is the status of one source (ops.Describe, read-only).
 func describe(ctx context.Context, db rebuild.DBConfig, src rebuild.Source) (statusJSON, error) {
-	st, err := rebuild.Describe(ctx, db, src)
+	st, err := ops.Describe(ctx, db, src)
 	if err != nil {
 		return statusJSON{}, err
 	}

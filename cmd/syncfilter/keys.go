@@ -12,13 +12,11 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/syncfilter/syncfilter/rebuild"
 )
 
 // maxKeyBytes is the longest key query and check accept: the library's
 // limit, applied exactly (a key of exactly this many bytes is accepted).
-const maxKeyBytes = rebuild.MaxKeyBytes
+const maxKeyBytes = 64 << 10
 
 // Batches of keys are answered together, for speed, but never held back
 // waiting for more input: a batch ends at batchKeys keys, batchBytes

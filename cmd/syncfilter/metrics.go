@@ -16,6 +16,7 @@ import (
 	"github.com/syncfilter/syncfilter/internal/fsafe"
 	"github.com/syncfilter/syncfilter/internal/sqlitecode"
 	"github.com/syncfilter/syncfilter/rebuild"
+	"github.com/syncfilter/syncfilter/rebuild/ops"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -73,10 +74,10 @@ func failureReason(err error) string {
 		return reasonInterrupted
 	case isSQLite && (code == sqlitecode.Busy || code == sqlitecode.Locked):
 		return reasonLocked
-	case errors.Is(err, rebuild.ErrUnsafeTarget), errors.Is(err, fsafe.ErrProtected), errors.Is(err, fsafe.ErrNotRegular):
+	case errors.Is(err, ops.ErrUnsafeTarget), errors.Is(err, fsafe.ErrProtected), errors.Is(err, fsafe.ErrNotRegular):
 		return reasonPath
 	case errors.Is(err, rebuild.ErrNoSource) && !errors.Is(err, os.ErrNotExist), errors.Is(err, rebuild.ErrInexactColumn),
-		errors.Is(err, rebuild.ErrNotIndexed), errors.Is(err, rebuild.ErrBadName):
+		errors.Is(err, rebuild.ErrNotIndexed), errors.Is(err, rebuild.ErrBadConfig):
 		return reasonSource
 	case errors.Is(err, os.ErrPermission), isSQLite && (code == sqlitecode.ReadOnly || code == sqlitecode.Perm || code == sqlitecode.CantOpen):
 		return reasonPermission
@@ -173,7 +174,7 @@ func openMetrics(path, db string, force bool) (*metricsFile, error) {
 	if !strings.HasPrefix(string(b), metricsHeader) {
 		if !force {
 			return nil, fmt.Errorf("metrics file %s: the existing file is not syncfilter's metrics (it does not start with %q): pass --force to replace it, or name another file: %w",
-				path, strings.TrimSpace(metricsHeader[:30]), rebuild.ErrUnsafeTarget)
+				path, strings.TrimSpace(metricsHeader[:30]), ops.ErrUnsafeTarget)
 		}
 		return m, nil
 	}

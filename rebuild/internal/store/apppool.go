@@ -157,7 +157,7 @@ func (a *appRunner) close() {
 }
 
 // CheckApp checks that the app's pool is a handle on the file this DB
-// opened, by device and inode: ErrAppDBMismatch if its main database is
+// opened, by device and inode: ErrBadConfig if its main database is
 // another file, or in memory, or a temporary one. It runs one query on
 // the app's pool, which waits for one of its connections.
 func (db *DB) CheckApp(ctx context.Context) error {
@@ -169,14 +169,14 @@ func (db *DB) CheckApp(ctx context.Context) error {
 		return fmt.Errorf("ask the app's *sql.DB (DBConfig.DB) which file it opened: %w", err)
 	}
 	if file.String == "" {
-		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on an in-memory or temporary database, not on %s: %w", db.Path.Given, ErrAppDBMismatch)
+		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on an in-memory or temporary database, not on %s: %w", db.Path.Given, ErrBadConfig)
 	}
 	id, err := Identify(file.String)
 	if err != nil {
-		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on %s (%v), not on %s: %w", file.String, err, db.Path.Given, ErrAppDBMismatch)
+		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on %s (%v), not on %s: %w", file.String, err, db.Path.Given, ErrBadConfig)
 	}
 	if !id.Same(db.id) {
-		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on %s, another file than %s: %w", file.String, db.Path.Given, ErrAppDBMismatch)
+		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on %s, another file than %s: %w", file.String, db.Path.Given, ErrBadConfig)
 	}
 	return nil
 }

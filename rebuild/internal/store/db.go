@@ -80,7 +80,7 @@ const ownConns = 4
 // name and corrupt the database) is refused with ErrHardLinked.
 func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	if opts.Driver == nil {
-		return nil, fmt.Errorf("open database %s: %w", path, ErrNoDriver)
+		return nil, fmt.Errorf("open database %s: %w", path, ErrUnsupportedDriver)
 	}
 	p, err := ResolvePath(path)
 	if err != nil {
@@ -301,7 +301,7 @@ func checkEncoding(ctx context.Context, c *Conn) error {
 		enc = string(b)
 	}
 	if enc != "UTF-8" {
-		return fmt.Errorf("the database stores text as %s; the library needs UTF-8 (PRAGMA encoding, set when the file is created): %w", enc, ErrNotUTF8)
+		return fmt.Errorf("the database stores text as %s; the library needs UTF-8 (PRAGMA encoding, set when the file is created): %w", enc, ErrInexactColumn)
 	}
 	return nil
 }

@@ -4,28 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 )
 
-// Detach removes everything the library added to the database for one
-// source, in one transaction: its two triggers, its log and spellings tables,
-// its row in syncfilter_sources and its records of snapshots and scans;
-// with the last source gone, the shared tables too. For the
-// library's own table (table and column empty), syncfilter_fetched goes
-// as well. The schema (sqlite_master) is then what it was before the
-// source was first attached. A source that is not attached gives
-// ErrNotAttached; one that a running scan holds gives ErrHeld (naming
-// it) unless force.
-func Detach(ctx context.Context, path, table, column string, drv *Driver, busy time.Duration, force bool) error {
+// Detach removes everything the library added for one source (table and
+// column empty: the library's own table), in one transaction, leaving
+// sqlite_master as it was before the source was first attached:
+// ErrNotAttached if it is not, ErrHeld while a live scan lease holds it
+// unless force.
+func (db *DB) Detach(ctx context.Context, table, column string, force bool) error {
 	own := table == ""
 	if own {
 		table, column = OwnTable, OwnColumn
 	}
-	db, err := Open(ctx, path, Options{Driver: drv, Readers: 1, BusyTimeout: busy})
-	if err != nil {
-		return fmt.Errorf("detach: %w", err)
-	}
-	defer db.Close()
 	return db.detach(ctx, table, column, own, !force)
 }
 

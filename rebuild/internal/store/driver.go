@@ -47,14 +47,14 @@ var supported = map[string]string{
 
 // NewDriver returns the driver to open the database with: d, the app's,
 // or, if d is nil, the default (mattn/go-sqlite3) when the build has it
-// and links no other SQLite. Errors: ErrNoDriver, ErrSecondSQLite,
+// and links no other SQLite. Errors: ErrUnsupportedDriver, ErrSecondSQLite,
 // ErrUnsupportedDriver.
 func NewDriver(d driver.Driver) (*Driver, error) {
 	if d == nil {
 		def := defaultDriver()
 		if def == nil {
 			return nil, fmt.Errorf("choose SQLite driver: none given, and this build has no default (github.com/mattn/go-sqlite3 needs cgo and no syncfilter_nomattn tag); "+
-				"pass the driver your app uses, such as DBConfig{Driver: &sqlite.Driver{}} for modernc.org/sqlite or DBConfig{Driver: appDB.Driver()}: %w", ErrNoDriver)
+				"pass the driver your app uses, such as DBConfig{Driver: &sqlite.Driver{}} for modernc.org/sqlite or DBConfig{Driver: appDB.Driver()}: %w", ErrUnsupportedDriver)
 		}
 		if others := otherCopies(); len(others) > 0 {
 			return nil, fmt.Errorf("choose SQLite driver: none given, and this program links SQLite more than once (github.com/mattn/go-sqlite3, the default, and %s). "+

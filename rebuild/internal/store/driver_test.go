@@ -29,8 +29,8 @@ func TestNewDriver(t *testing.T) {
 	_, err := NewDriver(nil)
 	switch {
 	case defaultDriver() == nil:
-		if !errors.Is(err, ErrNoDriver) {
-			t.Fatalf("no default: %v, want ErrNoDriver", err)
+		if !errors.Is(err, ErrUnsupportedDriver) {
+			t.Fatalf("no default: %v, want ErrUnsupportedDriver", err)
 		}
 	case !errors.Is(err, ErrSecondSQLite):
 		t.Fatalf("the default beside %v: %v, want ErrSecondSQLite", otherCopies(), err)

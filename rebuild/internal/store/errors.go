@@ -2,10 +2,11 @@ package store
 
 import "errors"
 
-// Errors of this package; package rebuild exports them under the same
-// names and documents them there.
+// The sentinel errors of the library, defined once here so that every
+// layer returns the same values; package rebuild (and rebuild/ops for
+// the operator's) exports and documents them.
 var (
-	ErrBadName       = errors.New("invalid table or column name")
+	ErrBadConfig     = errors.New("invalid configuration")
 	ErrNoSource      = errors.New("source table or column not found")
 	ErrNotIndexed    = errors.New("key column not indexed")
 	ErrInexactColumn = errors.New("key column does not compare ids exactly")
@@ -13,17 +14,24 @@ var (
 	ErrHardLinked    = errors.New("database file has more than one name")
 	ErrReplaced      = errors.New("database file replaced")
 	ErrHeld          = errors.New("source held by a rebuild's scan")
+	ErrReadOnly      = errors.New("database opened read-only")
+	ErrClosed        = errors.New("closed")
+	ErrSuspended     = errors.New("database suspended")
+	ErrNotServing    = errors.New("filter not serving")
+	ErrKeyTooLong    = errors.New("key too long")
+	ErrNotOwnTable   = errors.New("not the library's own table")
 
-	ErrNoDriver          = errors.New("no SQLite driver")
-	ErrSecondSQLite      = errors.New("a second copy of SQLite is linked")
+	ErrCannotCatchUp = errors.New("cannot catch up from the filter's generation")
+	ErrNotVouched    = errors.New("snapshot not recorded by the database")
+	ErrImplausible   = errors.New("snapshot implausibly large for the source")
+	ErrUnsafeTarget  = errors.New("refusing to replace file")
+
 	ErrUnsupportedDriver = errors.New("unsupported SQLite driver")
-	ErrAppDBMismatch     = errors.New("the app's *sql.DB does not match the configuration")
-	ErrNotUTF8           = errors.New("the database's text encoding is not UTF-8")
+	ErrSecondSQLite      = errors.New("a second copy of SQLite is linked")
 
 	// ErrAppLeft: the app's *sql.DB is no longer used, for good: the app
-	// closed it, or it reported a table lock (SQLITE_LOCKED, as a shared
-	// cache's connections do while one of them writes). The statement
-	// runs on the library's own connections instead, and so does every
-	// later one. Never returned by package rebuild.
+	// closed it, or it reported a table lock (a shared cache). The
+	// statement runs on the library's own connections instead. Never
+	// returned by package rebuild.
 	ErrAppLeft = errors.New("the app's *sql.DB is left")
 )

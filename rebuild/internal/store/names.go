@@ -16,7 +16,7 @@ const maxNameLen = 128
 // well-formed.
 func CheckName(kind, name string) error {
 	bad := func(why string) error {
-		return fmt.Errorf("check %s name %q: %s: %w", kind, name, why, ErrBadName)
+		return fmt.Errorf("check %s name %q: %s: %w", kind, name, why, ErrBadConfig)
 	}
 	switch {
 	case name == "":

@@ -143,3 +143,11 @@ func (p *pool) quiesce(on bool) {
 		c.close()
 	}
 }
+
+// Readers returns how many reading connections are in use and idle.
+func (db *DB) Readers() (inUse, idle int) {
+	p := db.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.sem) - 0, len(p.idle)
+}

@@ -9,69 +9,46 @@ import (
 )
 
 // A probe is the one statement a call runs on its way to an answer. In one
-// read of the database (one snapshot) it reads:
-//
-//   - the schema cookie (PRAGMA schema_version): the caller compares it
-//     with the one its Source was resolved at, and resolves again after
-//     any DDL before trusting anything else;
-//   - the connection's data_version: while a later PRAGMA data_version on
-//     the same connection (Version) reads the same value, no connection
-//     of any process committed since, and what the probe told still holds;
-//   - the source's log head and row (Head), when the source is logged;
-//   - the tag of the log entry at the caller's generation (Head.Tag), so
-//     that the caller knows the log still holds what it read;
-//   - the first chunk of the log after the caller's generation, so that a
-//     filter a little behind catches up without a second statement;
-//   - optionally, which of a list of keys the source holds (Confirm's
-//     statement, inlined).
-//
-// A read transaction costs about as much as a lookup (locks, the file's
-// header), so a call pays for one where a separate freshness check, head
-// read, log read and confirmation cost four.
+// read of the database (one snapshot) it reads the schema cookie, the
+// connection's data_version, the source's log head and row (Head), the
+// tag of the log entry at the caller's mark (After), the log's tail after
+// it when the tail is short enough, and which of the keys asked the source
+// holds. A read transaction costs about as much as a lookup, so a call
+// pays for one where a separate freshness check, head read, log read and
+// confirmation would cost four.
 
-// ProbeOptions say what a probe reads besides the cookie.
+// ProbeOptions say what a probe reads besides the cookie and the head.
 type ProbeOptions struct {
-	After uint64 // read the log after this generation (logged sources), and the tag of the entry at it
-	Check uint64 // read the tag of the entry at this generation too
-	// Chunk is how many log entries after After to read (at most
-	// Knobs.LogChunk; 0: none). With Whole, they are read only if they
-	// reach the head: the caller takes the whole tail or nothing.
-	Chunk    int
-	Whole    bool
-	NonASCII bool     // only the log's keys that may be stored in another spelling (no filter to feed)
+	After    uint64   // the caller's mark: the tag of the entry there, and the tail after it
+	Chunk    int      // the longest tail read (at most Knobs.LogChunk): a longer one is not read at all
+	NonASCII bool     // read only the tail's keys that may be stored in another spelling
 	Keys     []string // keys to confirm; empty: none
 	// Spellings: the spellings table has rows; the keys Spelled reports
 	// may be stored in another spelling are confirmed through it too.
 	Spellings bool
 	Spelled   func(key string) bool
-	// With Whole, when the tail after After does not fit in Chunk: the
-	// entries that may be stored spellings among the next Else entries
-	// are read instead (Probe.NonASCIIOnly).
-	Else int
-	// Schema is the schema cookie the caller resolved the source at: a
-	// probe that reads another confirms nothing.
+	// Schema is the cookie the caller resolved the source at: a probe
+	// that reads another confirms nothing.
 	Schema int64
 }
 
 // Probe is what one probe read.
 type Probe struct {
 	Schema  int64 // the schema cookie
-	Version int64 // the connection's data_version in the probe's read (Conn.Probe; 0 on the app's pool)
+	Version int64 // the connection's data_version (0 on the app's pool)
 	Head    Head  // logged sources
-	// AfterTag and CheckTag are the tags of the log entries at After and
-	// Check (logged sources), AfterFound and CheckFound whether there are
-	// such entries.
-	AfterTag, CheckTag     int64
-	AfterFound, CheckFound bool
-	Logged                 []string // text keys logged after After, in order: the first chunk (up to Knobs.LogChunk entries)
-	Read                   uint64   // the log read up to here (After if nothing): Read < Head.Seq means more to read
-	// NonASCIIOnly: Logged holds only the entries up to Read that may be
-	// stored spellings (ProbeOptions.Else): spellings may take them, a
-	// filter may not.
-	NonASCIIOnly bool
-	Found        []int // the positions in Keys of those the source holds (as asked, or through the spellings table)
+	// AfterTag is the tag of the entry at After, AfterFound whether there
+	// is one.
+	AfterTag   int64
+	AfterFound bool
+	// Tail: Logged holds the text keys logged after After, up to the
+	// head, in order.
+	Tail   bool
+	Logged []string
+	Found  []int // the positions in Keys of those the source holds
 	// Confirmed: Found answers Keys. False when the keys were too many or
-	// too long for one statement: confirm them with Confirm.
+	// too long for one statement (confirm them with Confirm), or the
+	// schema was not the caller's.
 	Confirmed bool
 }
 
@@ -80,24 +57,17 @@ type probeShape struct {
 	single    bool // one key to confirm, bound as itself
 	confirm   bool // keys to confirm
 	spellings bool // through the spellings table too
-	nonASCII  bool // the log's keys that may be stored in another spelling only
+	nonASCII  bool // the tail's keys that may be stored in another spelling only
 	noVersion bool // on the app's pool: its connections' data_version tells the library nothing
 }
 
 // probeSQL returns the probe statement of one variant. ?1 is the JSON
-// array of keys to confirm (single: the one key itself), ?2 the
-// generation to read the log after, ?3 the chunk's length, ?4 the longest
-// key read inside the chunk's array (a chunk holding a longer one reports
-// it, the long count, and the caller reads the log with ReadLog), ?5 the
-// generation whose tag is checked too, ?6 1 when the chunk is read only
-// if it reaches the head, ?7 the positions of the keys to confirm through
-// the spellings table too, ?8 how far to read the entries that may be
-// stored spellings when the tail does not fit, ?9 the schema cookie the
-// caller resolved the source at: a probe that finds another confirms
-// nothing (the caller resolves the source again and asks again), rather
-// than confirm keys for a view it discards.
+// array of keys to confirm (single: the key itself), ?2 the caller's
+// mark, ?3 the longest tail read, ?4 the longest key read inside the
+// tail's array (a tail holding a longer one is read with ReadLog), ?5 the
+// positions of the keys to confirm through the spellings table too, ?6
+// the caller's schema cookie.
 func (s *Source) probeSQL(p probeShape) string {
-	const sameSchema = `(SELECT schema_version FROM pragma_schema_version()) = ?9`
 	cols := `(SELECT schema_version FROM pragma_schema_version()), (SELECT data_version FROM pragma_data_version())`
 	if p.noVersion {
 		cols = `(SELECT schema_version FROM pragma_schema_version()), 0`
@@ -105,23 +75,18 @@ func (s *Source) probeSQL(p probeShape) string {
 	from := ""
 	if s.Logged {
 		f, log := logFilter(p.nonASCII), inMain(s.Log)
-		cols += `, ` + s.headCols() + `, c.keys, c.long, (SELECT tag FROM ` + log + ` WHERE seq = ?2), (SELECT tag FROM ` + log + ` WHERE seq = ?5)`
-		// The chunk is a range of sequence numbers, not "ORDER BY seq
-		// LIMIT n": SQLite runs a LIMIT subquery as a co-routine that
-		// costs ~10µs even when the log is empty, most of a call's
-		// probe. Whatever seq numbers the range holds, every entry in
-		// it is read: Probe reports the range's end (bounded by the
-		// head) as read, so a gap cannot stall a caller. The head is an
-		// uncorrelated subquery: SQLite reads it once.
-		fits := `(SELECT max(seq) FROM ` + log + `) <= ?2 + ?3`
+		cols += `, ` + s.headCols() + `, c.keys, c.long, (SELECT tag FROM ` + log + ` WHERE seq = ?2)`
+		// A range of sequence numbers, read only if it reaches the head:
+		// a LIMIT subquery runs as a co-routine costing ~10µs even on an
+		// empty log.
 		from = ` FROM ` + inMain(SourcesTable) + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4) AS keys,
 			count(*) FILTER (WHERE ` + f + ` AND octet_length(key) > ?4) AS long
-			FROM ` + log + ` WHERE seq > ?2 AND seq <= ?2 + max(?3, ?8)
-				AND (?6 = 0 OR ` + fits + ` OR seq <= ?2 + ?8 AND ` + nonASCIIKey("key") + `)) c
+			FROM ` + log + ` WHERE seq > ?2 AND seq <= ?2 + ?3 AND (SELECT max(seq) FROM ` + log + `) <= ?2 + ?3) c
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 	}
 	if p.confirm {
-		cols += `, CASE WHEN ` + sameSchema + ` THEN (` + s.confirmSQL(p.spellings && s.Logged, p.single, "?1", "?7") + `) END`
+		cols += `, CASE WHEN (SELECT schema_version FROM pragma_schema_version()) = ?6 THEN (` +
+			s.confirmSQL(p.spellings && s.Logged, p.single, "?1", "?5") + `) END`
 	}
 	return `SELECT ` + cols + from
 }
@@ -132,13 +97,13 @@ type runner interface {
 	first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error
 }
 
-// Probe runs one probe (see the top of this file) on the connection.
+// Probe runs one probe on the connection.
 func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
 	return probe(ctx, c, c.db.knobs, s, o, out, true)
 }
 
-// AppProbe runs one probe on the app's pool (Options.App; AppFree says
-// whether it would wait).
+// AppProbe runs one probe on the app's pool (AppFree says whether it
+// would wait).
 func (db *DB) AppProbe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
 	return probe(ctx, db.app, db.knobs, s, o, out, false)
 }
@@ -151,64 +116,48 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 	case p.single:
 		list = o.Keys[0]
 	case p.confirm:
-		p.confirm = fitsOne(o.Keys)
-		if p.confirm {
+		if p.confirm = fitsOne(o.Keys); p.confirm {
 			list = keyArray(o.Keys)
 			p.confirm = len(list) <= listBytes
 		}
-		// else Confirm, in several statements
 	}
-	spellings := o.Spellings && s.Logged
 	if !p.confirm {
 		p.single = false
-	} else if spellings {
+	} else if o.Spellings && s.Logged {
 		sp = appendSpelled(nil, o.Keys, o.Spelled)
 		p.spellings = sp != nil
 	}
 	q := s.queries().probeSQL(s, p)
-	var vals [2 + headValues + 4 + 1]driver.Value
-	n := 2
-	if s.Logged {
-		n += headValues + 4
-	}
-	if p.confirm {
-		n++
-	}
-	chunk := uint64(max(0, min(o.Chunk, knobs.LogChunk)))
-	var elseChunk uint64
-	if o.Whole {
-		elseChunk = uint64(max(0, min(o.Else, knobs.LogChunk)))
-	}
+	chunk := int64(max(0, min(o.Chunk, knobs.LogChunk)))
 	// Every parameter up to the highest the statement names is bound
 	// (NULL where unused): drivers count them up to the highest.
 	top := 0
 	switch {
 	case p.confirm:
-		top = 9
+		top = 6
 	case s.Logged:
-		top = 8
+		top = 4
 	}
 	args := make([]driver.NamedValue, top)
 	for i := range args {
 		args[i] = arg(i+1, nil)
 	}
-	set := func(n int, v any) { args[n-1].Value = v }
 	if p.confirm {
-		set(1, list)
+		args[0].Value, args[5].Value = list, o.Schema
 		if p.spellings {
-			args[6] = spelledArg(7, p.single, sp)
+			args[4] = spelledArg(5, p.single, sp)
 		}
 	}
 	if s.Logged {
-		set(2, int64(o.After))
-		set(3, int64(chunk))
-		set(4, int64(knobs.ShortKey))
-		set(5, int64(o.Check))
-		set(6, int64(b2i(o.Whole)))
-		set(8, int64(elseChunk))
+		args[1].Value, args[2].Value, args[3].Value = int64(o.After), chunk, int64(knobs.ShortKey)
 	}
-	if top == 9 {
-		set(9, o.Schema)
+	var vals [2 + headValues + 3 + 1]driver.Value
+	n := 2
+	if s.Logged {
+		n += headValues + 3
+	}
+	if p.confirm {
+		n++
 	}
 	if err := r.first(ctx, q, vals[:n], args...); err != nil {
 		if errors.Is(err, errNoRow) {
@@ -230,29 +179,19 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 		if out.Head, err = readHead(vals[i:]); err != nil {
 			return fmt.Errorf("probe %s: %w", s.Table, err)
 		}
-		out.Read = o.After
 		out.AfterTag, out.AfterFound = vals[i+headValues+2].(int64)
-		out.CheckTag, out.CheckFound = vals[i+headValues+3].(int64)
-		end, fits := o.After+chunk, !o.Whole || out.Head.Seq <= o.After+chunk
-		if !fits && elseChunk > 0 {
-			end, out.NonASCIIOnly = o.After+elseChunk, true
-		}
-		if long, _ := vals[i+headValues+1].(int64); long == 0 && (fits || out.NonASCIIOnly) { // else the chunk is read with ReadLog
+		if long, _ := vals[i+headValues+1].(int64); long == 0 && out.Head.Seq <= o.After+uint64(chunk) {
 			list, _ := vals[i+headValues].(string)
 			if out.Logged, err = parseKeyArray(list, out.Logged); err != nil {
 				return fmt.Errorf("probe %s: read log: %w", s.Table, err)
 			}
-			if out.Head.Seq > o.After {
-				out.Read = min(end, out.Head.Seq)
-			}
-		} else {
-			out.NonASCIIOnly = false
+			out.Tail = true
 		}
-		i += headValues + 4
+		i += headValues + 3
 	}
 	if p.confirm {
 		if out.Schema != o.Schema {
-			out.Confirmed = false // not asked: the caller's view is out of date
+			out.Confirmed = false // the caller's view is out of date
 			return nil
 		}
 		list, _ := vals[i].(string)

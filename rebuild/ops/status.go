@@ -1,10 +1,12 @@
-package rebuild
+package ops
 
 import (
 	"context"
 	"errors"
 	"os"
 
+	"github.com/syncfilter/syncfilter/rebuild"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -20,7 +22,7 @@ type Status struct {
 	LogEntries    int64  // log entries kept
 	Spellings     int64  // stored non-NFC spellings noted
 	Triggers      int    // of the source's two triggers, how many exist
-	Records       int64  // snapshot records (syncfilter_snapshots) of the source
+	Records       int64  // snapshot records of the source
 
 	Snapshot *SnapshotStatus // nil when no snapshot file was given
 }
@@ -36,72 +38,73 @@ type SnapshotStatus struct {
 	Capacity     uint64
 	FillRatio    float64
 	EstimatedFPR float64
-	RebuildDue   bool // EstimatedFPR above FPR × AutoRebuild.Factor
+	RebuildDue   bool // EstimatedFPR above FPR × RebuildFactor
 	Bytes        int64
 }
 
-// Describe reports the state of a source and of its snapshot (its
-// Snapshot, optional) read-only: the database is opened read-only and
-// nothing is created or written (DBConfig.ReadOnly is implied).
-func Describe(ctx context.Context, dcfg DBConfig, cfg Source) (Status, error) {
+// Describe reports the state of a source and of its snapshot (src's
+// Snapshot, optional), opening the database read-only: nothing is created
+// or written.
+func Describe(ctx context.Context, dcfg rebuild.DBConfig, src rebuild.Source) (Status, error) {
 	dcfg.ReadOnly = true
-	ix, err := Open(ctx, dcfg, cfg)
+	ix, err := rebuild.Open(ctx, dcfg, src)
 	if err != nil {
 		return Status{}, err
 	}
 	defer ix.Close(ctx)
-	if err := ix.enter(); err != nil {
-		return Status{}, err
-	}
-	defer ix.leave()
-	c, err := ix.look(ctx)
+	k := keeper(ix)
+	c, err := k.G.Look(ctx)
 	if err != nil {
 		return Status{}, err
 	}
-	defer c.end()
-	src := c.b.src
-	out := Status{Table: src.Table, Column: src.Column, Attached: src.Row && src.Logged}
-	if src.Row {
-		out.DatasetID = src.DatasetID
+	s := c.Src()
+	out := Status{Table: s.Table, Column: s.Column, Attached: s.Row && s.Logged}
+	if s.Row {
+		out.DatasetID = s.DatasetID
 	}
-	conn, err := c.reader(ctx)
+	conn, err := c.Reader(ctx)
 	if err != nil {
+		c.End()
 		return Status{}, err
 	}
-	d, err := conn.Describe(ctx, src)
+	d, err := conn.Describe(ctx, s)
+	c.End()
 	if err != nil {
 		return Status{}, err
 	}
 	out.Rows, out.Generation, out.LogFloor, out.LogEntries = d.Rows, d.Generation, d.LogFloor, d.LogEntries
 	out.Spellings, out.Triggers, out.Records = d.Spellings, d.Triggers, d.Records
-	if cfg.Snapshot == "" {
+	if src.Snapshot == "" {
 		return out, nil
 	}
-	if err := ix.Wait(ctx); err != nil && !errors.Is(err, ErrNotServing) { // the snapshot's load, in the background
-		return Status{}, err
+	werr := ix.Wait(ctx) // the snapshot's load, in the background
+	if werr != nil && !errors.Is(werr, store.ErrNotServing) {
+		return Status{}, werr
 	}
 	st := ix.Stats()
-	snap := &SnapshotStatus{Path: cfg.Snapshot, Usable: st.Serving, Reason: st.SnapshotError}
-	if !st.Attached && snap.Reason == nil {
-		snap.Reason = errors.New("the source is not attached: the database vouches for no snapshot")
+	snap := &SnapshotStatus{Path: src.Snapshot, Usable: st.Serving}
+	if !st.Serving {
+		snap.Reason = k.LastErr()
+		if snap.Reason == nil {
+			snap.Reason = errors.New("the source is not attached: the database vouches for no snapshot")
+		}
 	}
-	h, health, _, err := snapshot.VerifyFile(cfg.Snapshot)
+	out.Snapshot = snap
+	h, health, _, err := snapshot.VerifyFile(src.Snapshot)
 	if err != nil {
 		if snap.Reason == nil {
 			snap.Reason = err
 		}
-		out.Snapshot = snap
 		return out, nil
 	}
 	snap.Generation, snap.Items, snap.Capacity = h.Generation, h.Items, h.Capacity
 	snap.FillRatio, snap.EstimatedFPR = health.FillRatio, health.EstimatedFPR
-	snap.RebuildDue = health.EstimatedFPR > ix.cfg.FPR*ix.cfg.AutoRebuild.Factor
+	snap.RebuildDue = k.Due(health.EstimatedFPR)
 	if out.Generation > h.Generation {
 		snap.Lag = out.Generation - h.Generation
 	}
-	if info, err := os.Stat(cfg.Snapshot); err == nil {
+	if info, err := os.Stat(src.Snapshot); err == nil {
 		snap.Bytes = info.Size()
 	}
-	out.Snapshot = snap
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package rebuild
+package upkeep
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/fsafe"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -23,7 +24,7 @@ import (
 // refusals say what the file is and what to do.
 func checkTarget(target, database string, ds [16]byte, known, force bool) error {
 	refuse := func(why string) error {
-		return fmt.Errorf("check snapshot path %s: %s: %w", target, why, ErrUnsafeTarget)
+		return fmt.Errorf("check snapshot path %s: %s: %w", target, why, store.ErrUnsafeTarget)
 	}
 	protected := fsafe.DatabaseFiles(database)
 	t, err := fsafe.CheckWrite(target, protected...)
@@ -77,7 +78,7 @@ func checkTarget(target, database string, ds [16]byte, known, force bool) error 
 // created in it (a probe, named as the rule names temporary files, is
 // created and removed), so that a job whose only product is the file
 // fails before it scans, not after.
-func checkTargetDir(target string) error {
+func CheckTargetDir(target string) error {
 	file, err := fsafe.Resolve(target)
 	if err != nil {
 		return fmt.Errorf("check snapshot path %s: %w", target, err)
@@ -88,7 +89,7 @@ func checkTargetDir(target string) error {
 		return fmt.Errorf("check snapshot path %s: %w", target, err)
 	}
 	if !d.IsDir() {
-		return fmt.Errorf("check snapshot path %s: %s is not a directory: %w", target, dir, ErrUnsafeTarget)
+		return fmt.Errorf("check snapshot path %s: %s is not a directory: %w", target, dir, store.ErrUnsafeTarget)
 	}
 	probe, err := fsafe.CreateTemp(dir, filepath.Base(file), 0o600)
 	if err != nil {

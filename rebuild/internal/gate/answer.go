@@ -1,0 +1,396 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+)
+
+// Answer reports, for each canonical key, whether the source holds it
+// under any equivalent spelling: the filter rules out what it can, and
+// the rest is confirmed in the statement that checks the call is fresh
+// (the probe), or in one more for what the probe's tail turned into
+// maybes.
+func (c *Call) Answer(ctx context.Context, keys []string) ([]bool, error) {
+	return retry(func() ([]bool, error) {
+		v, err := c.answer(ctx, keys)
+		return v, c.orMoved(ctx, err)
+	})
+}
+
+func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
+	g := c.g
+	by := make([]uint8, len(keys))
+	ask := make([]int, 0, len(keys))
+	v := c.trusted()
+	var before Mark
+	if v != nil {
+		before = v.Mark()
+		maybe, err := v.F.MightContainBatch(make([]bool, 0, len(keys)), keys)
+		if err != nil {
+			return nil, err
+		}
+		for i, m := range maybe {
+			if m {
+				ask = append(ask, i)
+				by[i] = byMaybe
+			}
+		}
+		if len(ask) == 0 && c.quiet(ctx, v, before.Gen) {
+			g.count(by, nil)
+			return make([]bool, len(keys)), nil
+		}
+	} else {
+		for i := range keys {
+			ask = append(ask, i)
+			by[i] = bySQLite
+		}
+	}
+	// The view whose stored spellings the confirmation asks through: the
+	// serving one, or one of the spellings alone when a key may have
+	// another spelling.
+	sv := v
+	if sv == nil && anySpelled(keys) {
+		var err error
+		if sv, err = c.spellingsView(ctx); err != nil {
+			return nil, err
+		}
+	}
+	list, owner := withSpellings(keys, ask, sv, nil)
+	var at Mark // sv's mark the probe reads after
+	if sv != nil {
+		at = sv.Mark()
+	}
+	pr, conn, err := c.probe(ctx, sv, at, list)
+	if err != nil {
+		return nil, err
+	}
+	src := c.b.src
+	var extra map[string][]string // spellings logged beyond sv's mark, when sv stays behind
+	behind := false
+	if src.Logged && sv != nil {
+		if behind, err = c.advance(ctx, sv, at, pr, c.g.cfg.Knobs.Inline); err != nil {
+			return nil, err
+		}
+		if behind && anySpelled(keys) {
+			if extra, err = c.tailSpellings(ctx, sv.Mark().Gen, pr.Head.Seq); err != nil {
+				return nil, err
+			}
+		}
+	}
+	got := pr.Found
+	if !pr.Confirmed && len(list) > 0 {
+		if got, err = c.confirm(ctx, list, pr.Head.HasSpellings); err != nil {
+			return nil, err
+		}
+	}
+	found := make([]bool, len(keys))
+	asked := make([]int, len(keys)) // spellings each key was asked with
+	for j := range list {
+		asked[owner[j]]++
+	}
+	for _, j := range got {
+		found[owner[j]] = true
+	}
+	// One more statement: for keys the filter ruled out while it stayed
+	// behind or took entries since, and for keys with spellings learned
+	// since they were asked.
+	var more []int
+	switch {
+	case v != nil && behind:
+		for i := range keys {
+			if by[i] == byFilter {
+				more, by[i] = append(more, i), bySQLite
+			}
+		}
+	case v != nil && v.Mark().Gen > before.Gen:
+		maybe, err := v.F.MightContainBatch(make([]bool, 0, len(keys)), keys)
+		if err != nil {
+			return nil, err
+		}
+		for i, m := range maybe {
+			if m && by[i] == byFilter {
+				more, by[i] = append(more, i), byMaybe
+			}
+		}
+	}
+	if sv != nil {
+		for i, k := range keys {
+			if !found[i] && by[i] != byFilter && maySpell(k) && 1+len(sv.Spellings(k))+len(extra[k]) > asked[i] && !contains(more, i) {
+				more = append(more, i)
+			}
+		}
+	}
+	if len(more) > 0 {
+		list2, owner2 := withSpellings(keys, more, sv, extra)
+		got2, err := c.confirm(ctx, list2, pr.Head.HasSpellings)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range got2 {
+			found[owner2[j]] = true
+		}
+	}
+	if v != nil && !behind && conn != nil && c.conn == conn {
+		conn.Note(g.ID, store.Note{Version: pr.Version, Filter: v.ID, Binding: c.b.id, Head: pr.Head.Seq})
+	}
+	g.count(by, found)
+	return found, nil
+}
+
+// trusted returns the serving view if it may cover the call's source:
+// a logged one, of the same file and row (the probe checks its epoch and
+// mark).
+func (c *Call) trusted() *View {
+	if v := c.g.Serving(); v != nil && v.File == c.F && c.b.src != nil && c.b.src.Logged && v.Src.ID == c.b.src.ID {
+		return v
+	}
+	return nil
+}
+
+// probe runs the call's probe on the app's pool when it may (warm pages,
+// see DBConfig.DB), else on the call's reader (conn, then, is the
+// probing connection). It resolves the source again when the schema
+// changed (errStale).
+func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string) (*store.Probe, *store.Conn, error) {
+	src := c.b.src
+	opts := store.ProbeOptions{Keys: keys, Spellings: c.g.spellingsTable(), Spelled: maySpell, Schema: c.b.schema}
+	if sv != nil && src.Logged {
+		opts.After, opts.Chunk, opts.NonASCII = at.Gen, c.F.St.LogChunk(), sv.F == nil
+		if c.g.cfg.Knobs.Behind && sv.F != nil {
+			opts.Chunk = 0
+		}
+	}
+	var conn *store.Conn
+	err := c.onAppOr(ctx, len(keys) > 0, func() error {
+		return c.F.St.AppProbe(ctx, src, opts, &c.pr)
+	}, func(r *store.Conn) error {
+		conn = r
+		return r.Probe(ctx, src, opts, &c.pr)
+	})
+	if err != nil {
+		return nil, nil, c.orMoved(ctx, err)
+	}
+	if f := c.g.cfg.Knobs.AfterProbe; f != nil && len(keys) > 0 {
+		f()
+	}
+	if c.pr.Schema != c.b.schema {
+		if err := c.rebind(ctx); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, errStale
+	}
+	if src.Logged {
+		c.g.hasSp.Store(c.pr.Head.HasSpellings)
+		if c.pr.Head.HasSpellings && !opts.Spellings && anySpelled(keys) {
+			return nil, nil, errStale // confirmed without the spellings table: again with it
+		}
+	} else if sv != nil && sv.Src.Logged {
+		// No log vouches for anything now (detached, the triggers lost):
+		// the call's view goes before anything is confirmed with it.
+		c.g.drop(sv, errors.New("the source's triggers are not in place"), false)
+		return nil, nil, errStale
+	}
+	return &c.pr, conn, nil
+}
+
+// advance checks that sv still covers the source as the probe (which read
+// after sv's mark at) read it, and takes the probe's tail in; a longer tail is read too when full (or
+// when sv holds spellings alone: reading what may be a spelling is
+// cheap), else behind reports that sv stays short of the head and the
+// background is asked to catch it up. A view that no longer covers the
+// source is dropped (errStale).
+func (c *Call) advance(ctx context.Context, sv *View, at Mark, pr *store.Probe, full bool) (behind bool, err error) {
+	h := pr.Head
+	var why error
+	switch {
+	case !sv.Covers(c.F, c.b.src, h.Epoch):
+		why = errors.New("the source changed under the filter (attached again after its triggers were lost)")
+	case at.Gen < h.Floor:
+		why = fmt.Errorf("catch up from generation %d, log starts at %d: %w", at.Gen, h.Floor, store.ErrCannotCatchUp)
+	case h.Seq < at.Gen:
+		why = fmt.Errorf("the log's head went back from %d to %d (a backup restored into the database?): %w", at.Gen, h.Seq, store.ErrCannotCatchUp)
+	case at.Tag != 0 && (!pr.AfterFound || pr.AfterTag != at.Tag):
+		why = fmt.Errorf("the log no longer holds what the filter read at %d (a backup restored into the database?): %w", at.Gen, store.ErrCannotCatchUp)
+	}
+	if why != nil {
+		c.g.drop(sv, why, true)
+		return false, errStale
+	}
+	if h.Seq == at.Gen {
+		return false, nil
+	}
+	if pr.Tail {
+		if err := c.g.take(ctx, sv, pr.Logged); err != nil {
+			return false, err
+		}
+		c.g.reached(sv, at.Gen, Mark{h.Seq, h.Tag})
+		return false, nil
+	}
+	if full || sv.F == nil {
+		err := c.catchUp(ctx, sv, h)
+		if errors.Is(err, store.ErrCannotCatchUp) {
+			c.g.drop(sv, err, true)
+			return false, errStale
+		}
+		return false, err
+	}
+	if c.g.cfg.Behind != nil && !c.g.cfg.Knobs.Behind {
+		c.g.cfg.Behind()
+	}
+	return true, nil
+}
+
+// tailSpellings reads the stored spellings logged after from up to to.
+func (c *Call) tailSpellings(ctx context.Context, from, to uint64) (map[string][]string, error) {
+	conn, err := c.Reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	err = readLog(ctx, conn, c.b.src, from, to, true, func(_ uint64, keys []string) error {
+		for _, p := range c.g.canon(keys, nil) {
+			out[p[0]] = append(out[p[0]], p[1])
+		}
+		return nil
+	})
+	return out, err
+}
+
+// quiet reports whether the call's keys, all ruled out by v, are answered
+// without a probe: the last probe of this gate on the call's connection
+// validated v for this binding and caught it up to a head v had reached
+// when it ruled the keys out (gen), and nothing was committed since, by
+// any connection or process (the connection's data_version).
+func (c *Call) quiet(ctx context.Context, v *View, gen uint64) bool {
+	if c.g.cfg.Knobs.NoQuiet {
+		return false
+	}
+	if c.conn == nil {
+		conn, ok := c.F.St.IdleReader()
+		if !ok {
+			return false
+		}
+		c.conn = conn
+	}
+	q, ok := c.conn.Noted(c.g.ID)
+	if !ok || q.Filter != v.ID || q.Binding != c.b.id || gen < q.Head {
+		return false
+	}
+	if dv, err := c.conn.Version(ctx); err != nil || dv != q.Version {
+		return false
+	}
+	if f := c.g.cfg.Knobs.Quiet; f != nil {
+		f()
+	}
+	return true
+}
+
+// confirm looks keys up in the source and returns the positions of those
+// it holds.
+func (c *Call) confirm(ctx context.Context, keys []string, spellings bool) (found []int, err error) {
+	err = c.onAppOr(ctx, true, func() error {
+		found, err = c.F.St.AppConfirm(ctx, c.b.src, keys, maySpell, spellings, nil)
+		return err
+	}, func(conn *store.Conn) error {
+		found, err = conn.Confirm(ctx, c.b.src, keys, maySpell, spellings, nil)
+		return err
+	})
+	return found, err
+}
+
+// onAppOr runs app, a statement on the app's pool, when the call may use
+// it (want, the file the library opened first, a connection of the pool
+// idle, not suspended); else, or once the app left its pool, own on the
+// call's reader.
+func (c *Call) onAppOr(ctx context.Context, want bool, app func() error, own func(*store.Conn) error) error {
+	if want && c.F.N == 1 && !c.g.cfg.Knobs.NoAppPool && c.F.St.AppFree() {
+		if err := app(); !errors.Is(err, store.ErrAppLeft) {
+			return err
+		}
+	}
+	conn, err := c.Reader(ctx)
+	if err != nil {
+		return err
+	}
+	return own(conn)
+}
+
+// withSpellings returns the keys at positions at, then the stored
+// spellings sv (and extra) know of them; owner[j] is the position in keys
+// of the key list[j] asks about.
+func withSpellings(keys []string, at []int, sv *View, extra map[string][]string) (list []string, owner []int) {
+	list, owner = make([]string, len(at)), make([]int, len(at))
+	for j, i := range at {
+		list[j], owner[j] = keys[i], i
+	}
+	if sv == nil {
+		return list, owner
+	}
+	for _, i := range at {
+		if !maySpell(keys[i]) {
+			continue
+		}
+		for _, s := range sv.Spellings(keys[i]) {
+			list, owner = append(list, s), append(owner, i)
+		}
+		for _, s := range extra[keys[i]] {
+			list, owner = append(list, s), append(owner, i)
+		}
+	}
+	return list, owner
+}
+
+func contains(list []int, i int) bool {
+	for _, x := range list {
+		if x == i {
+			return true
+		}
+	}
+	return false
+}
+
+// AnswerOne answers one canonical key that has no other spelling
+// (!MaySpell): the filter's "absent" when nothing committed since a probe
+// caught it up, otherwise one lookup of the key itself, exact without the
+// log, the filter or the stored spellings.
+func (c *Call) AnswerOne(ctx context.Context, key string) (bool, error) {
+	if maySpell(key) || c.b.src.OwnMissing || c.g.cfg.Knobs.NoLookup {
+		found, err := c.Answer(ctx, []string{key})
+		if err != nil {
+			return false, err
+		}
+		return found[0], nil
+	}
+	return retry(func() (bool, error) {
+		by := [1]uint8{bySQLite}
+		if v := c.trusted(); v != nil {
+			before := v.Mark()
+			maybe, err := v.F.MightContainBatch(make([]bool, 0, 1), []string{key})
+			if err != nil {
+				return false, err
+			}
+			if maybe[0] {
+				by[0] = byMaybe
+			} else if c.quiet(ctx, v, before.Gen) {
+				c.g.count([]uint8{byFilter}, nil)
+				return false, nil
+			}
+		}
+		var found bool
+		err := c.onAppOr(ctx, true, func() (err error) {
+			found, err = c.F.St.AppLookup(ctx, c.b.src, key)
+			return err
+		}, func(conn *store.Conn) (err error) {
+			found, err = conn.Lookup(ctx, c.b.src, key)
+			return err
+		})
+		if err != nil {
+			return false, c.orMoved(ctx, err)
+		}
+		c.g.count(by[:], []bool{found})
+		return found, nil
+	})
+}

@@ -1,0 +1,177 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// Stored spellings. Keys are compared in NFC, but the app may store an id
+// in another spelling (NFD, or a KELVIN SIGN whose NFC is "K"). A
+// confirmation finds such a row through the spellings the library knows:
+// the spellings table, which a full scan fills and which is complete up
+// to a generation the database records (Head.SpellingsGen), and beyond
+// it the spellings a view took from the log. Without a complete table (a
+// source never attached and opened read-only, or attached again after a
+// migration until its rebuild completes) a view's set starts from a read
+// of the table's keys that hold a character outside ASCII: once per
+// source and process, by the first call that needs it.
+
+// spellingsTable reports whether the spellings table had a row at the
+// last probe.
+func (g *Gate) spellingsTable() bool { return g.hasSp.Load() }
+
+// spellingsView returns a view whose spellings the call may ask through
+// when no filter serves it: the one held, or a new one of the spellings
+// alone (built once, by one caller; the others wait for it).
+func (c *Call) spellingsView(ctx context.Context) (*View, error) {
+	for {
+		if v := c.usable(ctx); v != nil {
+			return v, nil
+		}
+		c.PutReader() // the one building may need a reader: never wait holding one
+		select {
+		case c.g.spTurn <- struct{}{}:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		v := c.usable(ctx)
+		var err error
+		if v == nil {
+			v, err = c.newSpellingsView(ctx, c.g.Held())
+		}
+		<-c.g.spTurn
+		if err != nil || v != nil {
+			return v, err
+		}
+		if s := c.g.Serving(); s != nil && s.File == c.F {
+			// A filter serves a binding of the source the call's does not
+			// match: the call's is out of date, or the filter is (the
+			// triggers are gone, as the schema the call read says).
+			schema, err := c.schema(ctx)
+			switch {
+			case err != nil:
+				return nil, err
+			case schema == c.b.schema && !c.b.src.Logged:
+				c.g.drop(s, errors.New("the source's triggers are not in place"), false)
+			default:
+				return nil, c.rebind(ctx)
+			}
+		}
+	}
+}
+
+// usable returns the view held if its spellings may serve the call (the
+// probe checks a logged source's view further).
+func (c *Call) usable(ctx context.Context) *View {
+	v, src := c.g.Held(), c.b.src
+	if v == nil || v.File != c.F || v.Src.ID != src.ID || v.Src.Logged != src.Logged {
+		return nil
+	}
+	if !src.Logged {
+		if dv, err := c.F.St.DataVersion(ctx); err != nil || dv != v.DV {
+			return nil // something committed since the table was read
+		}
+	}
+	return v
+}
+
+// newSpellingsView builds a view of the stored spellings alone and holds
+// it in place of old, which cannot serve the call; nil if the state
+// changed meanwhile (the caller looks again).
+func (c *Call) newSpellingsView(ctx context.Context, old *View) (*View, error) {
+	src := c.b.src
+	var v *View
+	switch {
+	case src.Logged:
+		conn, err := c.Reader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h, err := conn.Head(ctx, src)
+		if err != nil {
+			return nil, err
+		}
+		if h.Scanned {
+			// The table is complete up to SpellingsGen; the probe reads
+			// what was logged since.
+			v = NewView(nil, c.F, src, h.Epoch, Mark{Gen: h.SpellingsGen}, true)
+			break
+		}
+		v = NewView(nil, c.F, src, h.Epoch, Mark{h.Seq, h.Tag}, false)
+		if err := c.readSpellings(ctx, v); err != nil {
+			return nil, err
+		}
+	default:
+		dv, err := c.F.St.DataVersion(ctx)
+		if err != nil {
+			return nil, err
+		}
+		v = NewView(nil, c.F, src, 0, Mark{}, false)
+		v.DV = dv
+		if err := c.readSpellings(ctx, v); err != nil {
+			return nil, err
+		}
+	}
+	if !c.g.SetSpellings(v, old) {
+		return nil, nil
+	}
+	return v, nil
+}
+
+// readSpellings fills v from the table's keys that may be stored in
+// another spelling: O(rows), on a connection of its own.
+func (c *Call) readSpellings(ctx context.Context, v *View) error {
+	if f := c.g.cfg.Knobs.SpellScan; f != nil {
+		f()
+	}
+	c.PutReader()
+	var pairs [][2]string
+	err := c.F.St.ScanSpellings(ctx, c.b.src, func(key string) error {
+		pairs = append(pairs, c.g.canon([]string{key}, nil)...)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	v.AddSpellings(pairs)
+	if c.g.cfg.Log != nil {
+		c.g.cfg.Log.Debug("read the table's stored spellings", slog.String("table", c.b.src.Table), slog.Int("spellings", len(pairs)))
+	}
+	return nil
+}
+
+// TailSpellings takes into v the stored spellings logged after from up to
+// to (a load, whose filter covers more than the spellings table).
+func (c *Call) TailSpellings(ctx context.Context, v *View, from, to uint64) error {
+	sp, err := c.tailSpellings(ctx, from, to)
+	if err != nil {
+		return err
+	}
+	var pairs [][2]string
+	for canon, list := range sp {
+		for _, s := range list {
+			pairs = append(pairs, [2]string{canon, s})
+		}
+	}
+	v.AddSpellings(pairs)
+	return nil
+}
+
+// drop stops holding v, if the state still holds it, closes it and, when
+// repair, asks for a rebuild.
+func (g *Gate) drop(v *View, why error, repair bool) {
+	if g.Drop(v) == nil {
+		return
+	}
+	v.Close()
+	if v.F != nil {
+		g.C.Dropped.Add(1)
+	}
+	if g.cfg.Log != nil {
+		g.cfg.Log.Info("filter dropped", slog.String("table", v.Src.Table), slog.Any("why", why))
+	}
+	if repair && g.cfg.Repair != nil {
+		g.cfg.Repair(why)
+	}
+}

@@ -1,0 +1,390 @@
+package upkeep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/gate"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"github.com/syncfilter/syncfilter/rebuild/internal/work"
+)
+
+// Config is one collection's snapshot and rebuild settings, defaults
+// filled in (rebuild.Source).
+type Config struct {
+	Snapshot           string
+	FPR                float64
+	Capacity           uint64
+	Headroom           float64
+	LogRetain          uint64
+	SnapshotMode       os.FileMode
+	ReplaceForeignFile bool
+	NoSaveOnClose      bool
+	NoAutoRebuild      bool          // rebuild only when the app asks
+	NotWhenDue         bool          // rebuild when no filter serves, not because the filter filled up
+	RebuildFactor      float64       // due when the estimated false-positive rate exceeds FPR × this
+	RebuildEvery       time.Duration // the least time between two automatic rebuilds
+	Progress           func(done, total int64)
+	ProgressEvery      int64
+}
+
+// Keeper is the background side of one collection: its jobs on the
+// database's worker, its snapshot, its automatic rebuilds. Its mu fields
+// are guarded by the database's DB.mu.
+type Keeper struct {
+	G    *gate.Gate
+	db   *DB
+	cfg  Config
+	life work.Life // the index's calls and jobs, for Close
+	ctx  context.Context
+	stop context.CancelFunc
+
+	mu struct {
+		queued     [kinds]*job
+		running    *job          // the job of the index the worker runs
+		pending    int           // jobs queued or running, and a load asked after the first call
+		idle       chan struct{} // closed when pending drops to 0
+		deferred   bool          // the opening load waits for the first call
+		lastErr    error         // why no filter serves: the last rebuild's or load's error
+		snapErr    error         // why the snapshot was not used
+		autos      uint64        // automatic rebuilds asked for
+		autoWhy    string
+		reattached uint64        // attaches after the source's triggers were lost
+		saved      uint64        // generation of the last snapshot saved or loaded
+		targetErr  error         // why snapshots may not be saved at the path
+		created    *store.Source // attached by this index's open, not scanned yet
+		retryAt    time.Time     // when a failed background rebuild is tried again (zero: none)
+		retryWait  time.Duration
+		autoLast   time.Time     // when the last automatic rebuild was asked for
+		autoTook   time.Duration // how long the last automatic rebuild's scan took
+		autoEnded  time.Time
+		due        uint64 // the view judged due, whose rebuild waits for the spacing
+		rebuilds   uint64
+		lastBuilt  time.Time
+		scan       ScanCounts
+	}
+}
+
+// NewKeeper registers a collection of the database: its gate is made
+// with gcfg, its Repair and Behind wired to the keeper.
+func (db *DB) NewKeeper(cfg Config, gcfg gate.Config) (*Keeper, error) {
+	k := &Keeper{db: db, cfg: cfg}
+	k.ctx, k.stop = context.WithCancel(db.ctx)
+	gcfg.Repair, gcfg.Behind, gcfg.Log = k.askRepair, func() { db.ask(kindCatchUp, k, reason{}) }, db.Log
+	k.G = gate.New(db.Files, gcfg)
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.mu.closing {
+		return nil, store.ErrClosed
+	}
+	db.mu.keepers[k] = struct{}{}
+	return k, nil
+}
+
+// Life is the index's work in progress, which the app's calls enter.
+func (k *Keeper) Life() *work.Life { return &k.life }
+
+// reason is why a rebuild runs.
+type reason struct {
+	text string
+	auto bool // the filter filled up: sized for growth, spaced by cost
+}
+
+// log returns the database's logger with the collection named.
+func (k *Keeper) log() *slog.Logger {
+	if k.db.Log == nil {
+		return nil
+	}
+	table := "syncfilter_fetched"
+	if src := k.G.Binding(); src != nil {
+		table = src.Table
+	}
+	return k.db.Log.With(slog.String("table", table))
+}
+
+func (k *Keeper) info(msg string, args ...any) {
+	if l := k.log(); l != nil {
+		l.Info(msg, args...)
+	}
+}
+
+// askRepair asks for a rebuild because no filter can serve, unless the
+// app rebuilds by itself.
+func (k *Keeper) askRepair(why error) {
+	k.setErr(why)
+	if !k.cfg.NoAutoRebuild {
+		k.db.ask(kindRebuild, k, reason{text: why.Error()})
+	}
+}
+
+// AskRebuild asks for a rebuild in the background (an open's first scan).
+func (k *Keeper) AskRebuild(why string) { k.db.ask(kindRebuild, k, reason{text: why}) }
+
+// AskLoad asks for the opening load: once the first call is answered
+// when the file is there (so that it does not share the machine with
+// that call), at once when it is not (a rebuild follows, which takes
+// long).
+func (k *Keeper) AskLoad() {
+	if _, err := os.Stat(k.cfg.Snapshot); err == nil && !k.db.Knobs.NoDeferredLoad {
+		k.db.mu.Lock()
+		if !k.mu.deferred {
+			k.mu.deferred = true
+			k.mu.pending++
+		}
+		k.db.mu.Unlock()
+		return
+	}
+	k.db.ask(kindLoad, k, reason{})
+}
+
+// Called is what follows each of the app's calls: the opening load it
+// waited for, a retry that came due, the filter's fill judged, and the
+// follower told.
+func (k *Keeper) Called() {
+	k.startAsked()
+	k.checkDue()
+	k.db.called(k)
+}
+
+// startAsked starts the opening load that waited for a call, and a retry
+// that came due.
+func (k *Keeper) startAsked() {
+	now := time.Now()
+	db := k.db
+	db.mu.Lock()
+	load := k.mu.deferred
+	if load {
+		k.mu.deferred = false
+		k.mu.pending-- // ask counts it again
+	}
+	retry := !k.mu.retryAt.IsZero() && now.After(k.mu.retryAt)
+	if retry {
+		k.mu.retryAt = time.Time{}
+	}
+	db.mu.Unlock()
+	if load {
+		db.ask(kindLoad, k, reason{})
+	}
+	if retry {
+		db.ask(kindRebuild, k, reason{text: "retry after a failed rebuild"})
+	}
+}
+
+// catchUp is the follower's catch-up of k: its errors are the next
+// call's to meet.
+func (k *Keeper) catchUp(ctx context.Context) {
+	if t, ok := k.life.Enter(); ok {
+		if k.G.CatchUp(ctx) == nil {
+			k.checkDue()
+		}
+		k.life.Leave(t)
+	}
+}
+
+// Bounds of the wait before a failed background rebuild is tried again.
+const (
+	retryFirst = time.Second
+	retryLast  = 5 * time.Minute
+)
+
+// rebuildFailed notes how a background rebuild ended: a failure that left
+// no filter serving, and that another try may mend, is tried again at the
+// first call after a wait that doubles with each failure.
+func (k *Keeper) rebuildFailed(ctx context.Context, err error) {
+	k.db.mu.Lock()
+	defer k.db.mu.Unlock()
+	if err == nil || k.G.Serving() != nil {
+		k.mu.retryAt, k.mu.retryWait = time.Time{}, 0
+		return
+	}
+	if interrupted(ctx) || k.ctx.Err() != nil || refusal(err) {
+		return
+	}
+	first := retryFirst
+	if k.db.Knobs.RetryFirst > 0 {
+		first = k.db.Knobs.RetryFirst
+	}
+	k.mu.retryWait = min(retryLast, max(first, 2*k.mu.retryWait))
+	k.mu.retryAt = time.Now().Add(k.mu.retryWait)
+}
+
+// refusal reports whether err says the source cannot be served as it is.
+func refusal(err error) bool {
+	for _, r := range []error{store.ErrInexactColumn, store.ErrNotIndexed, store.ErrNoSource, store.ErrBadConfig, store.ErrReadOnly, store.ErrClosed, store.ErrHardLinked} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *Keeper) setErr(err error) {
+	k.db.mu.Lock()
+	k.mu.lastErr = err
+	k.db.mu.Unlock()
+}
+
+// Wait blocks until no job of the index is pending, then, if a filter
+// serves, until it has taken every entry logged up to now; or returns why
+// none serves (ErrNotServing).
+func (k *Keeper) Wait(ctx context.Context) error {
+	for {
+		if k.life.Closing() {
+			return store.ErrClosed
+		}
+		k.startAsked()
+		k.db.mu.Lock()
+		var ch chan struct{}
+		if k.mu.pending > 0 {
+			if k.mu.idle == nil {
+				k.mu.idle = make(chan struct{})
+			}
+			ch = k.mu.idle
+		}
+		k.db.mu.Unlock()
+		if ch != nil {
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-k.ctx.Done():
+				return store.ErrClosed
+			}
+		}
+		if k.G.Serving() == nil {
+			break
+		}
+		t, ok := k.life.Enter()
+		if !ok {
+			return store.ErrClosed
+		}
+		err := k.G.CatchUp(ctx)
+		k.life.Leave(t)
+		if err != nil {
+			return fmt.Errorf("wait: %w", err)
+		}
+		k.checkDue()
+		if k.Upkeep() != "" { // the filter is due: Wait waits for its rebuild
+			continue
+		}
+		if k.G.Serving() != nil {
+			return nil
+		}
+	}
+	if k.life.Closing() {
+		return store.ErrClosed
+	}
+	if err := k.LastErr(); err != nil {
+		return fmt.Errorf("wait: %w: %w", store.ErrNotServing, err)
+	}
+	if err := k.Counts().SnapErr; err != nil {
+		return fmt.Errorf("wait: %w (%w)", store.ErrNotServing, err)
+	}
+	return fmt.Errorf("wait: %w", store.ErrNotServing)
+}
+
+// LastErr is why no filter serves, if one was noted.
+func (k *Keeper) LastErr() error {
+	k.db.mu.Lock()
+	defer k.db.mu.Unlock()
+	return k.mu.lastErr
+}
+
+// Upkeep names the jobs pending ("" when none).
+func (k *Keeper) Upkeep() string {
+	k.db.mu.Lock()
+	defer k.db.mu.Unlock()
+	out := ""
+	for kd, j := range k.mu.queued {
+		if j != nil || kd == int(kindLoad) && k.mu.deferred || k.mu.running != nil && int(k.mu.running.kind) == kd {
+			if out != "" {
+				out += "+"
+			}
+			out += kindNames[kd]
+		}
+	}
+	if out == "" && k.mu.pending > 0 {
+		out = "running"
+	}
+	return out
+}
+
+// Counts are the keeper's measures.
+type Counts struct {
+	Rebuilds   uint64
+	LastBuilt  time.Time
+	Saved      uint64 // generation of the last snapshot saved or loaded
+	Scan       ScanCounts
+	Autos      uint64 // automatic rebuilds asked for, and why the last
+	AutoWhy    string
+	Reattached uint64
+	SnapErr    error // why the snapshot was not used, or may not be saved
+}
+
+// Counts returns the keeper's measures.
+func (k *Keeper) Counts() Counts {
+	k.db.mu.Lock()
+	defer k.db.mu.Unlock()
+	return Counts{Rebuilds: k.mu.rebuilds, LastBuilt: k.mu.lastBuilt, Saved: k.mu.saved, Scan: k.mu.scan,
+		Autos: k.mu.autos, AutoWhy: k.mu.autoWhy, Reattached: k.mu.reattached, SnapErr: errors.Join(k.mu.targetErr, k.mu.snapErr)}
+}
+
+// Close stops the index's background work and waits for it and for the
+// calls in progress (ctx bounds the wait), then saves the filter if it
+// covers more than the file and closes it. When ctx ends first, the rest
+// finishes without the caller as the last call ends.
+func (k *Keeper) Close(ctx context.Context) error {
+	k.stop()
+	k.db.mu.Lock()
+	for _, j := range k.mu.queued {
+		if j != nil {
+			k.db.remove(j)
+			k.db.done(j, result{err: store.ErrClosed})
+		}
+	}
+	if k.mu.deferred {
+		k.mu.deferred = false
+		k.db.done(&job{k: k}, result{})
+	}
+	k.db.mu.Unlock()
+	return k.life.Close(ctx, func() {
+		k.closeNow(context.WithoutCancel(ctx))
+		k.db.forget(k)
+	})
+}
+
+func (k *Keeper) closeNow(ctx context.Context) {
+	v := k.G.Serving()
+	if v != nil && k.cfg.Snapshot != "" && !k.cfg.NoSaveOnClose && !k.db.ReadOnly && !k.db.Paused() && v.Mark().Gen > k.Counts().Saved {
+		if err := k.save(ctx, v); err != nil {
+			k.info("save on close failed", slog.Any("err", err))
+		}
+	}
+	k.G.Close().Close()
+}
+
+// Due reports whether a filter at this estimated false-positive rate is
+// due for a rebuild.
+func (k *Keeper) Due(est float64) bool {
+	return est > k.cfg.FPR*k.cfg.RebuildFactor
+}
+
+// SnapshotPath is the snapshot file, resolved at open.
+func (k *Keeper) SnapshotPath() string { return k.cfg.Snapshot }
+
+// FPR is the target false-positive rate.
+func (k *Keeper) FPR() float64 { return k.cfg.FPR }
+
+// DueWaiting reports whether the serving filter is due and its rebuild
+// waits for the spacing.
+func (k *Keeper) DueWaiting() bool {
+	v := k.G.Serving()
+	k.db.mu.Lock()
+	defer k.db.mu.Unlock()
+	return v != nil && k.mu.due == v.ID
+}
