@@ -195,7 +195,7 @@ func (d *demoRun) run(ctx context.Context, records int) error {
 		st.LookupsAvoided, st.Queries, 100*float64(st.LookupsAvoided)/float64(max(st.Queries, 1)),
 		st.ConfirmedPositives+st.FalsePositives, st.ConfirmedPositives)
 	d.say("   %d false positives caught (never counted as fetched); %d answered by SQLite alone.", st.FalsePositives, st.BypassLookups)
-	d.say("   Median time of a page's call, first after the app's commit: library %.2f ms, IN-list %.2f ms (%.2fx).",
+	d.say("   Median time of a page's call, first after the app's commit: library first %.2f ms, IN-list first %.2f ms (%.2fx).",
 		ms(median(libTimes)), ms(median(inTimes)), float64(median(libTimes))/float64(max(median(inTimes), 1)))
 	d.say("   Wrong answers: %d. The IN-list would have fetched %d records again: stored in NFD, listed in NFC.", wrong, again)
 	start = time.Now()

@@ -306,7 +306,7 @@ func TestDemo(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	r := run(t, "", "demo", "--dir", dir, "--records", "20000").must(t, 0)
-	for _, want := range []string{"wrong answers: 0", "lookups avoided", "false positives caught", "page 10"} {
+	for _, want := range []string{"Wrong answers: 0", "questions alone", "false positives caught", "[background] rebuilt", "library first", "IN-list"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, r.stdout)
 		}
@@ -314,7 +314,7 @@ func TestDemo(t *testing.T) {
 	if strings.Contains(r.stdout+r.stderr, "\r") {
 		t.Fatal("demo output holds carriage returns")
 	}
-	if _, err := snapshot.ReadFile(filepath.Join(dir, "records.sfb")); err != nil {
+	if _, err := snapshot.ReadFile(filepath.Join(dir, "app.db.records.id.sfb")); err != nil {
 		t.Fatalf("demo left no valid snapshot: %v", err)
 	}
 	run(t, "", "demo", "--dir", dir).must(t, 2) // refuses to reuse a database
