@@ -126,7 +126,7 @@ func buildBase(ctx context.Context, path string, shape Shape, rows int64) error 
 
 // PrepareCopy copies the base table of shape and rows (BaseDB) into dir
 // as app.db and builds its snapshot, app.db.sfb, with
-// rebuild.BuildSnapshot, as the cron job or the app's previous run leaves
+// ops.BuildSnapshot, as the cron job or the app's previous run leaves
 // it.
 func PrepareCopy(ctx context.Context, shape Shape, rows int64, dir string) (db, snap string, err error) {
 	base, err := BaseDB(ctx, shape, rows)

@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/syncfilter/syncfilter/rebuild"
 )
 
 // A cold-start child is one fresh process: it opens the library (or
@@ -24,8 +22,8 @@ const EnvT0 = "SYNCBENCH_T0"
 
 // Child modes.
 const (
-	ModeLib       = "lib"        // rebuild.Open with the snapshot, then Missing
-	ModeLibNoSnap = "lib-nosnap" // rebuild.Open without a snapshot (bypass), then Missing
+	ModeLib       = "lib"        // OpenLib with the snapshot, then Missing
+	ModeLibNoSnap = "lib-nosnap" // OpenLib without a snapshot (bypass), then Missing
 	ModeSQL       = "sql"        // database/sql: open, prepare the IN-list, run it once
 	// The app's pool shape (pool_child.go): the app opens its pool, then
 	// the library answers, or the IN-list on that pool does.
@@ -99,34 +97,31 @@ func ColdChild(ctx context.Context, args []string, out io.Writer) error {
 	var got []string
 	switch *mode {
 	case ModeLib, ModeLibNoSnap:
-		cfg := rebuild.Source{Table: Table, Column: Column}
+		snapshot := ""
 		if *mode == ModeLib {
-			cfg.Snapshot = *snap
+			snapshot = *snap
 		}
 		start := time.Now()
-		ix, err := rebuild.Open(ctx, DefaultDBConfig(*db), cfg)
+		lib, err := OpenLib(ctx, DefaultDriver(), *db, snapshot, nil)
 		if err != nil {
 			return fmt.Errorf("cold child: %w", err)
 		}
-		defer ix.Close(context.Background())
+		defer lib.Close(context.Background())
 		r.Open = time.Since(start)
-		start = time.Now()
-		ans, err := ix.Missing(ctx, page)
+		call := time.Now()
+		ans, took, err := lib.Missing(ctx, page)
 		if err != nil {
 			return fmt.Errorf("cold child: %w", err)
 		}
-		r.First, r.Total = time.Since(start), time.Since(t0)
+		r.First, r.Total = took, call.Add(took).Sub(t0)
 		got = missingIDs(page, ans)
 		// Untimed: the snapshot loads once the first call is answered;
 		// it must then serve, without a rebuild.
-		if err := ix.Wait(ctx); err != nil && *mode == ModeLib {
+		if err := lib.Wait(ctx); err != nil && *mode == ModeLib {
 			return fmt.Errorf("cold child: %w", err)
 		}
-		st := ix.Stats()
-		r.Serving = st.Serving && st.Rebuilds == 0
-		if st.SnapshotError != nil {
-			r.SnapshotError = st.SnapshotError.Error()
-		}
+		st := lib.Stats()
+		r.Serving, r.SnapshotError = st.Serving && st.Rebuilds == 0, st.SnapshotError
 	case ModeSQL:
 		start := time.Now()
 		l, err := OpenInList(*db)

@@ -62,7 +62,7 @@ func coldFiles(db, snap string) []string {
 }
 
 // ColdStart prepares a copy of the base table of Rows random UUIDs with a
-// snapshot built by rebuild.BuildSnapshot (kept in CacheDir as
+// snapshot built by ops.BuildSnapshot (kept in CacheDir as
 // cold-<rows>/ and rebuilt by every run), then starts children: for each
 // repetition, each condition, each mode (their order rotating).
 func ColdStart(ctx context.Context, o ColdOptions) (*ColdResult, error) {

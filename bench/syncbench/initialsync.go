@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/syncfilter/syncfilter/rebuild"
 )
 
 // InitialOptions configure an initial sync: an empty table filled by
@@ -17,7 +15,7 @@ type InitialOptions struct {
 	Pages    int           // default 200
 	PageSize int           // default 1,000
 	Sleep    time.Duration // per page, standing for the network fetch
-	Capacity uint64        // rebuild.Source.Capacity; 0 is the default
+	Capacity uint64        // the filter's least capacity (rebuild.Source.Capacity); 0 is the default
 	NoInList bool          // skip the IN-list side (a heap figure without its garbage)
 	// NoLibrary runs the app and the IN-list alone, the library never
 	// opened (no triggers on the table): the app's INSERTs without it.
@@ -33,9 +31,9 @@ type PageRecord struct {
 	InList     time.Duration // the prepared IN-list, 0 if skipped
 	Insert     time.Duration // the app's INSERT of the page
 	Bypass     bool          // Missing answered keys from SQLite alone (no filter served)
-	Serving    bool          // after the page: Stats.Serving
-	Rebuilding bool          // after the page: Stats.Rebuilding
-	EstFPR     float64       // after the page: Stats.EstimatedFPR (0 when not serving)
+	Serving    bool          // after the page: LibStats.Serving
+	Rebuilding bool          // after the page: LibStats.Rebuilding
+	EstFPR     float64       // after the page: LibStats.EstimatedFPR (0 when not serving)
 	// MeasuredFPR is the share of the page's new ids the filter did not
 	// rule out (every id is new, so each maybe is a false positive); -1
 	// when the page was answered in bypass.
@@ -61,7 +59,7 @@ type InitialResult struct {
 	BypassPages               int
 	LongestBypass             int           // pages in the longest run of bypass pages
 	LongestBypassTook         time.Duration // its wall time, first page start to last page end
-	LastRebuildIn             time.Duration // Stats.LastRebuildIn at the end
+	LastRebuildIn             time.Duration // LibStats.LastRebuildIn at the end
 	Rebuilds, AutoRebuilds    uint64
 
 	HeapBase    uint64 // heap objects after a GC, before Open
@@ -120,10 +118,10 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 	heap := StartHeapSampler()
 	defer heap.Stop()
 	begin := time.Now()
-	dcfg, cfg := DefaultDBConfig(path), rebuild.Source{Table: Table, Column: Column, Snapshot: path + ".sfb", Capacity: o.Capacity}
-	var ix *rebuild.Index
+	snapshot := path + ".sfb"
+	var ix *LibIndex
 	if !o.NoLibrary {
-		if ix, err = rebuild.Open(ctx, dcfg, cfg); err != nil {
+		if ix, err = openLibSized(ctx, DefaultDriver(), path, snapshot, o.Capacity); err != nil {
 			return nil, fmt.Errorf("initial sync: %w", err)
 		}
 		res.Open = time.Since(begin)
@@ -133,9 +131,9 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 			}
 		}()
 	}
-	stats := func() rebuild.Stats {
+	stats := func() LibStats {
 		if ix == nil {
-			return rebuild.Stats{}
+			return LibStats{}
 		}
 		return ix.Stats()
 	}
@@ -151,9 +149,8 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 		}
 		r := PageRecord{Page: p, RowsBefore: int64(p * o.PageSize)}
 		lib := func() error {
-			start := time.Now()
-			ans, err := ix.Missing(ctx, page)
-			r.Missing = time.Since(start)
+			ans, took, err := ix.Missing(ctx, page)
+			r.Missing = took
 			return check("library", missingIDs(page, ans), page, err)
 		}
 		base := func() error {
@@ -175,7 +172,7 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 			}
 		}
 		st := stats()
-		r.Bypass = st.BypassLookups > prev.BypassLookups
+		r.Bypass = st.Bypass > prev.Bypass
 		r.Serving, r.Rebuilding, r.EstFPR = st.Serving, st.Rebuilding, st.EstimatedFPR
 		r.MeasuredFPR = -1
 		if !r.Bypass {
@@ -211,7 +208,7 @@ func InitialSync(ctx context.Context, o InitialOptions) (res *InitialResult, err
 	}
 	res.HeapPeak = heap.Stop()
 	res.PeakRSS = PeakRSS()
-	if fi, err := os.Stat(cfg.Snapshot); err == nil {
+	if fi, err := os.Stat(snapshot); err == nil {
 		res.FilterBytes = fi.Size()
 	}
 	res.sum()

@@ -8,12 +8,10 @@ import (
 	"os"
 	"slices"
 	"time"
-
-	"github.com/syncfilter/syncfilter/rebuild"
 )
 
 // Loop is one cell of the sync loop: a copy of a base table of Rows ids
-// with a snapshot built by rebuild.BuildSnapshot (as the cron job, or the
+// with a snapshot built by BuildLibSnapshot (as the cron job, or the
 // app's previous run, leaves it), the library opened on it with the
 // default Config, the two baselines on their own connections, and the
 // app's connection that stores what each page fetched.
@@ -37,7 +35,7 @@ type Loop struct {
 	Singles [2][2]SidePair // [Stored or New][Quiet or AfterWrite]
 
 	dir, path string
-	ix        *rebuild.Index
+	ix        *LibIndex
 	in        *InList
 	per       *PerID
 	app       *App
@@ -82,16 +80,16 @@ func OpenLoop(ctx context.Context, shape Shape, rows int64, size, newPct int) (_
 	if l.path, snap, err = PrepareCopy(ctx, shape, rows, l.dir); err != nil {
 		return nil, err
 	}
-	dcfg, cfg := DefaultDBConfig(l.path), rebuild.Source{Table: Table, Column: Column, Snapshot: snap}
-	if l.ix, err = rebuild.Open(ctx, dcfg, cfg); err != nil {
+	if l.ix, err = OpenLib(ctx, DefaultDriver(), l.path, snap, nil); err != nil {
 		return nil, fmt.Errorf("open loop: %w", err)
 	}
-	if st := l.ix.Stats(); st.SnapshotError != nil || !st.Serving {
-		// Measured from here on: the filter the background rebuild made.
-		l.Note = fmt.Sprintf("snapshot not served at open (%v); waited for the rebuild", st.SnapshotError)
-		if err := l.ix.Wait(ctx); err != nil {
-			return nil, fmt.Errorf("open loop: %w", err)
-		}
+	// Untimed: the pages measure the serving filter, the snapshot's or,
+	// if it was not used, the one the background rebuild made.
+	if err := l.ix.Wait(ctx); err != nil {
+		return nil, fmt.Errorf("open loop: %w", err)
+	}
+	if st := l.ix.Stats(); st.SnapshotError != "" || st.Rebuilds > 0 {
+		l.Note = fmt.Sprintf("snapshot not served at open (%s); measured the rebuilt filter", st.SnapshotError)
 	}
 	if l.in, err = OpenInList(l.path); err != nil {
 		return nil, err
@@ -112,7 +110,7 @@ func OpenLoop(ctx context.Context, shape Shape, rows int64, size, newPct int) (_
 func (l *Loop) Paths() (db, snap string) { return l.path, l.path + ".sfb" }
 
 // Index returns the library's index of the cell.
-func (l *Loop) Index() *rebuild.Index { return l.ix }
+func (l *Loop) Index() *LibIndex { return l.ix }
 
 // stored returns a stored id drawn at random.
 func (l *Loop) stored() string { return l.Shape.ID(l.rng.Uint64N(uint64(l.Rows))) }
@@ -146,9 +144,7 @@ func (l *Loop) Page(ctx context.Context, p int) error {
 	sides := [3]func() error{
 		func() error {
 			o0, b0 := l.allocs.Read()
-			start := time.Now()
-			ans, err := l.ix.Missing(ctx, page)
-			d := time.Since(start)
+			ans, d, err := l.ix.Missing(ctx, page)
 			o1, b1 := l.allocs.Read()
 			l.LibObjects, l.LibBytes = l.LibObjects+o1-o0, l.LibBytes+b1-b0
 			l.Lib = append(l.Lib, d)
@@ -247,9 +243,8 @@ func (l *Loop) SingleMedians(kind, after int) (lib, sel time.Duration) {
 }
 
 func (l *Loop) timeFetched(ctx context.Context, id string, want bool, into *[]time.Duration) error {
-	start := time.Now()
-	got, err := l.ix.Fetched(ctx, id)
-	*into = append(*into, time.Since(start))
+	got, took, err := l.ix.Fetched(ctx, id)
+	*into = append(*into, took)
 	if err != nil || got != want {
 		return fmt.Errorf("library: Fetched(%s) = %v, %v; want %v", id, got, err, want)
 	}
