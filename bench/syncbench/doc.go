@@ -32,13 +32,15 @@
 //
 // # The library's API
 //
-// The real loop and its extra rows call the library only through lib.go
-// (LibIndex, LibDB, BuildLibSnapshot), which hands the harness one
-// answer per position and times the library's call alone: a change of
-// the library's API changes that file. The app's driver is a Driver
-// value; modernc.org/sqlite is linked only with -tags modernc, and
-// github.com/ncruces/go-sqlite3 in place of mattn with CGO_ENABLED=0 or
-// -tags syncfilter_nomattn (driver_*.go).
+// Every harness, and the benchmarks of package bench, call the library
+// only through lib.go (LibIndex, LibDB, BuildLibSnapshot), which hands
+// the harness one answer per position and times the library's call
+// alone; events.go takes the library's log (DBConfig.Logger) for what
+// its Stats do not say. A change of the library's API changes those
+// files. The app's driver is a Driver value; modernc.org/sqlite is
+// linked only with -tags modernc, and github.com/ncruces/go-sqlite3 in
+// place of mattn with CGO_ENABLED=0 or -tags syncfilter_nomattn
+// (driver_*.go).
 //
 // # Notation
 //
@@ -55,7 +57,7 @@
 // TEXT), once per id shape and row count, its rows written in a seeded
 // random order as ids reach an app, and keeps it in CacheDir;
 // PrepareCopy copies it and builds its snapshot with
-// rebuild.BuildSnapshot, as the cron job or the app's last run leaves it.
+// ops.BuildSnapshot, as the cron job or the app's last run leaves it.
 //
 // # Running
 //
