@@ -2,6 +2,7 @@ package syncbench
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,29 @@ func TestAblationTiny(t *testing.T) {
 	for _, want := range []string{"| none |", "| quiet |", "| follower |", "after the 12-step rebuild |"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("tables lack %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestAblationMechanismsKnown: the library of an ablation build knows every
+// mechanism the harness names (it panics on one it does not).
+func TestAblationMechanismsKnown(t *testing.T) {
+	if !AblateBuild {
+		t.Skip("needs -tags syncfilter_ablate")
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "app.db")
+	if err := EmptyDB(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Mechanisms {
+		t.Setenv(EnvAblate, m)
+		lib, err := OpenLib(ctx, DefaultDriver(), path, "", nil)
+		if err != nil {
+			t.Fatalf("%s off: %v", m, err)
+		}
+		if err := lib.Close(ctx); err != nil {
+			t.Fatalf("%s off: %v", m, err)
 		}
 	}
 }
