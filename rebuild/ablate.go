@@ -19,8 +19,6 @@ func ablateDefaults(k *knobs) {
 			k.noFollow = true
 		case "apppool":
 			k.noAppPool = true
-		case "budget":
-			k.noBudget = true
 		case "deferredload":
 			k.noDeferredLoad = true
 		case "yield":

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
 // Answer reports, for each canonical key, whether the source holds it
-// under any equivalent spelling: the filter rules out what it can, and
-// the rest is confirmed in the statement that checks the call is fresh
-// (the probe), or in one more for what the probe's tail turned into
-// maybes.
+// under any equivalent spelling: the filter rules out what it can, the
+// rest is confirmed in the statement that checks the call is fresh (the
+// probe), and in one more what the probe's tail turned into maybes.
 func (c *Call) Answer(ctx context.Context, keys []string) ([]bool, error) {
 	return retry(func() ([]bool, error) {
 		v, err := c.answer(ctx, keys)
@@ -20,57 +20,54 @@ func (c *Call) Answer(ctx context.Context, keys []string) ([]bool, error) {
 	})
 }
 
+// page is one attempt at answering a call's keys.
+type page struct {
+	keys  []string
+	by    []uint8 // what answered each key (byFilter, byMaybe, bySQLite)
+	found []bool
+	asked []int // the spellings each key was asked with
+}
+
 func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
-	g := c.g
-	by := make([]uint8, len(keys))
-	ask := make([]int, 0, len(keys))
+	if err := c.newest(); err != nil {
+		return nil, err
+	}
+	p := &page{keys: keys, by: make([]uint8, len(keys)), found: make([]bool, len(keys)), asked: make([]int, len(keys))}
 	v := c.trusted()
-	var before Mark
+	var before Mark // v's mark when it rules keys out: read first
 	if v != nil {
 		before = v.Mark()
-		maybe, err := v.F.MightContainBatch(make([]bool, 0, len(keys)), keys)
-		if err != nil {
-			return nil, err
-		}
-		for i, m := range maybe {
-			if m {
-				ask = append(ask, i)
-				by[i] = byMaybe
-			}
-		}
+	}
+	ask, err := p.ruleOut(v, nil)
+	if err != nil {
+		return nil, err
+	}
+	if v != nil {
 		if len(ask) == 0 && c.quiet(ctx, v, before.Gen) {
-			g.count(by, nil)
-			return make([]bool, len(keys)), nil
-		}
-	} else {
-		for i := range keys {
-			ask = append(ask, i)
-			by[i] = bySQLite
+			c.g.count(p.by, nil)
+			return p.found, nil
 		}
 	}
 	// The view whose stored spellings the confirmation asks through: the
-	// serving one, or one of the spellings alone when a key may have
-	// another spelling.
+	// serving one, or one of the spellings alone.
 	sv := v
 	if sv == nil && anySpelled(keys) {
-		var err error
 		if sv, err = c.spellingsView(ctx); err != nil {
 			return nil, err
 		}
 	}
-	list, owner := withSpellings(keys, ask, sv, nil)
-	var at Mark // sv's mark the probe reads after
+	var at Mark // sv's mark, which the probe reads after
 	if sv != nil {
 		at = sv.Mark()
 	}
+	list, owner := withSpellings(keys, ask, sv, nil)
 	pr, conn, err := c.probe(ctx, sv, at, list)
 	if err != nil {
 		return nil, err
 	}
-	src := c.b.src
-	var extra map[string][]string // spellings logged beyond sv's mark, when sv stays behind
 	behind := false
-	if src.Logged && sv != nil {
+	var extra map[string][]string // spellings logged beyond sv's mark, when sv stays behind
+	if sv != nil && c.b.src.Logged {
 		if behind, err = c.advance(ctx, sv, at, pr, c.g.cfg.Knobs.Inline); err != nil {
 			return nil, err
 		}
@@ -86,58 +83,102 @@ func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
 			return nil, err
 		}
 	}
-	found := make([]bool, len(keys))
-	asked := make([]int, len(keys)) // spellings each key was asked with
-	for j := range list {
-		asked[owner[j]]++
+	p.take(owner, got)
+	if err := c.again(ctx, p, v, sv, before, behind, extra, pr.Head.HasSpellings); err != nil {
+		return nil, err
+	}
+	if v != nil && !behind && conn != nil && c.conn == conn {
+		conn.Note(c.g.ID, store.Note{Version: pr.Version, Filter: v.ID, Binding: c.b.id, Head: pr.Head.Seq})
+	}
+	c.g.count(p.by, p.found)
+	return p.found, nil
+}
+
+// ruleOut returns the positions v (nil: none serves) does not rule out
+// among those of only (nil: all).
+func (p *page) ruleOut(v *View, only []int) ([]int, error) {
+	at := only
+	if at == nil {
+		at = make([]int, len(p.keys))
+		for i := range at {
+			at[i] = i
+		}
+	}
+	if v == nil {
+		for _, i := range at {
+			p.by[i] = bySQLite
+		}
+		return at, nil
+	}
+	keys := make([]string, len(at))
+	for j, i := range at {
+		keys[j] = p.keys[i]
+	}
+	maybe, err := v.F.MightContainBatch(make([]bool, 0, len(keys)), keys)
+	if err != nil {
+		return nil, err
+	}
+	var ask []int
+	for j, m := range maybe {
+		if m {
+			ask = append(ask, at[j])
+			p.by[at[j]] = byMaybe
+		}
+	}
+	return ask, nil
+}
+
+// take notes what SQLite found: got are positions in the list owner maps.
+func (p *page) take(owner, got []int) {
+	for _, i := range owner {
+		p.asked[i]++
 	}
 	for _, j := range got {
-		found[owner[j]] = true
+		p.found[owner[j]] = true
 	}
-	// One more statement: for keys the filter ruled out while it stayed
-	// behind or took entries since, and for keys with spellings learned
-	// since they were asked.
+}
+
+// again asks SQLite, in one more statement, about the keys v ruled out
+// while it stayed behind (all of them) or before it took entries in (those
+// it no longer rules out), and about keys with spellings learned since
+// they were asked.
+func (c *Call) again(ctx context.Context, p *page, v, sv *View, before Mark, behind bool, extra map[string][]string, spellings bool) error {
+	var out []int
+	for i := range p.keys {
+		if p.by[i] == byFilter {
+			out = append(out, i)
+		}
+	}
 	var more []int
 	switch {
 	case v != nil && behind:
-		for i := range keys {
-			if by[i] == byFilter {
-				more, by[i] = append(more, i), bySQLite
-			}
+		for _, i := range out {
+			p.by[i] = bySQLite
 		}
-	case v != nil && v.Mark().Gen > before.Gen:
-		maybe, err := v.F.MightContainBatch(make([]bool, 0, len(keys)), keys)
-		if err != nil {
-			return nil, err
-		}
-		for i, m := range maybe {
-			if m && by[i] == byFilter {
-				more, by[i] = append(more, i), byMaybe
-			}
+		more = out
+	case v != nil && v.Mark().Gen > before.Gen && len(out) > 0:
+		var err error
+		if more, err = p.ruleOut(v, out); err != nil {
+			return err
 		}
 	}
 	if sv != nil {
-		for i, k := range keys {
-			if !found[i] && by[i] != byFilter && maySpell(k) && 1+len(sv.Spellings(k))+len(extra[k]) > asked[i] && !contains(more, i) {
+		for i, k := range p.keys {
+			if !p.found[i] && p.by[i] != byFilter && maySpell(k) && 1+len(sv.Spellings(k))+len(extra[k]) > p.asked[i] && !slices.Contains(more, i) {
 				more = append(more, i)
 			}
 		}
 	}
-	if len(more) > 0 {
-		list2, owner2 := withSpellings(keys, more, sv, extra)
-		got2, err := c.confirm(ctx, list2, pr.Head.HasSpellings)
-		if err != nil {
-			return nil, err
-		}
-		for _, j := range got2 {
-			found[owner2[j]] = true
-		}
+	if len(more) == 0 {
+		return nil
 	}
-	if v != nil && !behind && conn != nil && c.conn == conn {
-		conn.Note(g.ID, store.Note{Version: pr.Version, Filter: v.ID, Binding: c.b.id, Head: pr.Head.Seq})
+	list, owner := withSpellings(p.keys, more, sv, extra)
+	got, err := c.confirm(ctx, list, spellings)
+	if err != nil {
+		return err
 	}
-	g.count(by, found)
-	return found, nil
+	p.take(owner, got)
+	return nil
 }
 
 // trusted returns the serving view if it may cover the call's source:
@@ -187,11 +228,16 @@ func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string) (*st
 		if c.pr.Head.HasSpellings && !opts.Spellings && anySpelled(keys) {
 			return nil, nil, errStale // confirmed without the spellings table: again with it
 		}
-	} else if sv != nil && sv.Src.Logged {
+	} else if held := c.g.Held(); held != nil && held.File == c.F && held.Src.Logged {
 		// No log vouches for anything now (detached, the triggers lost):
-		// the call's view goes before anything is confirmed with it.
-		c.g.drop(sv, errors.New("the source's triggers are not in place"), false)
-		return nil, nil, errStale
+		// the views of this file go, unless a newer binding came since.
+		if c.g.bound.Load() != c.b {
+			return nil, nil, errStale
+		}
+		c.g.drop(held, errors.New("the source's triggers are not in place"), false)
+		if sv == held {
+			return nil, nil, errStale
+		}
 	}
 	return &c.pr, conn, nil
 }
@@ -251,7 +297,8 @@ func (c *Call) tailSpellings(ctx context.Context, from, to uint64) (map[string][
 	}
 	out := map[string][]string{}
 	err = readLog(ctx, conn, c.b.src, from, to, true, func(_ uint64, keys []string) error {
-		for _, p := range c.g.canon(keys, nil) {
+		pairs, _ := canon(keys, nil)
+		for _, p := range pairs {
 			out[p[0]] = append(out[p[0]], p[1])
 		}
 		return nil
@@ -341,15 +388,6 @@ func withSpellings(keys []string, at []int, sv *View, extra map[string][]string)
 		}
 	}
 	return list, owner
-}
-
-func contains(list []int, i int) bool {
-	for _, x := range list {
-		if x == i {
-			return true
-		}
-	}
-	return false
 }
 
 // AnswerOne answers one canonical key that has no other spelling

@@ -16,14 +16,14 @@ import (
 // that read the same entries at once insert them twice: harmless. A mark
 // moves only once everything up to it was taken.
 
-// canon returns the canonical forms of stored keys and appends to pairs
-// those stored in another spelling; keys no query can name are counted
-// and left out.
-func (g *Gate) canon(keys []string, canon *[]string) (pairs [][2]string) {
+// canon appends the canonical forms of stored keys to canon (if not nil)
+// and returns those stored in another spelling, as (canonical, stored);
+// skipped counts the keys no query can name, left out.
+func canon(keys []string, canon *[]string) (pairs [][2]string, skipped uint64) {
 	for _, k := range keys {
 		ck, err := CanonicalStored(k)
 		if err != nil {
-			g.C.Skipped.Add(1)
+			skipped++
 			continue
 		}
 		if ck != k {
@@ -33,16 +33,17 @@ func (g *Gate) canon(keys []string, canon *[]string) (pairs [][2]string) {
 			*canon = append(*canon, ck)
 		}
 	}
-	return pairs
+	return pairs, skipped
 }
 
 // take inserts logged keys into v's filter and notes their stored
 // spellings; the mark is the caller's to move.
 func (g *Gate) take(ctx context.Context, v *View, keys []string) error {
-	var canon []string
-	pairs := g.canon(keys, &canon)
+	var cs []string
+	pairs, skipped := canon(keys, &cs)
 	if v.F != nil {
-		if err := v.F.AddBatch(ctx, canon); err != nil {
+		g.C.Skipped.Add(skipped)
+		if err := v.F.AddBatch(ctx, cs); err != nil {
 			return fmt.Errorf("catch up: %w", err)
 		}
 	}

@@ -291,6 +291,15 @@ func (g *Gate) keep(b *binding) (old *binding) {
 	}
 }
 
+// newest takes the gate's binding in place of the call's if it is a newer
+// one of the same file (resolved by another call, or an attach).
+func (c *Call) newest() error {
+	if b := c.g.bound.Load(); b != nil && b.f == c.F && b.id > c.b.id {
+		c.b = b
+	}
+	return c.b.err
+}
+
 // Rebind binds the source the caller just attached.
 func (c *Call) Rebind(src *store.Source) {
 	b := &binding{id: NewID(), f: c.F, schema: c.b.schema, src: src}

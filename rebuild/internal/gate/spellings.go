@@ -128,7 +128,8 @@ func (c *Call) readSpellings(ctx context.Context, v *View) error {
 	c.PutReader()
 	var pairs [][2]string
 	err := c.F.St.ScanSpellings(ctx, c.b.src, func(key string) error {
-		pairs = append(pairs, c.g.canon([]string{key}, nil)...)
+		p, _ := canon([]string{key}, nil)
+		pairs = append(pairs, p...)
 		return nil
 	})
 	if err != nil {
@@ -136,7 +137,7 @@ func (c *Call) readSpellings(ctx context.Context, v *View) error {
 	}
 	v.AddSpellings(pairs)
 	if c.g.cfg.Log != nil {
-		c.g.cfg.Log.Debug("read the table's stored spellings", slog.String("table", c.b.src.Table), slog.Int("spellings", len(pairs)))
+		c.g.cfg.Log.Info("read the table's stored spellings", slog.Int("spellings", len(pairs)))
 	}
 	return nil
 }
@@ -169,7 +170,7 @@ func (g *Gate) drop(v *View, why error, repair bool) {
 		g.C.Dropped.Add(1)
 	}
 	if g.cfg.Log != nil {
-		g.cfg.Log.Info("filter dropped", slog.String("table", v.Src.Table), slog.Any("why", why))
+		g.cfg.Log.Info("filter dropped", slog.Any("why", why))
 	}
 	if repair && g.cfg.Repair != nil {
 		g.cfg.Repair(why)

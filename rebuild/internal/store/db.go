@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -16,7 +17,7 @@ import (
 // Options say how to open a database.
 type Options struct {
 	Driver      *Driver       // the app's SQLite driver (NewDriver)
-	ReadOnly    bool          // open read-only: no writer, nothing written
+	ReadOnly    bool          // no writer, nothing written
 	Create      bool          // a missing file may be created (the library's own table)
 	Readers     int           // reading connections, at least 1
 	BusyTimeout time.Duration // how long SQLite waits for a lock
@@ -24,34 +25,25 @@ type Options struct {
 	App         *sql.DB       // the app's own pool on this file: confirmations run on it (apppool.go)
 }
 
-// Knobs are sizes the tests shrink to reach their edge cases with small
-// tables (pebble's Options.private); zero values take the defaults.
+// Knobs are sizes the tests shrink (zero: the defaults).
 type Knobs struct {
 	ScanChunk     int           // keys one statement of a scan reads (4096)
 	LogChunk      int           // log entries one statement reads (1024)
-	ShortKey      int           // longest key, in bytes, read inside a chunk's JSON array (512); longer ones are read one by one
+	ShortKey      int           // longest key read inside a chunk's JSON array (512); longer ones one by one
 	NoChunkedScan bool          // scan row by row, as for a source without an index
 	LeaseTerm     time.Duration // how long a scan's lease lasts unless renewed (LeaseTerm)
 }
 
 func (k Knobs) withDefaults() Knobs {
-	if k.ScanChunk <= 0 {
-		k.ScanChunk = 4096
-	}
-	if k.LogChunk <= 0 {
-		k.LogChunk = 1024
-	}
-	if k.ShortKey <= 0 {
-		k.ShortKey = 512
-	}
-	if k.LeaseTerm <= 0 {
-		k.LeaseTerm = LeaseTerm
-	}
+	k.ScanChunk = cmp.Or(max(k.ScanChunk, 0), 4096)
+	k.LogChunk = cmp.Or(max(k.LogChunk, 0), 1024)
+	k.ShortKey = cmp.Or(max(k.ShortKey, 0), 512)
+	k.LeaseTerm = cmp.Or(max(k.LeaseTerm, 0), LeaseTerm)
 	return k
 }
 
-// DB is one database file opened by the library (see the package doc for
-// its connections). Its methods are safe for concurrent use.
+// DB is one database file opened by the library (see the package doc).
+// Its methods are safe for concurrent use.
 type DB struct {
 	Path    Path
 	Driver  *Driver
@@ -59,25 +51,22 @@ type DB struct {
 	created bool   // Open created the file
 	knobs   Knobs
 
-	w    *writer // nil when read-only; one connection
-	r    *sql.DB // the readers' pool
-	pool *pool
+	w    *writer    // nil when read-only; one connection
+	r    *sql.DB    // the reading connections
+	pool *pool      // the readers among them
 	app  *appRunner // the app's pool, if it handed it over
 	dataVersion
-	spellScan chan struct{} // capacity 1: one scan for stored spellings at a time (ScanSpellings)
+	spellScan chan struct{} // capacity 1: one scan for stored spellings at a time
 }
 
-// ownConns is how many reading connections the pool of a DB holds beside
-// the readers, so that none of them waits for a reader: DataVersion's, a
-// rebuild's scan (Scan) and the count beside it (CountAll; the caller
-// runs one rebuild scan at a time), and a scan for stored spellings
-// (ScanSpellings, one at a time: spellScan).
+// ownConns is how many reading connections a DB holds beside the readers,
+// so that none of them waits for a reader: DataVersion's, a rebuild's
+// scan and its count (one at a time in a database), a scan for stored
+// spellings (one at a time: spellScan).
 const ownConns = 4
 
-// Open opens the database at path. A file that does not exist is an error
-// wrapping ErrNoSource and os.ErrNotExist unless opts.Create; a file with
-// more than one name (hard links: SQLite would keep a journal beside each
-// name and corrupt the database) is refused with ErrHardLinked.
+// Open opens the database at path: a missing file is a *NoDatabase
+// unless opts.Create, a file with more than one name ErrHardLinked.
 func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	if opts.Driver == nil {
 		return nil, fmt.Errorf("open database %s: %w", path, ErrUnsupportedDriver)
@@ -93,9 +82,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 	case statErr != nil && !(errors.Is(statErr, os.ErrNotExist) && opts.Create && !opts.ReadOnly):
 		return nil, fmt.Errorf("open database: %w", &NoDatabase{Path: path, Err: statErr})
 	}
-	db := &DB{Path: p, Driver: opts.Driver, created: statErr != nil, knobs: opts.Knobs.withDefaults()}
+	db := &DB{Path: p, Driver: opts.Driver, created: statErr != nil, knobs: opts.Knobs.withDefaults(),
+		spellScan: make(chan struct{}, 1)}
 	db.dv = make(chan struct{}, 1)
-	db.spellScan = make(chan struct{}, 1)
 	if opts.App != nil {
 		db.app = &appRunner{db: opts.App}
 	}
@@ -103,65 +92,62 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		if err != nil {
 			db.Close()
 			db.RemoveCreated()
+			err = fmt.Errorf("open database %s with %s: %w", path, opts.Driver.Name, err)
 		}
 	}()
+	if err := db.open(ctx, opts); err != nil {
+		return nil, err
+	}
+	// A hard link is refused before anything is written (a file replaced
+	// since the stat above is noticed at the first call anyway).
+	if db.id, err = Identify(p.Real); err != nil {
+		return nil, err
+	}
+	if db.id.Links > 1 {
+		return nil, fmt.Errorf("%d names link to the file (SQLite keeps a journal beside each name, and writes through two corrupt it): %w", db.id.Links, ErrHardLinked)
+	}
+	c, err := db.Reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Release(c)
+	if err := checkEncoding(ctx, c); err != nil {
+		return nil, err
+	}
+	return db, opts.Driver.checkEngine(ctx, c)
+}
+
+// open opens the writer (unless read-only) and the readers. The readers
+// are read-only whatever the database: a writable connection rolls back a
+// hot journal beside the name on its next read, and after the app deleted
+// the file and created it again, that journal is the new file's
+// transaction in progress. A read-only one reports it instead, and the
+// writer rolls a real one back once it checked the file (Conn.each).
+func (db *DB) open(ctx context.Context, opts Options) error {
 	if !opts.ReadOnly {
 		mode := "rw"
 		if db.created {
 			mode = "rwc"
 		}
-		w, err := opts.Driver.pool(p.Real, mode, opts.BusyTimeout)
+		w, err := opts.Driver.pool(db.Path.Real, mode, opts.BusyTimeout)
 		if err != nil {
-			return nil, fmt.Errorf("open database %s: %w", path, err)
+			return err
 		}
 		db.w = &writer{DB: w, db: db}
 		db.w.SetMaxOpenConns(1)
-		db.w.SetMaxIdleConns(1)
-		db.w.SetConnMaxLifetime(0)
 		if err := db.w.PingContext(ctx); err != nil {
-			return nil, fmt.Errorf("open database %s with %s: %w", path, opts.Driver.Name, err)
+			return err
 		}
 	}
-	// The reading connections are read-only, also when the database is
-	// not: SQLite rolls back a hot journal beside the name on a writable
-	// connection's next read, and when the app deletes the file and
-	// creates it again, a read starting on a connection to the old file
-	// would take the new file's journal (a transaction in progress) for
-	// one, play it back into the old file and delete it under the new
-	// file's writer. A read-only connection reports the hot journal
-	// instead, and the writing connection rolls back a real one (see
-	// Conn.each), once it checked the file.
-	if db.r, err = opts.Driver.pool(p.Real, "ro", opts.BusyTimeout); err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+	var err error
+	if db.r, err = opts.Driver.pool(db.Path.Real, "ro", opts.BusyTimeout); err != nil {
+		return err
 	}
 	readers := max(opts.Readers, 1)
 	db.r.SetMaxOpenConns(readers + ownConns)
 	db.r.SetMaxIdleConns(readers + ownConns)
-	db.r.SetConnMaxLifetime(0)
 	db.pool = newPool(db, readers)
-	// The file SQLite opened is the one at Real now: a file replaced
-	// between the stat above and the connections would be noticed at the
-	// first call anyway, but a hard link must be refused before anything
-	// is written.
-	if db.id, err = Identify(p.Real); err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	if db.id.Links > 1 {
-		return nil, fmt.Errorf("open database %s: %d names link to the file (hard links; SQLite keeps a journal beside each name, and writes through two names corrupt the database): %w",
-			path, db.id.Links, ErrHardLinked)
-	}
-	c, err := db.Reader(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("open database %s with %s: %w", path, opts.Driver.Name, err)
-	}
-	defer db.Release(c)
-	if err := checkEncoding(ctx, c); err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	if err := opts.Driver.checkEngine(ctx, c); err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	return db, nil
+	return nil
 }
 
 // LogChunk is how many log entries one statement reads (Knobs.LogChunk).

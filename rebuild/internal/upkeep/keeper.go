@@ -39,7 +39,8 @@ type Keeper struct {
 	G    *gate.Gate
 	db   *DB
 	cfg  Config
-	life work.Life // the index's calls and jobs, for Close
+	log  *slog.Logger // the database's, the collection named; nil: none
+	life work.Life    // the index's calls and jobs, for Close
 	ctx  context.Context
 	stop context.CancelFunc
 
@@ -74,7 +75,15 @@ type Keeper struct {
 func (db *DB) NewKeeper(cfg Config, gcfg gate.Config) (*Keeper, error) {
 	k := &Keeper{db: db, cfg: cfg}
 	k.ctx, k.stop = context.WithCancel(db.ctx)
-	gcfg.Repair, gcfg.Behind, gcfg.Log = k.askRepair, func() { db.ask(kindCatchUp, k, reason{}) }, db.Log
+	gcfg.Repair, gcfg.Behind = k.askRepair, func() { db.ask(kindCatchUp, k, reason{}) }
+	if db.Log != nil {
+		table := gcfg.Table
+		if table == "" {
+			table = store.OwnTable
+		}
+		k.log = db.Log.With(slog.String("table", table))
+		gcfg.Log = k.log
+	}
 	k.G = gate.New(db.Files, gcfg)
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -94,21 +103,9 @@ type reason struct {
 	auto bool // the filter filled up: sized for growth, spaced by cost
 }
 
-// log returns the database's logger with the collection named.
-func (k *Keeper) log() *slog.Logger {
-	if k.db.Log == nil {
-		return nil
-	}
-	table := "syncfilter_fetched"
-	if src := k.G.Binding(); src != nil {
-		table = src.Table
-	}
-	return k.db.Log.With(slog.String("table", table))
-}
-
 func (k *Keeper) info(msg string, args ...any) {
-	if l := k.log(); l != nil {
-		l.Info(msg, args...)
+	if k.log != nil {
+		k.log.Info(msg, args...)
 	}
 }
 
