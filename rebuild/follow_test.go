@@ -38,7 +38,7 @@ func TestIdleDatabaseRunsNothing(t *testing.T) {
 	deadline := time.Now().Add((5 * time.Second) + 10*time.Second)
 	for following() {
 		if time.Now().After(deadline) {
-			t.Fatalf("the follower still runs %v after the last call", (5 * time.Second)+10*time.Second)
+			t.Fatalf("the follower still runs %v after the last call", (5*time.Second)+10*time.Second)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

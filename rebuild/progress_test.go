@@ -465,6 +465,7 @@ func TestProgressPanicInTheWorkersRebuild(t *testing.T) {
 			}
 			cfg.knobs.store.ScanChunk = panicChunk
 			cfg.knobs.scanRow = stopUntilPanic(p)
+			cfg.knobs.retryFirst = time.Hour // no retry before the test looks
 			cfg.ProgressEvery, cfg.Progress = panicChunk, p.progress
 			p.armed.Store(true)
 			baseline := baselineGoroutines()
