@@ -3,16 +3,15 @@ package store
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 )
 
 // Changes is PRAGMA data_version as DataVersion read it, with the
-// connection it was read on: each connection counts on its own (a new one
-// may start at the value an old one had reached), so two values are
-// equal only when read on the same connection with nothing committed by
-// another in between. Compare them with ==.
+// connection it was read on: each connection counts on its own, so two
+// values are equal only when read on the same connection with nothing
+// committed by another in between. Compare them with == (the value holds
+// its connection: no later one has its address).
 type Changes struct {
-	conn uint64 // which data-version connection of the process (dvConns)
+	conn *Conn
 	v    int64
 }
 
@@ -48,10 +47,9 @@ func (db *DB) readDataVersion(ctx context.Context) (Changes, error) {
 			return Changes{}, fmt.Errorf("read data version: %w", err)
 		}
 		db.dvConn = newConn(db, sc)
-		db.dvID = dvConns.Add(1)
 	}
 	v, err := db.dvConn.Version(ctx)
-	return Changes{conn: db.dvID, v: v}, err
+	return Changes{conn: db.dvConn, v: v}, err
 }
 
 // closeQuietDV closes dvConn if the database is quiesced, unless a caller
@@ -96,9 +94,4 @@ func (c *Conn) Schema(ctx context.Context) (int64, error) {
 type dataVersion struct {
 	dv     chan struct{} // capacity 1: held by the one reading dvConn
 	dvConn *Conn
-	dvID   uint64 // dvConn's number among the process's (dvConns; under dv)
 }
-
-// dvConns numbers the data-version connections of the process, of every
-// DB (a file reopened at its path included), so that no two compare equal.
-var dvConns atomic.Uint64

@@ -64,6 +64,7 @@ type Keeper struct {
 		autoTook   time.Duration // how long the last automatic rebuild's scan took
 		autoEnded  time.Time
 		due        uint64 // the view judged due, whose rebuild waits for the spacing
+		judged     fill   // the view whose fill was last judged, and its bits set then
 		rebuilds   uint64
 		lastBuilt  time.Time
 		scan       ScanCounts
@@ -384,4 +385,10 @@ func (k *Keeper) DueWaiting() bool {
 	k.db.mu.Lock()
 	defer k.db.mu.Unlock()
 	return v != nil && k.mu.due == v.ID
+}
+
+// fill is a filter's bits set when its fill was judged.
+type fill struct {
+	view uint64
+	ones uint64
 }

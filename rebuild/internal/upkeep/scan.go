@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/gate"
@@ -39,7 +38,7 @@ func (k *Keeper) scan(ctx context.Context, c *gate.Call, src *store.Source, l *s
 	f := c.F
 	var (
 		head     store.Head
-		total    atomic.Int64
+		total    int64 // rows, estimated (the largest rowid), for Progress
 		done     int64
 		shown    int64
 		invalid  int64
@@ -63,8 +62,8 @@ func (k *Keeper) scan(ctx context.Context, c *gate.Call, src *store.Source, l *s
 				}
 			}
 			head, began = h, true
-			total.Store(estimate)
-			go k.builder(ctx, f, src, batches, built, &total, func(rows int64) uint64 { return k.sizeFor(rows, prevView, why.auto) })
+			total = estimate
+			go k.builder(ctx, f, src, batches, built, func(rows int64) uint64 { return k.sizeFor(rows, prevView, why.auto) })
 			return nil
 		},
 		Keys: func(keys []string) error {
@@ -110,7 +109,7 @@ func (k *Keeper) scan(ctx context.Context, c *gate.Call, src *store.Source, l *s
 			}
 			if done-shown >= k.cfg.ProgressEvery {
 				shown = done
-				rep.update(done, max(total.Load(), done))
+				rep.update(done, max(total, done))
 			}
 			return nil
 		},
@@ -155,7 +154,7 @@ type builderResult struct {
 // filter from them, then hashes every batch the scan sends into it (plain
 // stores: nobody queries it yet); it sends its result once batches is
 // closed. A count that fails fails the rebuild.
-func (k *Keeper) builder(ctx context.Context, f *gate.File, src *store.Source, batches <-chan []string, built chan<- builderResult, total *atomic.Int64, sizeFor func(int64) uint64) {
+func (k *Keeper) builder(ctx context.Context, f *gate.File, src *store.Source, batches <-chan []string, built chan<- builderResult, sizeFor func(int64) uint64) {
 	var r builderResult
 	defer func() { built <- r }()
 	if h := k.db.Knobs.BeforeCount; h != nil {
@@ -165,7 +164,6 @@ func (k *Keeper) builder(ctx context.Context, f *gate.File, src *store.Source, b
 		r.rows, r.err = f.St.CountAll(ctx, src)
 	}
 	if r.err == nil {
-		total.Store(r.rows)
 		r.capacity = sizeFor(r.rows)
 		var p syncfilter.Params
 		if p, r.err = syncfilter.NewParams(r.capacity, k.cfg.FPR); r.err == nil {
@@ -225,9 +223,14 @@ func (k *Keeper) checkDue() {
 		if math.Pow(float64(ones)/float64(p.M), float64(p.K)) < limit/4 {
 			return
 		}
-		if last := v.Due.Load(); ones < last+p.M/64 || !v.Due.CompareAndSwap(last, ones) {
-			return
+		k.db.mu.Lock()
+		judged := k.mu.judged
+		if judged.view == v.ID && ones < judged.ones+p.M/64 {
+			k.db.mu.Unlock()
+			return // judged recently
 		}
+		k.mu.judged = fill{v.ID, ones}
+		k.db.mu.Unlock()
 		if est := v.F.Stats().EstimatedFPR; est <= limit {
 			return
 		}
