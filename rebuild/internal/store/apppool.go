@@ -12,43 +12,26 @@ import (
 	"github.com/syncfilter/syncfilter/internal/sqlitecode"
 )
 
-// The app's pool. A connection's page cache is dropped whole whenever
-// another connection commits (SQLite re-reads every page after it sees the
-// WAL or the file change), so the library's own readers, which never
-// write, start cold after each of the app's commits, while the
-// connection that just committed stays warm: a page of keys confirmed on
-// the app's own pool reads what the app's INSERTs just touched from memory.
-// When the app hands over its *sql.DB (Options.App), the statements that
-// confirm keys (Probe, Confirm) run on it; everything else (the quiet
-// path's notes, catch-up, scans) stays on the library's connections.
-//
-// The app may close its pool before the library (a shutdown in any
-// order): the first statement that finds it closed marks it gone, returns
-// ErrAppLeft (the caller runs the statement on its own reader), and
-// AppFree says false from then on. A pool opened with SQLite's shared
-// cache (cache=shared) is left the same way at the first table lock it
-// reports: its connections lock each other's tables while one of them
-// writes, which a busy timeout does not wait out.
-
-// appRunner runs statements on the app's pool, each prepared once on it
-// (database/sql prepares it again on each connection as needed).
+// appRunner runs the statements that confirm keys (Probe, Confirm, Lookup)
+// on the app's own pool (Options.App): after the app's commit, SQLite drops
+// the page cache of every other connection, so the library's readers start
+// cold while the app's connection reads what its INSERTs just touched from
+// memory. Each statement is prepared once on the pool.
 type appRunner struct {
 	db    *sql.DB
-	gone  atomic.Bool // the app closed the pool, or it reported a table lock: nothing runs on it any more
+	gone  atomic.Bool // closed by the app, or a table lock seen: never used again
 	mu    sync.Mutex  // guards stmts; never held while a statement is prepared or run
 	stmts map[string]*sql.Stmt
 }
 
-// errDBClosed is the error database/sql returns for a statement on a
-// closed *sql.DB ("sql: database is closed"). The package does not export
-// it; it is one value, taken here from a handle closed on purpose.
+// errDBClosed is database/sql's unexported "sql: database is closed",
+// taken from a handle closed on purpose.
 var errDBClosed = func() error {
 	db := sql.OpenDB(noConnector{})
 	_ = db.Close()
 	return db.PingContext(context.Background())
 }()
 
-// noConnector connects to nothing (errDBClosed's handle never asks it).
 type noConnector struct{}
 
 func (noConnector) Connect(context.Context) (driver.Conn, error) {
@@ -57,21 +40,17 @@ func (noConnector) Connect(context.Context) (driver.Conn, error) {
 
 func (noConnector) Driver() driver.Driver { return nil }
 
-// closedPool reports whether err says the app's pool is closed.
-func closedPool(err error) bool {
-	return errors.Is(err, errDBClosed) || errors.Is(err, sql.ErrConnDone)
-}
-
-// first runs q with args on the app's pool and reads its first row.
-// ErrAppLeft: the app closed its pool, or the pool reported a table
-// lock (for good: AppFree says false from then on).
+// first runs q on the app's pool and reads its first row. A pool the app
+// closed (shut down in any order), or one that reports a table lock (a
+// shared cache, whose connections lock each other's tables beyond any busy
+// timeout), is left for good: ErrAppLeft, and AppFree says false.
 func (a *appRunner) first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error {
 	err := a.query(ctx, q, dest, args)
 	why := ""
 	switch {
 	case err == nil:
 		return nil
-	case closedPool(err):
+	case errors.Is(err, errDBClosed) || errors.Is(err, sql.ErrConnDone):
 		why = "closed"
 	case sqlitecode.Is(err, sqlitecode.Locked):
 		why = "a table locked, as in a shared cache"
@@ -106,9 +85,7 @@ func (a *appRunner) query(ctx context.Context, q string, dest []driver.Value, ar
 		return err
 	}
 	for i, v := range out {
-		// The library's statements return text (JSON) and integers only;
-		// a driver may hand text over as bytes.
-		if b, ok := v.([]byte); ok {
+		if b, ok := v.([]byte); ok { // text (JSON) a driver hands over as bytes
 			v = string(b)
 		}
 		dest[i] = v
@@ -116,10 +93,9 @@ func (a *appRunner) query(ctx context.Context, q string, dest []driver.Value, ar
 	return nil
 }
 
-// prepared returns q prepared on the app's pool. The lock guards the map
-// only: PrepareContext takes one of the app's connections (and may wait
-// for one), so it runs unlocked; of two callers that prepared q at once,
-// the first to store it wins and the other closes its own.
+// prepared returns q prepared on the pool. PrepareContext may wait for a
+// connection, so it runs unlocked; of two callers that prepared q at once,
+// the first to store it wins.
 func (a *appRunner) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
 	a.mu.Lock()
 	st, ok := a.stmts[q]
@@ -132,8 +108,8 @@ func (a *appRunner) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
 		return nil, err
 	}
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if kept, ok := a.stmts[q]; ok {
-		a.mu.Unlock()
 		_ = st.Close()
 		return kept, nil
 	}
@@ -141,11 +117,9 @@ func (a *appRunner) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
 		a.stmts = map[string]*sql.Stmt{}
 	}
 	a.stmts[q] = st
-	a.mu.Unlock()
 	return st, nil
 }
 
-// close closes the statements (the store closes once no call uses it).
 func (a *appRunner) close() {
 	a.mu.Lock()
 	stmts := a.stmts
@@ -156,10 +130,9 @@ func (a *appRunner) close() {
 	}
 }
 
-// CheckApp checks that the app's pool is a handle on the file this DB
-// opened, by device and inode: ErrBadConfig if its main database is
-// another file, or in memory, or a temporary one. It runs one query on
-// the app's pool, which waits for one of its connections.
+// CheckApp checks, by device and inode, that the app's pool is on the file
+// this DB opened (ErrBadConfig if not, or in memory, or temporary). It
+// waits for one of the pool's connections.
 func (db *DB) CheckApp(ctx context.Context) error {
 	if db.app == nil {
 		return nil
@@ -181,16 +154,11 @@ func (db *DB) CheckApp(ctx context.Context) error {
 	return nil
 }
 
-// AppFree reports whether the app's pool has a connection idle that a
-// statement of the library may borrow, so that the library does not make
-// the pool grow: a connection opened for it would stay idle in the app's
-// pool, holding its descriptors (and, in WAL mode, its lock on the -shm)
-// after a Suspend. database/sql cannot lend only an idle connection: one
-// the app takes between this look and the statement has the pool open
-// another, within the app's limit (MaxOpenConns); rare. A caller that holds
-// the app's last connection (Missing inside the app's own transaction)
-// finds none idle and confirms on the library's reader. While the
-// database is quiesced (Suspend) the pool is not used at all.
+// AppFree reports whether the app's pool has an idle connection to lend,
+// so that the library never makes it grow (a connection opened for it
+// would stay in the app's pool, holding its descriptors and -shm lock
+// after a Suspend). One the app takes meanwhile has it open another, within
+// its limit; rare. Never while the database is quiesced.
 func (db *DB) AppFree() bool {
 	if db.app == nil || db.app.gone.Load() || db.pool.isQuiet() {
 		return false

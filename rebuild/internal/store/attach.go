@@ -4,11 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strings"
 )
 
 // sharedDDL creates the tables every source of a database shares. No
-// AUTOINCREMENT anywhere: it would create sqlite_sequence, a table SQLite
-// never lets anyone drop, and Detach must leave the schema as it found it.
+// AUTOINCREMENT: it would create sqlite_sequence, which SQLite never lets
+// anyone drop, and Detach must leave the schema as it found it.
 var sharedDDL = []string{
 	`CREATE TABLE IF NOT EXISTS ` + SourcesTable + ` (
 		id         INTEGER PRIMARY KEY,
@@ -40,124 +41,153 @@ var sharedDDL = []string{
 
 // AttachInfo says what an Attach did.
 type AttachInfo struct {
-	// Created: this call created the source's row (its first attach).
-	// Undo removes everything it added.
+	// Created: this call created the source's row; Undo removes it all.
 	Created bool
-	// Reattached: the source had a row, but its triggers or log were not
-	// in place (the app's migration dropped or moved them): they were
-	// made again, the source's epoch moved on (every filter built before
-	// is stale, in every process) and its snapshot records were dropped.
+	// Reattached: the source had a row but lost its triggers or log (a
+	// migration): they were made again, its epoch moved on (every filter
+	// built before is stale) and its snapshot records were dropped.
 	Reattached bool
 }
 
-// Attach makes the source logged, in one write transaction: it resolves
-// the source again inside the transaction (another process may have
-// changed the schema or attached it meanwhile), creates the shared tables,
-// the source's row with a new
-// random dataset id the first time, its log and spellings tables and its
-// triggers. A failure rolls everything back. Fresh (Source.Scanned false)
-// means no full scan vouches for the rows already there.
+// Attach makes the source logged, in one write transaction that resolves
+// it again (another process may have changed the schema or attached it)
+// and creates what is missing. A fresh source (Scanned false) has no full
+// scan vouching for the rows already there.
 func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed bool) (s *Source, info AttachInfo, err error) {
-	if db.w == nil {
-		return nil, info, fmt.Errorf("attach source: database opened read-only")
-	}
-	tx, err := db.w.Begin(ctx)
-	if err != nil {
-		return nil, info, fmt.Errorf("attach source: begin write transaction: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
+	err = db.update(ctx, "attach source", func(tx *Tx) error {
+		var err error
+		if s, err = Resolve(ctx, tx, table, column, allowUnindexed); err != nil || (s.Row && s.Logged) {
+			return err
 		}
-	}()
-	s, err = Resolve(ctx, tx, table, column, allowUnindexed)
+		return s.attach(ctx, tx, &info)
+	})
 	if err != nil {
 		return nil, info, err
 	}
-	if s.Row && s.Logged {
-		if err := tx.Commit(); err != nil { // nothing written
-			return nil, info, fmt.Errorf("attach source: %w", err)
-		}
-		return s, info, nil
-	}
-	exec := func(q string, args ...any) error {
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("attach source: %w", err)
-		}
-		return nil
-	}
-	for _, q := range sharedDDL {
-		if err := exec(q); err != nil {
-			return nil, info, err
-		}
-	}
-	if s.OwnMissing {
-		if err := exec(`CREATE TABLE ` + Quote(OwnTable) + ` (` + Quote(OwnColumn) + ` TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID`); err != nil {
-			return nil, info, err
-		}
-		s.OwnMissing = false
-	}
-	if s.Row {
-		info.Reattached = true
-		if err := exec(`DROP TRIGGER IF EXISTS ` + s.Ins); err != nil {
-			return nil, info, err
-		}
-		if err := exec(`DROP TRIGGER IF EXISTS ` + s.Upd); err != nil {
-			return nil, info, err
-		}
-		// Rows written while the triggers were gone are in no log: no
-		// filter, snapshot or spellings record of before vouches for them.
-		if err := exec(`UPDATE `+SourcesTable+` SET epoch = epoch + 1, scanned = 0 WHERE id = ?`, s.ID); err != nil {
-			return nil, info, err
-		}
-		if err := exec(`DELETE FROM `+SnapshotsTable+` WHERE source = ?`, s.ID); err != nil {
-			return nil, info, err
-		}
-		s.Scanned = false
-	} else {
-		info.Created = true
-		_, _ = rand.Read(s.DatasetID[:])
-		res, err := tx.ExecContext(ctx, `INSERT INTO `+SourcesTable+` (tbl, col, dataset_id) VALUES (?, ?, ?)`, s.Table, s.Column, s.DatasetID[:])
-		if err != nil {
-			return nil, info, fmt.Errorf("attach source: %w", err)
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return nil, info, fmt.Errorf("attach source: %w", err)
-		}
-		s.setNames(id)
-		if err := tx.QueryRowContext(ctx, `SELECT created_at FROM `+SourcesTable+` WHERE id = ?`, id).Scan(&s.CreatedAt); err != nil {
-			return nil, info, fmt.Errorf("attach source: %w", err)
-		}
-		s.Row = true
-	}
-	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.Log + ` (seq INTEGER PRIMARY KEY, key TEXT NOT NULL, tag INTEGER NOT NULL)`); err != nil {
-		return nil, info, err
-	}
-	if err := exec(`CREATE TABLE IF NOT EXISTS ` + s.Spellings + ` (canon TEXT NOT NULL, stored TEXT NOT NULL, PRIMARY KEY (canon, stored)) WITHOUT ROWID`); err != nil {
-		return nil, info, err
-	}
-	if err := exec(s.triggerSQL(s.Ins, "INSERT")); err != nil {
-		return nil, info, err
-	}
-	if err := exec(s.triggerSQL(s.Upd, "UPDATE OF "+s.QCol)); err != nil {
-		return nil, info, err
-	}
-	// The table the triggers log (see Source.tableRow), created above if
-	// it is the library's own.
-	if err := exec(`UPDATE `+SourcesTable+` SET tbl_rowid = (SELECT rowid FROM sqlite_master WHERE type = 'table' AND name = ?) WHERE id = ?`, s.Table, s.ID); err != nil {
-		return nil, info, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, info, fmt.Errorf("attach source: commit: %w", err)
-	}
-	s.Logged = true
 	return s, info, nil
 }
 
-// Undo removes a source that Attach created (AttachInfo.Created) and that
-// never became usable: a first attach interrupted before its scan
-// completed leaves the database as it found it.
+// attach creates the shared tables, the source's row (with a random
+// dataset id) or resets it, and its log, spellings table and triggers.
+func (s *Source) attach(ctx context.Context, tx *Tx, info *AttachInfo) error {
+	if err := tx.execAll(sharedDDL...); err != nil {
+		return err
+	}
+	if s.OwnMissing {
+		if err := tx.exec(`CREATE TABLE ` + Quote(OwnTable) + ` (` + Quote(OwnColumn) + ` TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID`); err != nil {
+			return err
+		}
+		s.OwnMissing = false
+	}
+	var err error
+	if s.Row {
+		info.Reattached = true
+		err = s.reset(tx)
+	} else {
+		info.Created = true
+		err = s.insertRow(ctx, tx)
+	}
+	if err == nil {
+		err = tx.execAll(
+			`CREATE TABLE IF NOT EXISTS `+s.Log+` (seq INTEGER PRIMARY KEY, key TEXT NOT NULL, tag INTEGER NOT NULL)`,
+			`CREATE TABLE IF NOT EXISTS `+s.Spellings+` (canon TEXT NOT NULL, stored TEXT NOT NULL, PRIMARY KEY (canon, stored)) WITHOUT ROWID`,
+			s.triggerSQL(s.Ins, "INSERT"), s.triggerSQL(s.Upd, "UPDATE OF "+s.QCol))
+	}
+	if err == nil { // the table's row, which Logged compares (Source.tableRow)
+		err = tx.exec(`UPDATE `+SourcesTable+` SET tbl_rowid = (SELECT rowid FROM sqlite_master WHERE type = 'table' AND name = ?) WHERE id = ?`, s.Table, s.ID)
+	}
+	s.Logged = err == nil
+	return err
+}
+
+// reset drops the triggers of a source that lost some of its objects.
+// Rows written meanwhile are in no log: no filter, snapshot or spellings
+// record of before vouches for them, so the epoch moves on.
+func (s *Source) reset(tx *Tx) error {
+	err := tx.execAll(`DROP TRIGGER IF EXISTS `+s.Ins, `DROP TRIGGER IF EXISTS `+s.Upd)
+	if err == nil {
+		err = tx.exec(`UPDATE `+SourcesTable+` SET epoch = epoch + 1, scanned = 0 WHERE id = ?`, s.ID)
+	}
+	if err == nil {
+		err = tx.exec(`DELETE FROM `+SnapshotsTable+` WHERE source = ?`, s.ID)
+	}
+	s.Scanned = false
+	return err
+}
+
+// insertRow creates the source's row, with a new random dataset id.
+func (s *Source) insertRow(ctx context.Context, tx *Tx) error {
+	_, _ = rand.Read(s.DatasetID[:])
+	res, err := tx.ExecContext(ctx, `INSERT INTO `+SourcesTable+` (tbl, col, dataset_id) VALUES (?, ?, ?)`, s.Table, s.Column, s.DatasetID[:])
+	if err != nil {
+		return err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	s.setNames(id)
+	s.Row = true
+	return tx.QueryRowContext(ctx, `SELECT created_at FROM `+SourcesTable+` WHERE id = ?`, id).Scan(&s.CreatedAt)
+}
+
+// Undo removes a source Attach created (AttachInfo.Created) whose first
+// scan never completed, leaving the database as it found it.
 func (db *DB) Undo(ctx context.Context, s *Source) error {
 	return db.detach(context.WithoutCancel(ctx), s.Table, s.Column, s.Own, false)
+}
+
+// Detach removes, in one transaction, everything the library added for
+// one source (table "": the library's own table), and the shared tables
+// with the last one: ErrNotAttached if it is not attached, ErrHeld while a
+// live scan lease holds it, unless force.
+func (db *DB) Detach(ctx context.Context, table, column string, force bool) error {
+	own := table == ""
+	if own {
+		table, column = OwnTable, OwnColumn
+	}
+	return db.detach(ctx, table, column, own, !force)
+}
+
+func (db *DB) detach(ctx context.Context, table, column string, own, respectHolds bool) error {
+	return db.update(ctx, "detach", func(tx *Tx) error {
+		s := &Source{Table: table, Column: column, Own: own}
+		if err := s.findRow(ctx, tx); err != nil {
+			return err
+		}
+		if !s.Row {
+			return fmt.Errorf("%s.%s in %s: %w", table, column, db.Path.Given, ErrNotAttached)
+		}
+		if respectHolds {
+			leases, err := leasesOf(ctx, tx, s.ID)
+			if err == nil && len(leases) > 0 {
+				err = fmt.Errorf("%s: held by %s; let it finish, or force it: %w", table, strings.Join(leases, "; "), ErrHeld)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		stmts := []string{`DROP TRIGGER IF EXISTS ` + s.Ins, `DROP TRIGGER IF EXISTS ` + s.Upd,
+			`DROP TABLE IF EXISTS ` + s.Log, `DROP TABLE IF EXISTS ` + s.Spellings,
+			`DELETE FROM ` + SourcesTable + ` WHERE id = ` + fmt.Sprint(s.ID)}
+		for _, t := range []string{SnapshotsTable, ScansTable} {
+			if ok, err := hasTable(ctx, tx, t); err != nil {
+				return err
+			} else if ok {
+				stmts = append(stmts, `DELETE FROM `+t+` WHERE source = `+fmt.Sprint(s.ID))
+			}
+		}
+		if own {
+			stmts = append(stmts, `DROP TABLE IF EXISTS `+Quote(OwnTable))
+		}
+		var left int
+		err := tx.execAll(stmts...)
+		if err == nil {
+			err = tx.QueryRowContext(ctx, `SELECT count(*) FROM `+SourcesTable).Scan(&left)
+		}
+		if err == nil && left == 0 {
+			err = tx.execAll(`DROP TABLE IF EXISTS `+SourcesTable, `DROP TABLE IF EXISTS `+SnapshotsTable, `DROP TABLE IF EXISTS `+ScansTable)
+		}
+		return err
+	})
 }

@@ -7,40 +7,71 @@ import (
 	"strconv"
 )
 
-// confirmMax is the most keys one confirmation statement carries, and
-// listBytes the longest JSON array of them: the keys travel as one JSON
-// array parameter (json_each), so one prepared statement serves every
-// page size, each key looked up on its own (through the column's index).
+// The statements that confirm keys compare byte for byte with a text value
+// (sameText) whatever the column's collation and affinity are now: a
+// migration may change them after the source was checked, and a key SQLite
+// did not find under the very bytes asked is never taken as fetched.
+
+// runner runs a statement and reads its first row: a Conn or the app's
+// pool (appRunner).
+type runner interface {
+	first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error
+}
+
+// sameText is the condition that alias t's key is val, as text and with
+// BINARY forced; with the column's BINARY collation its index serves it.
+func (s *Source) sameText(t, val string) string {
+	col := t + `.` + s.QCol
+	return col + ` = ` + val + ` COLLATE BINARY AND typeof(` + col + `) = 'text'`
+}
+
+// lookupSQL answers whether the table holds the key ?1.
+func (s *Source) lookupSQL() string {
+	return `SELECT EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE ` + s.sameText("t", "?1") + `)`
+}
+
+// Lookup reports whether the source holds key as asked, without the log,
+// the filter or the spellings (exact for a key with no other spelling).
+func (c *Conn) Lookup(ctx context.Context, s *Source, key string) (bool, error) {
+	return lookup(ctx, c, s, key)
+}
+
+// AppLookup is Lookup on the app's pool.
+func (db *DB) AppLookup(ctx context.Context, s *Source, key string) (bool, error) {
+	return lookup(ctx, db.app, s, key)
+}
+
+func lookup(ctx context.Context, r runner, s *Source, key string) (bool, error) {
+	found, err := firstInt(ctx, r, s.queries().lookup, arg(1, key))
+	if err != nil {
+		return false, fmt.Errorf("look up in %s: %w", s.Table, err)
+	}
+	return found != 0, nil
+}
+
+// A confirmation carries at most confirmMax keys, as one JSON array
+// parameter of at most listBytes (json_each: one prepared statement for
+// every page size, each key looked up through the column's index).
 const (
 	confirmMax = 1 << 15
 	listBytes  = 1 << 20
 )
 
-// fitsOne reports whether keys may travel in one statement's array: at
-// most confirmMax of them, in at most listBytes before escapes (the array
-// built, its length is checked again).
+// fitsOne reports whether keys may travel in one array (its length before
+// escapes; the caller checks it again once built).
 func fitsOne(keys []string) bool {
 	return len(keys) <= confirmMax && keyArraySize(keys) <= listBytes
 }
 
-// confirmSQL returns the confirmation statement: one row, one column, the
-// JSON array of the positions (in the array of keys asked, ?1) of the
-// keys the source holds. The comparison is byte equality with a text
-// value whatever the column's collation and affinity (sameText): the
-// column was checked to have TEXT affinity and BINARY collation
-// (checkTable), but a statement of its own, after the probe, may run
-// after a migration changed them; a key SQLite did not find under the
-// very bytes asked is never taken as fetched. Positions, not the keys found, come back: no string
-// to copy out of SQLite or to match again in Go, and no ephemeral table
-// of the keys, which IN (SELECT …) would build.
-//
-// keys is the parameter of the keys asked; single is the variant for one
-// key, bound as itself (keys is the key, not an array): json_each's table
-// costs a few microseconds per statement, half a single lookup. The
-// spellings table is asked about a key only if the source does not hold
-// it as asked and it is one of the keys in sp (a parameter of its own:
-// the JSON array of their positions, or with single 1), those which may
-// be stored in another spelling at all.
+// confirmShape is one variant of the confirmation statement.
+type confirmShape struct{ single, spellings bool }
+
+// confirmSQL returns one row: the JSON array of the positions, in the
+// array keys, of the keys the source holds (positions: no string to copy
+// out and match again, no ephemeral table as IN (SELECT …) builds). single
+// binds the one key as itself (json_each costs half a lookup). With
+// spellings, a key not held as asked is looked up in the spellings table
+// if its position is in the array sp (single: sp = 1).
 func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 	val, inSp := `j.value`, `j.key IN (SELECT value FROM json_each(`+sp+`))`
 	if single {
@@ -57,19 +88,14 @@ func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 	return `SELECT json_group_array(j.key) FROM json_each(` + keys + `) j WHERE ` + cond
 }
 
-// confirmShape is one variant of the confirmation statement.
-type confirmShape struct{ single, spellings bool }
-
-// Confirm looks keys up in the source and appends to found the position
-// in keys of every key it holds: a key stored as is,
-// or (spelled says which keys, spellings whether the source's spellings
-// table has rows) a canonical key whose stored non-NFC spelling the
-// spellings table names.
+// Confirm appends to found the position in keys of every key the source
+// holds as is or, if spellings (the table has rows) and spelled(key), in a
+// stored non-NFC spelling.
 func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
 	return confirm(ctx, c, s, keys, spelled, spellings, found)
 }
 
-// AppConfirm is Confirm on the app's pool (Options.App).
+// AppConfirm is Confirm on the app's pool.
 func (db *DB) AppConfirm(ctx context.Context, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
 	return confirm(ctx, db.app, s, keys, spelled, spellings, found)
 }
@@ -85,8 +111,7 @@ func confirm(ctx context.Context, r runner, s *Source, keys []string, spelled fu
 			size += len(keys[end]) + 3
 			end++
 		}
-		chunk := keys[start:end]
-		base := start
+		chunk, base := keys[start:end], start
 		start = end
 		var sp []byte
 		if spellings {
@@ -103,12 +128,12 @@ func confirm(ctx context.Context, r runner, s *Source, keys []string, spelled fu
 		if shape.spellings {
 			args = append(args, spelledArg(2, shape.single, sp))
 		}
-		if err := r.first(ctx, qs[shape], vals, args...); err != nil {
-			return found, fmt.Errorf("confirm: %w", err)
+		err := r.first(ctx, qs[shape], vals, args...)
+		if err == nil {
+			list, _ := vals[0].(string)
+			found, err = parsePositions(list, base, len(chunk), found)
 		}
-		list, _ := vals[0].(string)
-		var err error
-		if found, err = parsePositions(list, base, len(chunk), found); err != nil {
+		if err != nil {
 			return found, fmt.Errorf("confirm: %w", err)
 		}
 	}
@@ -116,9 +141,7 @@ func confirm(ctx context.Context, r runner, s *Source, keys []string, spelled fu
 }
 
 // appendSpelled appends to b the JSON array of the positions of the keys
-// that spelled reports may be stored in another spelling (every key, if
-// spelled is nil), and returns nil if there is none: the spellings table
-// is then not asked at all.
+// spelled reports (all, if nil), or returns nil if there is none.
 func appendSpelled(b []byte, keys []string, spelled func(string) bool) []byte {
 	b = append(b, '[')
 	n := 0
@@ -138,18 +161,11 @@ func appendSpelled(b []byte, keys []string, spelled func(string) bool) []byte {
 	return append(b, ']')
 }
 
-// spelledArg is the spellings parameter at ordinal n: the array sp, or
-// for a single key 1 (sp is never empty when asked).
+// spelledArg is the spellings parameter n: the array sp, or 1 for a
+// single key.
 func spelledArg(n int, single bool, sp []byte) driver.NamedValue {
 	if single {
 		return arg(n, int64(1))
 	}
 	return arg(n, string(sp))
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -9,28 +9,21 @@ import (
 	"io"
 )
 
-// Conn is a reading connection held by the library, with the statements
-// prepared on it. One goroutine uses it at a time: the one that took it
-// from the pool (or the freshness check).
+// Conn is a reading connection of the library with the statements prepared
+// on it, used by one goroutine at a time.
 type Conn struct {
 	sc    *sql.Conn
 	stmts map[string]driver.Stmt // prepared on sc's driver connection, by SQL text
-	db    *DB                    // whose writer rolls back a hot journal (each)
+	db    *DB
 
-	// notes holds, by a key of the caller's (one per index), what the
-	// last probe on this connection for that key told the caller, with the
-	// probe's data_version. Reading connections never write, so while
-	// Version returns the same value no connection of any process
-	// committed since that probe: the database is as it read it. Numbers
-	// only, so that a note keeps nothing alive. Used only by the
-	// connection's holder.
+	// notes: what the last probe on this connection told each index (a
+	// key of the caller's), valid while data_version stays the same: a
+	// reading connection never writes, so no connection committed since.
 	notes map[uint64]Note
 }
 
-// Note is a conclusion drawn from one probe, valid while the connection's
-// data_version stays Version: which filter and which binding of the
-// source the probe validated (the caller's numbers), and the log head it
-// caught the filter up to.
+// Note is what one probe validated, while data_version stays Version: the
+// caller's filter and binding, and the log head it caught the filter up to.
 type Note struct {
 	Version               int64
 	Filter, Binding, Head uint64
@@ -50,21 +43,25 @@ func (c *Conn) Noted(key uint64) (Note, bool) {
 	return n, ok
 }
 
-// Version returns the connection's PRAGMA data_version: a new value means
-// another connection committed since the connection last read.
+// Version returns the connection's PRAGMA data_version: another value
+// means another connection committed since the connection last read.
 func (c *Conn) Version(ctx context.Context) (int64, error) {
-	var vals [1]driver.Value
-	if err := c.first(ctx, `PRAGMA data_version`, vals[:]); err != nil {
+	v, err := firstInt(ctx, c, `PRAGMA data_version`)
+	if err != nil {
 		return 0, fmt.Errorf("read data version: %w", err)
-	}
-	v, ok := vals[0].(int64)
-	if !ok {
-		return 0, fmt.Errorf("read data version: unexpected value %v", vals[0])
 	}
 	return v, nil
 }
 
-// newConn wraps a reading connection of db.
+// Schema returns the schema cookie (PRAGMA schema_version).
+func (c *Conn) Schema(ctx context.Context) (int64, error) {
+	v, err := firstInt(ctx, c, `PRAGMA schema_version`)
+	if err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
 func newConn(db *DB, sc *sql.Conn) *Conn {
 	return &Conn{sc: sc, db: db, stmts: map[string]driver.Stmt{}}
 }
@@ -80,107 +77,103 @@ func (c *Conn) raw(fn func(dc driver.Conn) error) error {
 	})
 }
 
-// prepared returns q prepared on dc, once per connection.
-func (c *Conn) prepared(ctx context.Context, dc driver.Conn, q string) (driver.Stmt, error) {
-	if st, ok := c.stmts[q]; ok {
-		return st, nil
-	}
-	st, err := prepare(ctx, dc, q)
-	if err != nil {
-		return nil, err
-	}
-	c.stmts[q] = st
-	return st, nil
-}
-
-// each runs q with args and hands every row to fn, in dest (reused: copy
-// what must outlive the call). ctx interrupts the statement. A hot journal
-// that stops the (read-only) connection before the first row is rolled
-// back by the database's writer, and q runs again (see
-// DB.rollBackHotJournal).
+// each runs q, prepared once per connection, and calls fn for every row,
+// read into dest (reused). A hot journal that stops the read-only
+// connection before the first row is rolled back by the writer, once it
+// has checked the file (DB.rollBackHotJournal), and q runs again.
 func (c *Conn) each(ctx context.Context, q string, dest []driver.Value, fn func() error, args ...driver.NamedValue) error {
-	rows, err := c.eachOnce(ctx, q, dest, fn, args...)
-	if err != nil && !rows {
-		var again bool
-		if again, err = c.afterHotJournal(ctx, err); again {
-			_, err = c.eachOnce(ctx, q, dest, fn, args...)
-		}
-	}
-	return err
-}
-
-// afterHotJournal looks at the error of a statement that read no row yet:
-// a hot journal stopped the (read-only) connection. The writer rolls it
-// back, once it has checked the file (again: run the statement again), or
-// refuses: ErrReplaced when the journal is the transaction of the file now
-// at the path, not this one's.
-func (c *Conn) afterHotJournal(ctx context.Context, err error) (again bool, _ error) {
-	if !hotJournal(err) || c.db == nil {
-		return false, err
-	}
-	if rerr := c.db.rollBackHotJournal(ctx); rerr != nil {
-		return false, fmt.Errorf("%w (%w)", rerr, err)
-	}
-	return true, nil
-}
-
-// eachOnce is each without the retry; rows reports whether fn saw a row.
-func (c *Conn) eachOnce(ctx context.Context, q string, dest []driver.Value, fn func() error, args ...driver.NamedValue) (rows bool, err error) {
-	err = c.raw(func(dc driver.Conn) error {
-		st, err := c.prepared(ctx, dc, q)
-		if err != nil {
-			return err
-		}
-		r, err := c.query(ctx, st, args)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		for {
-			if err := r.Next(dest); err != nil {
-				if err == io.EOF {
-					return nil
+	for retried := false; ; retried = true {
+		rows := false
+		err := c.raw(func(dc driver.Conn) error {
+			st, ok := c.stmts[q]
+			if !ok {
+				var err error
+				if st, err = prepare(ctx, dc, q); err != nil {
+					return err
 				}
+				c.stmts[q] = st
+			}
+			r, err := c.query(ctx, st, args)
+			if err != nil {
 				return err
 			}
-			rows = true
-			if err := fn(); err != nil {
-				return err
+			defer r.Close()
+			for {
+				if err := r.Next(dest); err != nil {
+					if err == io.EOF {
+						return nil
+					}
+					return err
+				}
+				rows = true
+				if err := fn(); err != nil {
+					return err
+				}
 			}
+		})
+		if rows || retried || !hotJournal(err) {
+			return err
 		}
-	})
-	return rows, err
+		if rerr := c.db.rollBackHotJournal(ctx); rerr != nil {
+			return fmt.Errorf("%w (%w)", rerr, err)
+		}
+	}
 }
 
 // errNoRow is a query that returned no row where one was expected.
 var errNoRow = errors.New("no row")
 
-// first runs q and reads its first row into dest.
-func (c *Conn) first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error {
-	seen := false
-	err := c.each(ctx, q, dest, func() error { seen = true; return errStop }, args...)
-	switch {
-	case err == errStop:
-		return nil
-	case err != nil:
-		return err
-	case !seen:
-		return errNoRow
-	}
-	return nil
-}
-
 // errStop ends an each loop early.
 var errStop = errors.New("stop")
 
-// QueryRowContext runs a query through database/sql, for statements off
-// the hot path.
+// first runs q and reads its first row into dest.
+func (c *Conn) first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error {
+	err := c.each(ctx, q, dest, func() error { return errStop }, args...)
+	switch err {
+	case errStop:
+		return nil
+	case nil:
+		return errNoRow
+	}
+	return err
+}
+
+// firstInt runs q on r and returns the integer its first row holds.
+func firstInt(ctx context.Context, r runner, q string, args ...driver.NamedValue) (int64, error) {
+	var v [1]driver.Value
+	if err := r.first(ctx, q, v[:], args...); err != nil {
+		return 0, err
+	}
+	n, ok := v[0].(int64)
+	if !ok {
+		return 0, fmt.Errorf("unexpected value %v", v[0])
+	}
+	return n, nil
+}
+
+// eachKey runs q, whose rows are a key each as a JSON string (json_quote)
+// or NULL, and hands fn every key (ok false for a NULL).
+func (c *Conn) eachKey(ctx context.Context, q string, fn func(k string, ok bool) error, args ...driver.NamedValue) error {
+	dest := make([]driver.Value, 1)
+	return c.each(ctx, q, dest, func() error {
+		js, ok := dest[0].(string)
+		if !ok {
+			return fn("", false)
+		}
+		k, err := parseString(js)
+		if err != nil {
+			return err
+		}
+		return fn(k, true)
+	}, args...)
+}
+
+// QueryRowContext runs a query through database/sql (off the hot paths).
 func (c *Conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	return c.sc.QueryRowContext(ctx, q, args...)
 }
 
-// QueryContext runs a query through database/sql, for statements off the
-// hot path.
+// QueryContext runs a query through database/sql (off the hot paths).
 func (c *Conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	return c.sc.QueryContext(ctx, q, args...)
 }

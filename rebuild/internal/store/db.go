@@ -51,18 +51,19 @@ type DB struct {
 	created bool   // Open created the file
 	knobs   Knobs
 
-	w    *writer    // nil when read-only; one connection
+	w    *writer    // nil when read-only
 	r    *sql.DB    // the reading connections
 	pool *pool      // the readers among them
 	app  *appRunner // the app's pool, if it handed it over
-	dataVersion
-	spellScan chan struct{} // capacity 1: one scan for stored spellings at a time
+
+	dv        chan struct{} // capacity 1: held by the one reading dvConn
+	dvConn    *Conn         // DataVersion's connection, opened at first use
+	spellScan chan struct{} // capacity 1: one ScanSpellings at a time
 }
 
-// ownConns is how many reading connections a DB holds beside the readers,
-// so that none of them waits for a reader: DataVersion's, a rebuild's
-// scan and its count (one at a time in a database), a scan for stored
-// spellings (one at a time: spellScan).
+// ownConns are the reading connections beside the readers, so that none
+// waits for a reader: DataVersion's, a rebuild's scan and its count, and
+// one ScanSpellings.
 const ownConns = 4
 
 // Open opens the database at path: a missing file is a *NoDatabase
@@ -83,46 +84,23 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 		return nil, fmt.Errorf("open database: %w", &NoDatabase{Path: path, Err: statErr})
 	}
 	db := &DB{Path: p, Driver: opts.Driver, created: statErr != nil, knobs: opts.Knobs.withDefaults(),
-		spellScan: make(chan struct{}, 1)}
-	db.dv = make(chan struct{}, 1)
+		dv: make(chan struct{}, 1), spellScan: make(chan struct{}, 1)}
 	if opts.App != nil {
 		db.app = &appRunner{db: opts.App}
 	}
-	defer func() {
-		if err != nil {
-			db.Close()
-			db.RemoveCreated()
-			err = fmt.Errorf("open database %s with %s: %w", path, opts.Driver.Name, err)
-		}
-	}()
 	if err := db.open(ctx, opts); err != nil {
-		return nil, err
+		db.Close()
+		db.RemoveCreated()
+		return nil, fmt.Errorf("open database %s with %s: %w", path, opts.Driver.Name, err)
 	}
-	// A hard link is refused before anything is written (a file replaced
-	// since the stat above is noticed at the first call anyway).
-	if db.id, err = Identify(p.Real); err != nil {
-		return nil, err
-	}
-	if db.id.Links > 1 {
-		return nil, fmt.Errorf("%d names link to the file (SQLite keeps a journal beside each name, and writes through two corrupt it): %w", db.id.Links, ErrHardLinked)
-	}
-	c, err := db.Reader(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Release(c)
-	if err := checkEncoding(ctx, c); err != nil {
-		return nil, err
-	}
-	return db, opts.Driver.checkEngine(ctx, c)
+	return db, nil
 }
 
-// open opens the writer (unless read-only) and the readers. The readers
-// are read-only whatever the database: a writable connection rolls back a
-// hot journal beside the name on its next read, and after the app deleted
-// the file and created it again, that journal is the new file's
-// transaction in progress. A read-only one reports it instead, and the
-// writer rolls a real one back once it checked the file (Conn.each).
+// open opens the writer (unless read-only) and the readers, and checks the
+// file. The readers are read-only: a writable connection would roll back
+// a hot journal beside the name, which after the app replaced the file is
+// the new file's transaction; the writer rolls a real one back once it
+// checked the file (Conn.each).
 func (db *DB) open(ctx context.Context, opts Options) error {
 	if !opts.ReadOnly {
 		mode := "rw"
@@ -147,24 +125,50 @@ func (db *DB) open(ctx context.Context, opts Options) error {
 	db.r.SetMaxOpenConns(readers + ownConns)
 	db.r.SetMaxIdleConns(readers + ownConns)
 	db.pool = newPool(db, readers)
+	// A hard link is refused before anything is written.
+	if db.id, err = Identify(db.Path.Real); err != nil {
+		return err
+	}
+	if db.id.Links > 1 {
+		return fmt.Errorf("%d names link to the file (SQLite keeps a journal beside each name, and writes through two corrupt it): %w", db.id.Links, ErrHardLinked)
+	}
+	c, err := db.Reader(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Release(c)
+	if err := checkEncoding(ctx, c); err != nil {
+		return err
+	}
+	return opts.Driver.checkEngine(ctx, c)
+}
+
+// checkEncoding refuses a database that stores text as UTF-16: the library
+// measures and compares ids as UTF-8 bytes (octet_length, JSON arrays).
+func checkEncoding(ctx context.Context, c *Conn) error {
+	var vals [1]driver.Value
+	if err := c.first(ctx, `PRAGMA encoding`, vals[:]); err != nil {
+		return fmt.Errorf("read the text encoding: %w", err)
+	}
+	enc, _ := vals[0].(string)
+	if b, ok := vals[0].([]byte); ok { // a driver may hand text over as bytes
+		enc = string(b)
+	}
+	if enc != "UTF-8" {
+		return fmt.Errorf("the database stores text as %s; the library needs UTF-8 (PRAGMA encoding, set when the file is created): %w", enc, ErrInexactColumn)
+	}
 	return nil
 }
 
 // LogChunk is how many log entries one statement reads (Knobs.LogChunk).
 func (db *DB) LogChunk() int { return db.knobs.LogChunk }
 
-// Close closes every connection. Connections handed out and not released
-// yet close when they are released.
+// Close closes every connection; those handed out close when released.
 func (db *DB) Close() {
 	if db.pool != nil {
 		db.pool.close()
 	}
-	db.dv <- struct{}{}
-	if db.dvConn != nil {
-		db.dvConn.close()
-		db.dvConn = nil
-	}
-	<-db.dv
+	db.closeDV(true)
 	if db.app != nil {
 		db.app.close()
 	}
@@ -176,13 +180,10 @@ func (db *DB) Close() {
 	}
 }
 
-// Quiesce, on, makes the database keep no connection open while none is
-// in use: the idle ones are closed now, and every one released from now
-// on. Off, it pools them again. An open connection in WAL mode keeps a
-// shared lock on the -shm file (SQLite's "DMS" slot); a suspended app must
-// hold none (iOS ends an app suspended with a lock on a file of a shared
-// container). Connections in use close when they are released. Quiesce
-// waits for no statement.
+// Quiesce(true) keeps no connection open while none is in use, until
+// Quiesce(false); it waits for no statement. In WAL mode an open
+// connection holds a shared lock on the -shm file, and iOS ends a
+// suspended app that holds a lock on a file of a shared container.
 func (db *DB) Quiesce(on bool) {
 	db.pool.quiesce(on)
 	writers, readers := 1, cap(db.pool.sem)+ownConns
@@ -193,12 +194,13 @@ func (db *DB) Quiesce(on bool) {
 		db.w.SetMaxIdleConns(writers)
 	}
 	db.r.SetMaxIdleConns(readers)
-	db.closeQuietDV() // after the flag: a reader in progress closes it itself
+	if on {
+		db.closeDV(false) // after the flag: a reader in progress closes it itself
+	}
 }
 
-// RemoveCreated removes the database file (and the files SQLite keeps
-// beside it) if Open created it: a failed first Open leaves nothing behind.
-// Call it only after Close.
+// RemoveCreated removes the file and its siblings if Open created it (a
+// failed first Open leaves nothing behind). Call it only after Close.
 func (db *DB) RemoveCreated() {
 	if !db.created {
 		return
@@ -208,9 +210,8 @@ func (db *DB) RemoveCreated() {
 	}
 }
 
-// SameFile checks that the file at the path the app gave is still the one
-// this DB opened, with one name: ErrReplaced if another file is there (or
-// none), ErrHardLinked if the file gained a name. It costs one stat.
+// SameFile checks, with one stat, that the file at the app's path is still
+// the one opened (ErrReplaced), with one name (ErrHardLinked).
 func (db *DB) SameFile() error {
 	id, err := Identify(db.Path.Abs)
 	switch {
@@ -225,38 +226,33 @@ func (db *DB) SameFile() error {
 }
 
 // LockHeld reports whether err is SQLite's refusal for a lock another
-// connection holds (SQLITE_BUSY once the busy timeout is spent, or a
-// shared cache's SQLITE_LOCKED): no change of schema made the statement
-// fail, and reading the schema to find out would wait for the same lock.
+// connection holds (SQLITE_BUSY after the busy timeout, or a shared
+// cache's SQLITE_LOCKED): no schema change caused it, and reading the
+// schema would wait for the same lock.
 func LockHeld(err error) bool {
 	return sqlitecode.Is(err, sqlitecode.Busy) || sqlitecode.Is(err, sqlitecode.Locked)
 }
 
 // hotJournal reports whether err is a read-only connection's refusal to
-// roll back a hot journal (a writer died in a transaction, in a rollback
-// journal mode).
+// roll back a hot journal (a writer died in a rollback-journal transaction).
 func hotJournal(err error) bool {
 	return err != nil && sqlitecode.Is(err, sqlitecode.ReadOnlyRollback)
 }
 
-// rollBackHotJournal has the writing connection roll back a hot journal
-// beside the name: its next transaction does so before it begins, once
-// the file is checked (a journal beside a name the file no longer has is
-// another file's: ErrReplaced).
+// rollBackHotJournal has the writer roll back a hot journal: its next
+// transaction does, once Begin checked the file (a journal beside a name
+// the file no longer has is another file's: ErrReplaced).
 func (db *DB) rollBackHotJournal(ctx context.Context) error {
-	if db.w == nil {
-		return errors.New("roll back a hot journal: database opened read-only")
-	}
 	tx, err := db.w.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("roll back a hot journal: %w", err)
 	}
-	return tx.Rollback()
+	tx.Rollback()
+	return nil
 }
 
-// NoDatabase is a database file that is not there (or not reachable): the
-// source is missing with it (errors.Is ErrNoSource), and the cause stays
-// visible (errors.Is os.ErrNotExist).
+// NoDatabase is a database file that is not there (or not reachable):
+// errors.Is ErrNoSource, and its cause (os.ErrNotExist).
 type NoDatabase struct {
 	Path string
 	Err  error
@@ -271,23 +267,63 @@ func (e *NoDatabase) Error() string {
 
 func (e *NoDatabase) Unwrap() []error { return []error{e.Err, ErrNoSource} }
 
-// checkEncoding refuses a database that stores text in UTF-16: the
-// library measures, logs and compares ids as UTF-8 bytes (octet_length,
-// the JSON arrays of keys), which SQLite would count in the database's
-// encoding.
-func checkEncoding(ctx context.Context, c *Conn) error {
-	var vals [1]driver.Value
-	// Through Conn.first, which has the writer roll back a hot journal
-	// the read-only connection meets, as every read of the library does.
-	if err := c.first(ctx, `PRAGMA encoding`, vals[:]); err != nil {
-		return fmt.Errorf("read the text encoding: %w", err)
+// Changes is PRAGMA data_version as DataVersion read it, with its
+// connection: two values are equal (==) only when read on the same
+// connection with nothing committed by another in between.
+type Changes struct {
+	conn *Conn
+	v    int64
+}
+
+// DataVersion reads PRAGMA data_version on a connection of its own that
+// never writes, so that the value changes exactly when another connection
+// (any process, the library's writer included) committed: the follower
+// polls it, and calls on a source without a log read it. One caller reads
+// at a time (the dv token). While quiesced the connection is closed after
+// each read; the next one's values differ from every earlier one's.
+func (db *DB) DataVersion(ctx context.Context) (Changes, error) {
+	select {
+	case db.dv <- struct{}{}:
+	case <-ctx.Done():
+		return Changes{}, context.Cause(ctx)
 	}
-	enc, _ := vals[0].(string)
-	if b, ok := vals[0].([]byte); ok { // a driver may hand text over as bytes
-		enc = string(b)
+	v, err := db.readDataVersion(ctx)
+	<-db.dv
+	if db.pool.isQuiet() { // Quiesce sets the flag before it tries the token
+		db.closeDV(false)
 	}
-	if enc != "UTF-8" {
-		return fmt.Errorf("the database stores text as %s; the library needs UTF-8 (PRAGMA encoding, set when the file is created): %w", enc, ErrInexactColumn)
+	return v, err
+}
+
+// readDataVersion reads on dvConn, opening it if needed; the caller holds
+// the dv token.
+func (db *DB) readDataVersion(ctx context.Context) (Changes, error) {
+	if db.dvConn == nil {
+		c, err := db.openConn(ctx)
+		if err != nil {
+			return Changes{}, fmt.Errorf("read data version: %w", err)
+		}
+		db.dvConn = c
 	}
-	return nil
+	v, err := db.dvConn.Version(ctx)
+	return Changes{conn: db.dvConn, v: v}, err
+}
+
+// closeDV closes dvConn under the dv token; unless wait, it leaves it to
+// the token's holder, which looks at the quiet flag once done.
+func (db *DB) closeDV(wait bool) {
+	if wait {
+		db.dv <- struct{}{}
+	} else {
+		select {
+		case db.dv <- struct{}{}:
+		default:
+			return
+		}
+	}
+	if db.dvConn != nil {
+		db.dvConn.close()
+		db.dvConn = nil
+	}
+	<-db.dv
 }

@@ -8,7 +8,5 @@ import (
 	"github.com/mattn/go-sqlite3"
 )
 
-// defaultDriver is the driver used when the app names none:
-// github.com/mattn/go-sqlite3, in builds with cgo and without the
-// syncfilter_nomattn tag.
+// defaultDriver is the driver used when the app names none.
 func defaultDriver() driver.Driver { return &sqlite3.SQLiteDriver{} }

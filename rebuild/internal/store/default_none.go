@@ -4,8 +4,6 @@ package store
 
 import "database/sql/driver"
 
-// defaultDriver: without cgo, or with the syncfilter_nomattn tag (an app
-// on github.com/ncruces/go-sqlite3, which registers the same
-// database/sql name as mattn/go-sqlite3), there is no default; the app
-// names its driver.
+// defaultDriver: none without cgo or with the syncfilter_nomattn tag (for
+// ncruces, which registers mattn's database/sql name): the app names one.
 func defaultDriver() driver.Driver { return nil }

@@ -19,42 +19,35 @@ type Description struct {
 // Describe reads what the database records about s (Rows counts the
 // table: O(rows), for status reports only).
 func (c *Conn) Describe(ctx context.Context, s *Source) (d Description, err error) {
-	if err := c.QueryRowContext(ctx, `SELECT count(*) FROM `+s.QTable+` WHERE `+s.QCol+` IS NOT NULL`).Scan(&d.Rows); err != nil {
-		return d, fmt.Errorf("describe source: %w", err)
+	row := func(q string, args []any, dest ...any) {
+		if err == nil {
+			err = c.QueryRowContext(ctx, q, args...).Scan(dest...)
+		}
 	}
-	if !s.Row {
-		return d, nil
+	has := func(table string) (ok bool) {
+		if err == nil {
+			ok, err = hasTable(ctx, c, table)
+		}
+		return ok
 	}
 	var head, floor int64
-	var logs, spellings int64 = 0, 0
-	var exists [2]bool
-	if err := c.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?),
-		EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, s.Log, s.Spellings).Scan(&exists[0], &exists[1]); err != nil {
-		return d, fmt.Errorf("describe source: %w", err)
-	}
-	if err := c.QueryRowContext(ctx, `SELECT log_floor, (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?))
-		FROM `+SourcesTable+` WHERE id = ?`, s.Ins, s.Upd, s.ID).Scan(&floor, &d.Triggers); err != nil {
-		return d, fmt.Errorf("describe source: %w", err)
-	}
-	if exists[0] {
-		if err := c.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0), count(*) FROM `+s.Log).Scan(&head, &logs); err != nil {
-			return d, fmt.Errorf("describe source: %w", err)
+	row(`SELECT count(*) FROM `+s.QTable+` WHERE `+s.QCol+` IS NOT NULL`, nil, &d.Rows)
+	if s.Row {
+		row(`SELECT log_floor, (SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?))
+		FROM `+SourcesTable+` WHERE id = ?`, []any{s.Ins, s.Upd, s.ID}, &floor, &d.Triggers)
+		if has(s.Log) {
+			row(`SELECT coalesce(max(seq), 0), count(*) FROM `+s.Log, nil, &head, &d.LogEntries)
+		}
+		if has(s.Spellings) {
+			row(`SELECT count(*) FROM `+s.Spellings, nil, &d.Spellings)
+		}
+		if has(SnapshotsTable) {
+			row(`SELECT count(*) FROM `+SnapshotsTable+` WHERE source = ?`, []any{s.ID}, &d.Records)
 		}
 	}
-	if exists[1] {
-		if err := c.QueryRowContext(ctx, `SELECT count(*) FROM `+s.Spellings).Scan(&spellings); err != nil {
-			return d, fmt.Errorf("describe source: %w", err)
-		}
-	}
-	d.Generation, d.LogFloor, d.LogEntries, d.Spellings = uint64(head), uint64(floor), logs, spellings
-	var ok bool
-	if err := c.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, SnapshotsTable).Scan(&ok); err != nil {
+	d.Generation, d.LogFloor = uint64(head), uint64(floor)
+	if err != nil {
 		return d, fmt.Errorf("describe source: %w", err)
-	}
-	if ok {
-		if err := c.QueryRowContext(ctx, `SELECT count(*) FROM `+SnapshotsTable+` WHERE source = ?`, s.ID).Scan(&d.Records); err != nil {
-			return d, fmt.Errorf("describe source: %w", err)
-		}
 	}
 	return d, nil
 }

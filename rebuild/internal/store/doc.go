@@ -1,51 +1,22 @@
-// Package store is the SQLite half of package rebuild: every statement the
-// library runs, on the connections it opens and owns. It knows SQL,
-// SQLite's rules and the library's tables; it knows nothing of filters,
-// snapshots or the index's states, which package rebuild owns. The
-// compiler keeps the split honest: rebuild cannot build a statement.
+// Package store holds every SQL statement of the library: it owns the
+// connections to one database file, the statements run on them, and the
+// library's tables in it; it knows nothing of filters or snapshots.
 //
-// # Connections
+// A DB opens one writer (every write of the library), a few read-only
+// readers kept with their prepared statements and handed out most recently
+// used first (pool.mu guards the idle list), connections beside them for a
+// scan, its count, one ScanSpellings (the spellScan token) and
+// DataVersion's poll (the dv token), and, if the app hands over its
+// *sql.DB, statements prepared on it (appRunner.mu guards them). Reads are
+// short autocommit statements, never a long transaction, and work in every
+// journal mode, which is the app's choice.
 //
-// A DB is one database file, opened once under one resolved name (Path):
-//
-//   - one writer (a database/sql pool of one connection): every write the
-//     library makes — attaching a source, snapshot records, scan leases,
-//     the spellings table, log compaction — and nothing else;
-//   - a few readers (Options.Readers), handed out one at a time, most
-//     recently used first so that a connection's page cache stays warm;
-//     each keeps its prepared statements;
-//   - beside the readers, so that they never wait for one (ownConns): a
-//     rebuild's scan and the count beside it, a scan for stored
-//     spellings, and one that reads PRAGMA data_version (the follower's
-//     poll, and calls on sources without a log);
-//   - the app's own pool, when the app hands it over (Options.App): the
-//     statements that confirm a page's keys run on it when it has a
-//     connection free (apppool.go).
-//
-// A call reads what it needs in one statement, one snapshot of the
-// database (probe.go): the schema cookie, the source's log head, the
-// first chunk of the log after the caller's generation, and the keys to
-// confirm.
-//
-// The database's journal mode is the app's: no connection sets it, and
-// every statement here works in DELETE, TRUNCATE, PERSIST and WAL mode.
-// Reads are short statements in autocommit, never a long transaction, so
-// that in a rollback-journal mode the app's writers wait at most one
-// statement for them.
-//
-// # The library's tables
-//
-//	syncfilter_sources        one row per source: names, dataset id, log
-//	                          floor, epoch, how far the spellings table is
-//	                          complete, the last snapshot, the table's row
-//	syncfilter_log_<n>        keys inserted or re-keyed, in commit order,
-//	                          each with a random tag
-//	syncfilter_spellings_<n>  stored spellings that are not NFC, by NFC form
-//	syncfilter_snapshots      records of the snapshot files saved
-//	syncfilter_scans          leases of the scans in progress (Detach
-//	                          refuses while one is live)
-//	syncfilter_fetched        the library's own table, when it owns one
-//
-// and two triggers per source on the app's table. Attach creates them in
-// one transaction; Detach removes them in one.
+// The library's tables: syncfilter_sources (a row per source: dataset id,
+// log floor, epoch, scan and spellings marks, last snapshot),
+// syncfilter_log_<n> (keys inserted or re-keyed, in commit order, each
+// with a random tag), syncfilter_spellings_<n> (stored non-NFC spellings
+// by NFC form), syncfilter_snapshots (snapshot files saved),
+// syncfilter_scans (leases of scans in progress) and syncfilter_fetched
+// (the library's own table), with two triggers per source on the app's
+// table. Attach creates them in one transaction; Detach removes them in one.
 package store

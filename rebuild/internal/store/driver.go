@@ -6,49 +6,40 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"reflect"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// The library opens the app's database only through the SQLite the app
-// links: two copies of SQLite in one process do not see each other's
-// POSIX locks, and closing a file in one drops the other's locks
-// (sqlite.org/howtocorrupt.html, 2.2.1), which loses committed rows and
-// corrupts the file. The app names its driver (rebuild.DBConfig.Driver);
-// without one, the library takes github.com/mattn/go-sqlite3 when the
-// build has it (default_mattn.go) and no other SQLite is linked.
-//
-// What the library needs of a driver is standard database/sql/driver
-// (prepared statements whose queries take a context, which interrupts
-// them), SQLite's URI file names (mode=ro, mode=rw) and SQLite's result
-// codes on its errors (package internal/sqlitecode). The supported
-// drivers are the three it is tested with; their quirks are handled
-// here: ncruces turns a text value that looks like a time into a
-// time.Time, so every key travels inside a JSON string, never as a bare
-// column value.
+// The library reaches the app's database only through the SQLite the app
+// links: two copies in one process do not see each other's POSIX locks,
+// and closing a file in one drops the other's (sqlite.org/howtocorrupt.html,
+// 2.2.1). It needs of a driver standard database/sql/driver with context
+// queries, SQLite's URI file names and its result codes (sqlitecode).
 
 // Driver is the SQLite driver the library opens connections with.
 type Driver struct {
 	drv  driver.Driver
 	Name string // the driver's package, for messages
-	// columnsFirst: the driver's rows must be asked for their columns
-	// before the first row, as database/sql always does (ncruces reads
-	// its value conversions from them).
+	// columnsFirst: rows must be asked their columns before the first row,
+	// as database/sql does (ncruces reads its conversions from them).
 	columnsFirst bool
 }
 
-// Supported drivers, by the package path of their driver type.
+// supported are the drivers the library is tested with, by the package of
+// their driver type. ncruces turns text that looks like a time into a
+// time.Time: every key travels inside a JSON string, never as a bare value.
 var supported = map[string]string{
 	"github.com/mattn/go-sqlite3":          "github.com/mattn/go-sqlite3",
 	"modernc.org/sqlite":                   "modernc.org/sqlite",
 	"github.com/ncruces/go-sqlite3/driver": "github.com/ncruces/go-sqlite3",
 }
 
-// NewDriver returns the driver to open the database with: d, the app's,
-// or, if d is nil, the default (mattn/go-sqlite3) when the build has it
-// and links no other SQLite. Errors: ErrUnsupportedDriver, ErrSecondSQLite,
-// ErrUnsupportedDriver.
+// NewDriver returns the driver d, or if nil the default (mattn/go-sqlite3,
+// default_mattn.go) when the build has it and links no other SQLite:
+// ErrUnsupportedDriver or ErrSecondSQLite if not.
 func NewDriver(d driver.Driver) (*Driver, error) {
 	if d == nil {
 		def := defaultDriver()
@@ -81,20 +72,68 @@ func pkgPath(d any) string {
 	return t.PkgPath()
 }
 
-// pool opens a database/sql pool of connections to path in the URI mode
-// mode (ro, rw, rwc), whose busy timeout is busy from the moment they
-// open (a driver may run statements while it opens a connection: mattn
-// sets PRAGMA synchronous, which reads the schema and waits for locks).
+// engines are Go modules that link a SQLite of their own, other than
+// mattn/go-sqlite3.
+var engines = []string{
+	"modernc.org/sqlite",
+	"github.com/ncruces/go-sqlite3",
+	"github.com/ncruces/go-sqlite3-wasm",
+	"zombiezen.com/go/sqlite",
+	"crawshaw.io/sqlite",
+	"github.com/go-llsqlite/crawshaw",
+	"github.com/mutecomm/go-sqlcipher",
+	"github.com/mutecomm/go-sqlcipher/v4",
+	"github.com/xeodou/go-sqlcipher",
+	"github.com/CovenantSQL/go-sqlite3-encrypt",
+	"github.com/glebarez/go-sqlite",
+	"github.com/tailscale/sqlite",
+	"github.com/gwenn/gosqlite",
+	"github.com/bvinc/go-sqlite-lite",
+	"github.com/eatonphil/gosqlite",
+	"github.com/mxk/go-sqlite",
+	"github.com/tursodatabase/go-libsql",
+	"github.com/libsql/go-libsql",
+}
+
+// otherCopies names the SQLite copies linked besides mattn's: modules of
+// engines in the build information, and database/sql drivers registered
+// from a package whose path says SQLite, SQLCipher or libSQL. A copy
+// linked from C by another cgo package, or loaded at run time, is unseen.
+func otherCopies() []string {
+	var out []string
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if slices.ContainsFunc(engines, func(e string) bool { return m.Path == e || strings.HasPrefix(m.Path, e+"/v") }) {
+				out = append(out, m.Path)
+			}
+		}
+	}
+	for _, name := range sql.Drivers() {
+		db, err := sql.Open(name, "") // no connection: only the registered driver
+		if err != nil {
+			continue
+		}
+		p := pkgPath(db.Driver())
+		_ = db.Close()
+		low := strings.ToLower(p)
+		if p == "github.com/mattn/go-sqlite3" || !(strings.Contains(low, "sqlite") || strings.Contains(low, "sqlcipher") || strings.Contains(low, "libsql")) ||
+			slices.ContainsFunc(out, func(o string) bool { return strings.HasPrefix(p, o) }) {
+			continue
+		}
+		out = append(out, p+` (registered as database/sql driver "`+name+`")`)
+	}
+	return out
+}
+
+// pool opens connections to path in URI mode mode (ro, rw, rwc), with the
+// busy timeout set as they open (mattn runs PRAGMA synchronous then, which
+// may wait for a lock), and a private cache whatever the process enabled,
+// so that the library's reads never lock a table against the app's writers.
 func (d *Driver) pool(path, mode string, busy time.Duration) (*sql.DB, error) {
 	ms := strconv.FormatInt(busy.Milliseconds(), 10)
-	// cache=private: a cache of their own whatever the process enabled
-	// (sqlite3_enable_shared_cache), so that the library's reads never
-	// lock a table against the app's writers.
 	opts := "mode=" + mode + "&cache=private"
 	switch d.Name {
-	case "github.com/mattn/go-sqlite3":
-		// mattn sets synchronous=NORMAL on every connection unless told:
-		// the library's writes keep SQLite's default, FULL.
+	case "github.com/mattn/go-sqlite3": // keep SQLite's synchronous=FULL, not mattn's NORMAL
 		opts += "&_busy_timeout=" + ms + "&_synchronous=FULL"
 	default: // modernc and ncruces run the PRAGMAs a DSN lists
 		opts += "&_pragma=busy_timeout(" + ms + ")"
@@ -127,7 +166,6 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 
 func (c *connector) Driver() driver.Driver { return c.d.drv }
 
-// prepare prepares q on a driver connection.
 func prepare(ctx context.Context, conn driver.Conn, q string) (driver.Stmt, error) {
 	if p, ok := conn.(driver.ConnPrepareContext); ok {
 		return p.PrepareContext(ctx, q)
@@ -135,17 +173,14 @@ func prepare(ctx context.Context, conn driver.Conn, q string) (driver.Stmt, erro
 	return conn.Prepare(q)
 }
 
-// minVersion is the oldest SQLite the statements here run on: json_each
-// and json_group_array built in (3.38), octet_length (3.43), a NUL
-// inside a JSON string read back whole (3.45).
+// minVersion is the oldest SQLite the statements run on: json_each and
+// json_group_array built in (3.38), octet_length (3.43), a NUL inside a
+// JSON string read back whole from json_each (3.45).
 const minVersion = 3_045_000
 
-// checkEngine checks, on a connection just opened, that the driver's
-// SQLite can run the library's statements.
+// checkEngine checks that the driver's SQLite can run the statements.
 func (d *Driver) checkEngine(ctx context.Context, c *Conn) error {
 	var vals [1]driver.Value
-	// A NUL inside a JSON string must come back whole from json_each
-	// (keys travel as JSON arrays), as it does from SQLite 3.45 on.
 	err := c.first(ctx, `SELECT json_quote(sqlite_version()) WHERE octet_length('é') = 2
 		AND (SELECT octet_length(value) FROM json_each('["a\u0000b"]')) = 3`, vals[:])
 	var v string

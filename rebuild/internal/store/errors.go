@@ -2,9 +2,8 @@ package store
 
 import "errors"
 
-// The sentinel errors of the library, defined once here so that every
-// layer returns the same values; package rebuild (and rebuild/ops for
-// the operator's) exports and documents them.
+// The library's sentinel errors, shared by every layer; package rebuild
+// (and rebuild/ops) exports and documents them.
 var (
 	ErrBadConfig     = errors.New("invalid configuration")
 	ErrNoSource      = errors.New("source table or column not found")
@@ -29,9 +28,7 @@ var (
 	ErrUnsupportedDriver = errors.New("unsupported SQLite driver")
 	ErrSecondSQLite      = errors.New("a second copy of SQLite is linked")
 
-	// ErrAppLeft: the app's *sql.DB is no longer used, for good: the app
-	// closed it, or it reported a table lock (a shared cache). The
-	// statement runs on the library's own connections instead. Never
-	// returned by package rebuild.
+	// ErrAppLeft: the app's *sql.DB is closed or reported a table lock (a
+	// shared cache), for good; run the statement on a reader. Internal.
 	ErrAppLeft = errors.New("the app's *sql.DB is left")
 )

@@ -7,24 +7,20 @@ import (
 	"time"
 )
 
-// syncfilter_scans(source, token, generation, expires): one row per
-// rebuild scan in progress (a lease), so that log compaction by any
-// process never deletes entries a running scan will need to catch up
-// from, and Detach does not pull a source from under the scan.
-
 // LeaseTerm is how long a scan's lease lasts unless renewed; a crashed
 // process's expires after it.
 const LeaseTerm = 10 * time.Minute
 
-// Lease is a scan's hold on the log: compaction keeps every entry after
-// its generation until it is released or expires.
+// Lease is a rebuild scan's row in syncfilter_scans: while it lives,
+// compaction (by any process) keeps every log entry after its generation,
+// and Detach refuses to pull the source from under the scan.
 type Lease struct {
 	token   [16]byte
 	renewed time.Time
 }
 
-// TakeLease registers a scan about to start, at the log's current head:
-// the scan's own generation, read later, is at least that.
+// TakeLease registers a scan about to start, at the log's current head
+// (the scan's own generation, read later, is at least that).
 func (db *DB) TakeLease(ctx context.Context, s *Source) (*Lease, error) {
 	l := &Lease{renewed: time.Now()}
 	_, _ = rand.Read(l.token[:])
@@ -56,11 +52,9 @@ func (db *DB) ReleaseLease(ctx context.Context, s *Source, l *Lease) {
 		s.ID, l.token[:], time.Now().Unix())
 }
 
-// leasesOf lists the live scan leases of a source (none if the scans
-// table was never created).
+// leasesOf describes the live scan leases of a source.
 func leasesOf(ctx context.Context, q querier, id int64) ([]string, error) {
-	var exists bool
-	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, ScansTable).Scan(&exists); err != nil || !exists {
+	if exists, err := hasTable(ctx, q, ScansTable); err != nil || !exists {
 		return nil, err
 	}
 	rows, err := q.QueryContext(ctx, `SELECT expires FROM `+ScansTable+` WHERE source = ? AND expires >= ?`, id, time.Now().Unix())

@@ -9,11 +9,9 @@ import (
 
 const maxNameLen = 128
 
-// CheckName accepts SQL identifiers made of letters, digits, '_' and '$',
-// not starting with a digit, at most 128 bytes, and not in SQLite's
-// reserved "sqlite_" namespace. Names are always quoted in SQL as well
-// (Quote): the check keeps surprises out, the quoting keeps SQL
-// well-formed.
+// CheckName accepts identifiers of letters, digits (not first), '_' and
+// '$', at most 128 bytes, outside SQLite's "sqlite_" namespace; names are
+// quoted in SQL as well (Quote).
 func CheckName(kind, name string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("check %s name %q: %s: %w", kind, name, why, ErrBadConfig)
@@ -39,27 +37,18 @@ func CheckName(kind, name string) error {
 	return nil
 }
 
-// Quote returns name as a quoted SQL identifier, in backquotes: SQLite
-// reads a double-quoted name that names no column or table as a string
-// literal (for compatibility), so after the app renamed or dropped the
-// column, `WHERE "id" = ?` would compare the text 'id' with the key, and
-// answer "fetched" for the key "id". A backquoted name is only ever an
-// identifier: the statement fails instead.
+// Quote returns name as an identifier in backquotes: SQLite reads a
+// double-quoted name that names nothing as a string literal, so after the
+// app dropped the column `WHERE "id" = ?` would answer "fetched" for the
+// key "id"; a backquoted name fails instead.
 func Quote(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
 }
 
-// mainTable returns table quoted and qualified by the main schema: the
-// library's statements on the app's pool run on connections the app may
-// have given a TEMP table or view of the same name, which an unqualified
-// name would find first. (A trigger's table cannot be qualified; it is
-// in the trigger's own schema, main.)
-func mainTable(table string) string {
-	return inMain(Quote(table))
-}
+// mainTable returns table quoted in the main schema: the app may give its
+// connections, where the library's statements may run, a TEMP table of the
+// same name. (A trigger's table cannot be qualified; it is in main.)
+func mainTable(table string) string { return inMain(Quote(table)) }
 
-// inMain qualifies one of the library's own table names (which need no
-// quotes) by the main schema, in the statements that may run on the
-// app's pool (the probe, the head, a confirmation), for the reason
-// mainTable gives.
+// inMain qualifies one of the library's own names (no quotes needed).
 func inMain(name string) string { return "main." + name }

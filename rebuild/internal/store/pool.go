@@ -2,14 +2,13 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
 )
 
-// pool hands out reading connections, the most recently released first
-// (its page cache is the warmest), at most size at a time.
+// pool hands out at most size reading connections at a time, the most
+// recently released first (its page cache is the warmest).
 type pool struct {
 	db    *DB
 	sem   chan struct{} // a token per connection handed out
@@ -23,88 +22,89 @@ func newPool(db *DB, size int) *pool {
 	return &pool{db: db, sem: make(chan struct{}, size)}
 }
 
-// IdleReader takes a reading connection idle in the pool, if there is
-// one and the pool has room, without waiting or opening one. Release it
-// when done.
-func (db *DB) IdleReader() (*Conn, bool) {
-	p := db.pool
-	select {
-	case p.sem <- struct{}{}:
-	default:
-		return nil, false
-	}
+// takeIdle pops the most recently released idle connection, if any.
+func (p *pool) takeIdle() (c *Conn, shut bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if n := len(p.idle); n > 0 && !p.shut {
-		c := p.idle[n-1]
-		p.idle = p.idle[:n-1]
+		c, p.idle = p.idle[n-1], p.idle[:n-1]
+	}
+	return c, p.shut
+}
+
+// IdleReader takes an idle reading connection, if there is one and the
+// pool has room, without waiting or opening one. Release it when done.
+func (db *DB) IdleReader() (*Conn, bool) {
+	select {
+	case db.pool.sem <- struct{}{}:
+	default:
+		return nil, false
+	}
+	if c, _ := db.pool.takeIdle(); c != nil {
 		return c, true
 	}
-	<-p.sem
+	<-db.pool.sem
 	return nil, false
 }
 
-// Reader takes a reading connection, waiting for one while every one is
-// in use (ctx bounds the wait). Release it when done.
+// Reader takes a reading connection, waiting while every one is in use.
+// Release it when done.
 func (db *DB) Reader(ctx context.Context) (*Conn, error) {
-	p := db.pool
 	select {
-	case p.sem <- struct{}{}:
+	case db.pool.sem <- struct{}{}:
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
-	p.mu.Lock()
-	if p.shut {
-		p.mu.Unlock()
-		<-p.sem
-		return nil, errors.New("database closed")
+	c, shut := db.pool.takeIdle()
+	err := errors.New("database closed")
+	if c == nil && !shut {
+		c, err = db.ownConn(ctx)
 	}
-	if n := len(p.idle); n > 0 {
-		c := p.idle[n-1]
-		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
-		return c, nil
-	}
-	p.mu.Unlock()
-	c, err := db.ownConn(ctx)
-	if err != nil {
-		<-p.sem
+	if c == nil {
+		<-db.pool.sem
 		return nil, err
 	}
 	return c, nil
 }
 
-// ownConn takes a reading connection outside the readers' pool (for a
-// long read: a scan), which the caller closes. A new connection opens the
-// file by its name: only while the name is still this file's (checked
-// before and after), or it would read the file the app put there instead
-// under this one's schema and log.
+// ownConn opens a reading connection, which the caller closes. It opens
+// the file by its name, so only while the name is still this file's
+// (checked before and after): else it would read the app's new file under
+// this one's schema and log.
 func (db *DB) ownConn(ctx context.Context) (*Conn, error) {
 	err := db.SameFile()
-	var sc *sql.Conn
 	if err == nil {
-		sc, err = db.r.Conn(ctx)
-	}
-	if err == nil {
-		c := newConn(db, sc)
-		if err = db.SameFile(); err == nil {
-			return c, nil
+		var c *Conn
+		if c, err = db.openConn(ctx); err == nil {
+			if err = db.SameFile(); err == nil {
+				return c, nil
+			}
+			c.close()
 		}
-		c.close()
 	}
 	return nil, fmt.Errorf("open reading connection: %w", err)
+}
+
+// openConn takes a connection of the readers' database/sql pool.
+func (db *DB) openConn(ctx context.Context) (*Conn, error) {
+	sc, err := db.r.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newConn(db, sc), nil
 }
 
 // Release gives a connection back to the pool.
 func (db *DB) Release(c *Conn) {
 	p := db.pool
 	p.mu.Lock()
-	if p.shut || p.quiet {
-		p.mu.Unlock()
-		c.close()
-	} else {
+	keep := !p.shut && !p.quiet
+	if keep {
 		p.idle = append(p.idle, c)
-		p.mu.Unlock()
+	}
+	p.mu.Unlock()
+	if !keep {
+		c.close()
 	}
 	<-p.sem
 }
@@ -120,15 +120,13 @@ func (p *pool) close() {
 	}
 }
 
-// isQuiet reports whether the database is quiesced.
 func (p *pool) isQuiet() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.quiet
 }
 
-// quiesce closes the idle connections and, while on, every connection
-// released.
+// quiesce sets the quiet flag and, on, closes the idle connections.
 func (p *pool) quiesce(on bool) {
 	p.mu.Lock()
 	p.quiet = on
@@ -149,5 +147,5 @@ func (db *DB) Readers() (inUse, idle int) {
 	p := db.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.sem) - 0, len(p.idle)
+	return len(p.sem), len(p.idle)
 }

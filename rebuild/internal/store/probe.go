@@ -8,14 +8,11 @@ import (
 	"strconv"
 )
 
-// A probe is the one statement a call runs on its way to an answer. In one
-// read of the database (one snapshot) it reads the schema cookie, the
-// connection's data_version, the source's log head and row (Head), the
-// tag of the log entry at the caller's mark (After), the log's tail after
-// it when the tail is short enough, and which of the keys asked the source
-// holds. A read transaction costs about as much as a lookup, so a call
-// pays for one where a separate freshness check, head read, log read and
-// confirmation would cost four.
+// A probe is the one statement a call runs on its way to an answer: in one
+// read of the database it reads the schema cookie, data_version, the
+// source's Head, the tag at the caller's mark, the log after it when short,
+// and which of the keys asked the source holds. A read transaction costs
+// about a lookup, so a call pays for one instead of four.
 
 // ProbeOptions say what a probe reads besides the cookie and the head.
 type ProbeOptions struct {
@@ -24,7 +21,7 @@ type ProbeOptions struct {
 	NonASCII bool     // read only the tail's keys that may be stored in another spelling
 	Keys     []string // keys to confirm; empty: none
 	// Spellings: the spellings table has rows; the keys Spelled reports
-	// may be stored in another spelling are confirmed through it too.
+	// are confirmed through it too.
 	Spellings bool
 	Spelled   func(key string) bool
 	// Schema is the cookie the caller resolved the source at: a probe
@@ -34,21 +31,18 @@ type ProbeOptions struct {
 
 // Probe is what one probe read.
 type Probe struct {
-	Schema  int64 // the schema cookie
-	Version int64 // the connection's data_version (0 on the app's pool)
-	Head    Head  // logged sources
-	// AfterTag is the tag of the entry at After, AfterFound whether there
-	// is one.
-	AfterTag   int64
+	Schema     int64 // the schema cookie
+	Version    int64 // the connection's data_version (0 on the app's pool)
+	Head       Head  // logged sources
+	AfterTag   int64 // the tag of the entry at After, if AfterFound
 	AfterFound bool
-	// Tail: Logged holds the text keys logged after After, up to the
-	// head, in order.
+	// Tail: Logged holds the text keys logged after After, up to the head.
 	Tail   bool
 	Logged []string
 	Found  []int // the positions in Keys of those the source holds
 	// Confirmed: Found answers Keys. False when the keys were too many or
-	// too long for one statement (confirm them with Confirm), or the
-	// schema was not the caller's.
+	// too long for one statement (use Confirm), or the schema was not the
+	// caller's.
 	Confirmed bool
 }
 
@@ -58,15 +52,14 @@ type probeShape struct {
 	confirm   bool // keys to confirm
 	spellings bool // through the spellings table too
 	nonASCII  bool // the tail's keys that may be stored in another spelling only
-	noVersion bool // on the app's pool: its connections' data_version tells the library nothing
+	noVersion bool // on the app's pool, whose data_version tells the library nothing
 }
 
-// probeSQL returns the probe statement of one variant. ?1 is the JSON
-// array of keys to confirm (single: the key itself), ?2 the caller's
-// mark, ?3 the longest tail read, ?4 the longest key read inside the
-// tail's array (a tail holding a longer one is read with ReadLog), ?5 the
-// positions of the keys to confirm through the spellings table too, ?6
-// the caller's schema cookie.
+// probeSQL returns the probe statement of one variant: ?1 the keys' JSON
+// array (single: the key), ?2 the caller's mark, ?3 the longest tail read,
+// ?4 the longest key read inside the tail's array (a tail with a longer
+// one is read with ReadLog), ?5 the positions to confirm through the
+// spellings table, ?6 the caller's schema cookie.
 func (s *Source) probeSQL(p probeShape) string {
 	cols := `(SELECT schema_version FROM pragma_schema_version()), (SELECT data_version FROM pragma_data_version())`
 	if p.noVersion {
@@ -76,9 +69,8 @@ func (s *Source) probeSQL(p probeShape) string {
 	if s.Logged {
 		f, log := logFilter(p.nonASCII), inMain(s.Log)
 		cols += `, ` + s.headCols() + `, c.keys, c.long, (SELECT tag FROM ` + log + ` WHERE seq = ?2)`
-		// A range of sequence numbers, read only if it reaches the head:
-		// a LIMIT subquery runs as a co-routine costing ~10µs even on an
-		// empty log.
+		// A range read only if it reaches the head: a LIMIT subquery runs
+		// as a co-routine costing ~10µs even on an empty log.
 		from = ` FROM ` + inMain(SourcesTable) + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4) AS keys,
 			count(*) FILTER (WHERE ` + f + ` AND octet_length(key) > ?4) AS long
 			FROM ` + log + ` WHERE seq > ?2 AND seq <= ?2 + ?3 AND (SELECT max(seq) FROM ` + log + `) <= ?2 + ?3) c
@@ -91,52 +83,27 @@ func (s *Source) probeSQL(p probeShape) string {
 	return `SELECT ` + cols + from
 }
 
-// runner runs a statement and reads its first row: a library
-// connection (Conn) or the app's pool (appRunner).
-type runner interface {
-	first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error
-}
-
 // Probe runs one probe on the connection.
 func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
 	return probe(ctx, c, c.db.knobs, s, o, out, true)
 }
 
-// AppProbe runs one probe on the app's pool (AppFree says whether it
-// would wait).
+// AppProbe runs one probe on the app's pool.
 func (db *DB) AppProbe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
 	return probe(ctx, db.app, db.knobs, s, o, out, false)
 }
 
 func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions, out *Probe, version bool) error {
-	p := probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII, noVersion: !version}
-	list := "[]"
-	var sp []byte
-	switch {
-	case p.single:
-		list = o.Keys[0]
-	case p.confirm:
-		if p.confirm = fitsOne(o.Keys); p.confirm {
-			list = keyArray(o.Keys)
-			p.confirm = len(list) <= listBytes
-		}
-	}
-	if !p.confirm {
-		p.single = false
-	} else if o.Spellings && s.Logged {
-		sp = appendSpelled(nil, o.Keys, o.Spelled)
-		p.spellings = sp != nil
-	}
-	q := s.queries().probeSQL(s, p)
+	p, list, sp := shapeProbe(s, o, version)
 	chunk := int64(max(0, min(o.Chunk, knobs.LogChunk)))
 	// Every parameter up to the highest the statement names is bound
 	// (NULL where unused): drivers count them up to the highest.
-	top := 0
-	switch {
-	case p.confirm:
-		top = 6
-	case s.Logged:
-		top = 4
+	top, n := 0, 2
+	if s.Logged {
+		top, n = 4, n+headValues+3
+	}
+	if p.confirm {
+		top, n = 6, n+1
 	}
 	args := make([]driver.NamedValue, top)
 	for i := range args {
@@ -152,53 +119,77 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 		args[1].Value, args[2].Value, args[3].Value = int64(o.After), chunk, int64(knobs.ShortKey)
 	}
 	var vals [2 + headValues + 3 + 1]driver.Value
-	n := 2
-	if s.Logged {
-		n += headValues + 3
+	err := r.first(ctx, s.queries().probeSQL(s, p), vals[:n], args...)
+	if errors.Is(err, errNoRow) {
+		err = ErrNotAttached
 	}
-	if p.confirm {
-		n++
+	if err == nil {
+		err = out.read(s, o, p, o.After+uint64(chunk), vals[:n])
 	}
-	if err := r.first(ctx, q, vals[:n], args...); err != nil {
-		if errors.Is(err, errNoRow) {
-			return fmt.Errorf("probe %s: %w", s.Table, ErrNotAttached)
-		}
+	if err != nil {
 		return fmt.Errorf("probe %s: %w", s.Table, err)
 	}
+	return nil
+}
+
+// shapeProbe returns the probe's variant for o, the keys to bind (their
+// array, or the one key) and the positions to confirm through spellings.
+func shapeProbe(s *Source, o ProbeOptions, version bool) (p probeShape, list string, sp []byte) {
+	p = probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII, noVersion: !version}
+	switch {
+	case p.single:
+		list = o.Keys[0]
+	case p.confirm:
+		if p.confirm = fitsOne(o.Keys); p.confirm {
+			list = keyArray(o.Keys)
+			p.confirm = len(list) <= listBytes
+		}
+	}
+	if !p.confirm {
+		p.single = false
+	} else if o.Spellings && s.Logged {
+		sp = appendSpelled(nil, o.Keys, o.Spelled)
+		p.spellings = sp != nil
+	}
+	return p, list, sp
+}
+
+// read fills out from the values of probe p; tailEnd is the last sequence
+// number a tail read reaches.
+func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, vals []driver.Value) (err error) {
 	*out = Probe{Logged: out.Logged[:0], Found: out.Found[:0], Confirmed: p.confirm}
 	var ok bool
 	if out.Schema, ok = vals[0].(int64); !ok {
-		return fmt.Errorf("probe %s: schema cookie %v", s.Table, vals[0])
+		return fmt.Errorf("schema cookie %v", vals[0])
 	}
 	if out.Version, ok = vals[1].(int64); !ok {
-		return fmt.Errorf("probe %s: data version %v", s.Table, vals[1])
+		return fmt.Errorf("data version %v", vals[1])
 	}
-	i := 2
+	vals = vals[2:]
 	if s.Logged {
-		var err error
-		if out.Head, err = readHead(vals[i:]); err != nil {
-			return fmt.Errorf("probe %s: %w", s.Table, err)
+		if out.Head, err = readHead(vals); err != nil {
+			return err
 		}
-		out.AfterTag, out.AfterFound = vals[i+headValues+2].(int64)
-		if long, _ := vals[i+headValues+1].(int64); long == 0 && out.Head.Seq <= o.After+uint64(chunk) {
-			list, _ := vals[i+headValues].(string)
+		out.AfterTag, out.AfterFound = vals[headValues+2].(int64)
+		if long, _ := vals[headValues+1].(int64); long == 0 && out.Head.Seq <= tailEnd {
+			list, _ := vals[headValues].(string)
 			if out.Logged, err = parseKeyArray(list, out.Logged); err != nil {
-				return fmt.Errorf("probe %s: read log: %w", s.Table, err)
+				return fmt.Errorf("read log: %w", err)
 			}
 			out.Tail = true
 		}
-		i += headValues + 3
+		vals = vals[headValues+3:]
 	}
-	if p.confirm {
-		if out.Schema != o.Schema {
-			out.Confirmed = false // the caller's view is out of date
-			return nil
-		}
-		list, _ := vals[i].(string)
-		var err error
-		if out.Found, err = parsePositions(list, 0, len(o.Keys), out.Found); err != nil {
-			return fmt.Errorf("probe %s: read found keys: %w", s.Table, err)
-		}
+	if !p.confirm {
+		return nil
+	}
+	if out.Schema != o.Schema {
+		out.Confirmed = false // the caller's view is out of date
+		return nil
+	}
+	list, _ := vals[0].(string)
+	if out.Found, err = parsePositions(list, 0, len(o.Keys), out.Found); err != nil {
+		return fmt.Errorf("read found keys: %w", err)
 	}
 	return nil
 }

@@ -19,16 +19,22 @@ const (
 	OwnColumn      = "key"
 )
 
-// querier is what the checks need of a *sql.DB, *sql.Tx or Conn.
+// querier is a *sql.DB, a *Tx or a Conn.
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// Source is one source (a table and its key column) as the schema stands
-// when it was resolved: the names SQLite stores and, if the library
-// attached it, its row and objects. Resolve it again after the schema
-// changed; a Source never changes once returned.
+// hasTable reports whether the database has a table named name.
+func hasTable(ctx context.Context, q querier, name string) (bool, error) {
+	var ok bool
+	err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, name).Scan(&ok)
+	return ok, err
+}
+
+// Source is a table and its key column as the schema stood when it was
+// resolved, with the library's row and objects if attached. It never
+// changes once returned: resolve it again after the schema changed.
 type Source struct {
 	Table, Column string // as SQLite stores them
 	QTable, QCol  string // quoted; QTable in the main schema (mainTable), for every statement but a trigger's
@@ -41,38 +47,35 @@ type Source struct {
 	CreatedAt string // when the source was first attached (UTC, RFC 3339)
 	Scanned   bool   // a full scan completed since the last (re)attach
 
-	// Logged: both triggers are in place, exactly as the library created
-	// them, on this very table and column, the log and spellings tables
-	// exist, and the table is the one attached (see tableRow). Every
-	// write since the attach is then in the log.
+	// Logged: both triggers exist exactly as created, the log and
+	// spellings tables exist, and the table is the one attached: every
+	// write since the attach is in the log.
 	Logged bool
 
-	// tableRow is the table's row in sqlite_master: a table created again
-	// under the name (SQLite's 12-step migration: create, copy, drop,
-	// rename), even with the library's triggers recreated from their
-	// text, has another row, and rows written into it before its triggers
-	// existed are in no log. The source's row records the table's row at
-	// attach.
+	// tableRow is the table's rowid in sqlite_master. A table created
+	// again under its name (SQLite's 12-step migration), even with the
+	// triggers recreated from their text, has another, and rows copied into
+	// it before the triggers existed are in no log.
 	tableRow int64
 
 	Log, Spellings, Ins, Upd string // the source's object names (from ID)
 
 	once sync.Once
-	q    sourceSQL // the statements of the hot paths, built once (queries)
+	q    sourceSQL // built once (queries)
 }
 
-// sourceSQL are the source's statements of the hot paths, built once.
+// sourceSQL are the statements of the hot paths.
 type sourceSQL struct {
 	head                string
 	confirm             map[confirmShape]string
 	lookup              string
-	log, longLog        [2]string // by nonASCII
-	probe               sync.Map  // probeShape → string, built at first use
+	log, longLog        map[bool]string // by nonASCII
+	probe               sync.Map        // probeShape → string, built at first use
 	scanFirst, scanNext string
 	longFirst, longNext string
 }
 
-// probeSQL returns the probe statement of shape p, built at first use.
+// probeSQL returns the probe statement of shape p.
 func (q *sourceSQL) probeSQL(s *Source, p probeShape) string {
 	if v, ok := q.probe.Load(p); ok {
 		return v.(string)
@@ -81,43 +84,37 @@ func (q *sourceSQL) probeSQL(s *Source, p probeShape) string {
 	return v.(string)
 }
 
-// queries returns the source's hot statements.
 func (s *Source) queries() *sourceSQL {
 	s.once.Do(func() {
 		q := &s.q
-		q.head = s.headSQL()
-		q.confirm = map[confirmShape]string{}
-		for _, spellings := range []bool{false, true} {
-			for _, single := range []bool{false, true} {
-				q.confirm[confirmShape{single: single, spellings: spellings}] = s.confirmSQL(spellings, single, "?1", "?2")
-			}
+		q.head, q.lookup = s.headSQL(), s.lookupSQL()
+		q.confirm, q.log, q.longLog = map[confirmShape]string{}, map[bool]string{}, map[bool]string{}
+		for _, b := range []bool{false, true} {
+			q.confirm[confirmShape{single: b}] = s.confirmSQL(false, b, "?1", "?2")
+			q.confirm[confirmShape{single: b, spellings: true}] = s.confirmSQL(true, b, "?1", "?2")
+			q.log[b], q.longLog[b] = s.logSQL(b), s.longLogSQL(b)
 		}
-		for i, nonASCII := range []bool{false, true} {
-			q.log[i], q.longLog[i] = s.logSQL(nonASCII), s.longLogSQL(nonASCII)
-		}
-		q.lookup = s.lookupSQL()
 		q.scanFirst, q.scanNext = s.scanSQL(">="), s.scanSQL(">")
 		q.longFirst, q.longNext = s.longSQL(">="), s.longSQL(">")
 	})
 	return &s.q
 }
 
-// Resolve finds the source in the schema and checks, reading only, that
-// answers about it can be exact (see checkTable): names resolve
-// case-insensitively to the names SQLite stores. An empty table and column
-// name the library's own table.
+// Resolve finds the source in the schema, case-insensitively, and checks,
+// reading only, that answers about it can be exact (checkTable). An empty
+// table names the library's own table.
 func Resolve(ctx context.Context, q querier, table, column string, allowUnindexed bool) (*Source, error) {
 	s := &Source{Table: table, Column: column}
 	if table == "" {
 		s.Table, s.Column, s.Own = OwnTable, OwnColumn, true
-		var missing bool
-		if err := q.QueryRowContext(ctx, `SELECT NOT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, OwnTable).Scan(&missing); err != nil {
+		exists, err := hasTable(ctx, q, OwnTable)
+		if err != nil {
 			return nil, fmt.Errorf("check source: %w", err)
 		}
-		s.OwnMissing = missing
+		s.OwnMissing = !exists
 	}
 	s.QTable, s.QCol = mainTable(s.Table), Quote(s.Column)
-	if !s.OwnMissing { // the library creates its own table with the right type
+	if !s.OwnMissing { // Attach creates the library's own table right
 		if err := s.checkTable(ctx, q, allowUnindexed); err != nil {
 			return nil, err
 		}
@@ -128,11 +125,10 @@ func Resolve(ctx context.Context, q querier, table, column string, allowUnindexe
 	return s, nil
 }
 
-// checkTable finds the table and column and checks them: a table (not a
-// view or a virtual table, which no trigger can log), a column that is
-// not generated (an UPDATE of the columns it is computed from changes it
-// without an UPDATE OF trigger firing), TEXT affinity and BINARY collation
-// (checkExact), and an index SQLite uses for `column = ?` (checkIndexed).
+// checkTable checks for a table (not a view or a virtual table, which no
+// trigger logs), a stored column (an UPDATE of what a generated one is
+// computed from fires no UPDATE OF trigger), exact comparison (checkExact)
+// and an index for `column = ?` (checkIndexed).
 func (s *Source) checkTable(ctx context.Context, q querier, allowUnindexed bool) error {
 	var typ, name, ddl string
 	err := q.QueryRowContext(ctx, `SELECT type, name, coalesce(sql, ''), rowid FROM sqlite_master
@@ -161,18 +157,14 @@ func (s *Source) checkTable(ctx context.Context, q querier, allowUnindexed bool)
 	}
 	s.Table, s.Column = name, col
 	s.QTable, s.QCol = mainTable(name), Quote(col)
-	if err := s.checkExact(ctx, q, declared); err != nil {
+	if err := s.checkExact(ctx, q, declared); err != nil || allowUnindexed {
 		return err
-	}
-	if allowUnindexed {
-		return nil
 	}
 	return s.checkIndexed(ctx, q)
 }
 
-// affinity returns the type affinity SQLite gives a column declared with
-// typ, by the rules of https://sqlite.org/datatype3.html section 3.1, in
-// their order.
+// affinity returns the type affinity of a column declared typ
+// (sqlite.org/datatype3.html, section 3.1, rules in order).
 func affinity(typ string) string {
 	t := strings.ToUpper(typ)
 	switch {
@@ -188,35 +180,27 @@ func affinity(typ string) string {
 	return "NUMERIC"
 }
 
-// checkExact refuses a key column whose comparison with a TEXT parameter
-// is not byte equality: another affinity converts ids ('007' is stored as
-// 7 under INTEGER or NUMERIC affinity, so "7" would be confirmed; a BLOB
-// column never equals a TEXT parameter), and another collation equates
-// different ids (NOCASE, RTRIM, or one the app defined, which the
-// library's connections have too when the driver registers it for every
-// connection: modernc's do).
+// checkExact refuses a column whose comparison with a TEXT parameter is
+// not byte equality: another affinity converts ids ('007' stored as 7
+// matches "7"; a BLOB never equals text), another collation equates
+// different ids (NOCASE, RTRIM, or the app's own, which a driver such as
+// modernc registers on the library's connections too).
 func (s *Source) checkExact(ctx context.Context, q querier, declared string) error {
 	if a := affinity(declared); a != "TEXT" {
 		return fmt.Errorf("check source: column %s.%s is declared %q (%s affinity): SQLite would convert or mismatch ids, so answers could not be exact; declare it TEXT: %w",
 			s.Table, s.Column, declared, a, ErrInexactColumn)
 	}
 	coll, err := s.collation(ctx, q)
-	if err != nil {
-		return err
-	}
-	if !strings.EqualFold(coll, "BINARY") {
-		return fmt.Errorf("check source: column %s.%s compares ids under the collation %s, which may equate different ids, so a never-fetched id could be confirmed as fetched; declare it TEXT without COLLATE (or COLLATE BINARY): %w",
+	if err == nil && !strings.EqualFold(coll, "BINARY") {
+		err = fmt.Errorf("check source: column %s.%s compares ids under the collation %s, which may equate different ids, so a never-fetched id could be confirmed as fetched; declare it TEXT without COLLATE (or COLLATE BINARY): %w",
 			s.Table, s.Column, coll, ErrInexactColumn)
 	}
-	return nil
+	return err
 }
 
-// collation returns the name of the collation SQLite applies to
-// `column = ?`: the one the comparison instruction of `SELECT column = ?`
-// names in its program (EXPLAIN: the comparison is an instruction of its
-// own, not an index seek, whatever the table's shape and indexes). It is
-// read by name: no pair of test values tells every collation an app may
-// define.
+// collation returns the collation of `column = ?`, named by the Eq or Ne
+// instruction of EXPLAIN SELECT column = ? (no pair of test values tells
+// every collation an app may define).
 func (s *Source) collation(ctx context.Context, q querier) (string, error) {
 	rows, err := q.QueryContext(ctx, `EXPLAIN SELECT `+s.QCol+` = ? FROM `+s.QTable, "")
 	if err != nil {
@@ -235,9 +219,7 @@ func (s *Source) collation(ctx context.Context, q querier) (string, error) {
 			return "", fmt.Errorf("check source: read the comparison's collation: %w", err)
 		}
 		if op.String == "Eq" || op.String == "Ne" {
-			// P4 names the collating sequence, with its text encoding
-			// after a '-' ("BINARY-8").
-			name, _, _ := strings.Cut(p4.String, "-")
+			name, _, _ := strings.Cut(p4.String, "-") // "BINARY-8": the encoding after '-'
 			found = append(found, name)
 		}
 	}
@@ -251,51 +233,56 @@ func (s *Source) collation(ctx context.Context, q querier) (string, error) {
 	return found[0], nil
 }
 
-// checkIndexed makes sure SQLite looks a key up through an index (the key
-// column is the first column of an index with its own collation), not by
-// scanning the table.
+// checkIndexed refuses a column SQLite would look a key up in by scanning
+// the table.
 func (s *Source) checkIndexed(ctx context.Context, q querier) error {
-	plan, err := q.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT 1 FROM `+s.QTable+` WHERE `+s.QCol+` = ?`, "")
+	plan, err := queryPlan(ctx, q, `SELECT 1 FROM `+s.QTable+` WHERE `+s.QCol+` = ?`, "")
 	if err != nil {
 		return fmt.Errorf("check source: %w", err)
 	}
-	defer plan.Close()
-	for plan.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := plan.Scan(&id, &parent, &unused, &detail); err != nil {
-			return fmt.Errorf("check source: %w", err)
-		}
+	for _, detail := range plan {
 		if strings.HasPrefix(detail, "SCAN") {
 			return fmt.Errorf("check source: %s.%s: lookups would %s; create an index on (%s) or set AllowUnindexed: %w",
 				s.Table, s.Column, strings.ToLower(detail), s.Column, ErrNotIndexed)
 		}
 	}
-	if err := plan.Err(); err != nil {
-		return fmt.Errorf("check source: %w", err)
-	}
 	return nil
 }
 
-// findRow reads the source's row in syncfilter_sources, matching names as
-// SQLite does (case-insensitively), and whether its objects are in place.
+// queryPlan returns the details of SQLite's query plan for stmt.
+func queryPlan(ctx context.Context, q querier, stmt string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `EXPLAIN QUERY PLAN `+stmt, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return nil, err
+		}
+		out = append(out, detail)
+	}
+	return out, rows.Err()
+}
+
+// findRow reads the source's row in syncfilter_sources (names matched
+// case-insensitively, as SQLite does) and whether its objects are in place.
 func (s *Source) findRow(ctx context.Context, q querier) error {
-	var exists bool
-	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, SourcesTable).Scan(&exists); err != nil {
-		return fmt.Errorf("find source: %w", err)
-	}
-	if !exists {
-		return nil
-	}
 	var ds []byte
 	var attachedRow int64
-	err := q.QueryRowContext(ctx, `SELECT id, dataset_id, scanned, created_at, tbl_rowid FROM `+SourcesTable+`
+	exists, err := hasTable(ctx, q, SourcesTable)
+	if err == nil && exists {
+		err = q.QueryRowContext(ctx, `SELECT id, dataset_id, scanned, created_at, tbl_rowid FROM `+SourcesTable+`
 		WHERE tbl = ? COLLATE NOCASE AND col = ? COLLATE NOCASE ORDER BY id LIMIT 1`, s.Table, s.Column).Scan(&s.ID, &ds, &s.Scanned, &s.CreatedAt, &attachedRow)
+	}
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil
-	case err != nil:
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("find source: %w", err)
+	case err != nil || !exists:
+		return nil
 	case len(ds) != len(s.DatasetID):
 		return fmt.Errorf("find source: dataset id of %d bytes in %s", len(ds), SourcesTable)
 	}
@@ -305,16 +292,26 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 	if s.OwnMissing {
 		return nil
 	}
-	rows, err := q.QueryContext(ctx, `SELECT name, type, coalesce(sql, '') FROM sqlite_master WHERE name IN (?, ?, ?, ?)`, s.Ins, s.Upd, s.Log, s.Spellings)
+	found, err := s.objectsInPlace(ctx, q)
 	if err != nil {
 		return fmt.Errorf("find source: %w", err)
+	}
+	s.Logged = found == 4 && attachedRow == s.tableRow
+	return nil
+}
+
+// objectsInPlace counts the source's triggers (as created) and tables.
+func (s *Source) objectsInPlace(ctx context.Context, q querier) (int, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, type, coalesce(sql, '') FROM sqlite_master WHERE name IN (?, ?, ?, ?)`, s.Ins, s.Upd, s.Log, s.Spellings)
+	if err != nil {
+		return 0, err
 	}
 	defer rows.Close()
 	found := 0
 	for rows.Next() {
 		var name, typ, text string
 		if err := rows.Scan(&name, &typ, &text); err != nil {
-			return fmt.Errorf("find source: %w", err)
+			return 0, err
 		}
 		switch {
 		case name == s.Ins && typ == "trigger" && text == s.triggerSQL(s.Ins, "INSERT"),
@@ -323,15 +320,10 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 			found++
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("find source: %w", err)
-	}
-	s.Logged = found == 4 && attachedRow == s.tableRow
-	return nil
+	return found, rows.Err()
 }
 
-// setNames derives the names of the source's log and spellings tables and
-// triggers from its row id.
+// setNames derives the source's object names from its row id.
 func (s *Source) setNames(id int64) {
 	s.ID = id
 	n := strconv.FormatInt(id, 10)
@@ -339,9 +331,8 @@ func (s *Source) setNames(id int64) {
 	s.Ins, s.Upd = "syncfilter_ins_"+n, "syncfilter_upd_"+n
 }
 
-// triggerSQL is the text of one of the source's triggers, exactly as
-// sqlite_master keeps it: on an INSERT, or an UPDATE of the key column,
-// the new id goes to the log, with a random tag (see Head.Tag).
+// triggerSQL is a trigger's text exactly as sqlite_master keeps it: the
+// new id goes to the log with a random tag (Head.Tag).
 func (s *Source) triggerSQL(name, event string) string {
 	return `CREATE TRIGGER ` + name + ` AFTER ` + event + ` ON ` + Quote(s.Table) +
 		` WHEN NEW.` + s.QCol + ` IS NOT NULL BEGIN INSERT INTO ` + s.Log + ` (key, tag) VALUES (NEW.` + s.QCol + `, random()); END`
@@ -355,11 +346,10 @@ type Listed struct {
 	Snapshot      string // the last snapshot recorded; "" if none
 }
 
-// List returns every source the database records, in the order they were
-// first attached (none if the library's tables are not there).
+// List returns the sources the database records, in the order they were
+// first attached.
 func List(ctx context.Context, q querier) ([]Listed, error) {
-	var exists bool
-	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)`, SourcesTable).Scan(&exists); err != nil || !exists {
+	if exists, err := hasTable(ctx, q, SourcesTable); err != nil || !exists {
 		return nil, err
 	}
 	rows, err := q.QueryContext(ctx, `SELECT tbl, col, dataset_id, created_at, coalesce(snapshot, '') FROM `+SourcesTable+` ORDER BY id`)

@@ -4,27 +4,29 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 )
 
-// writer is the library's writing connection. Every write (a transaction
-// or a statement) first checks that the file at the path is still the one
-// opened, with one name (SameFile): the library never writes through its
-// name while the app writes through a second one (hard link: SQLite keeps
-// a journal or WAL beside each name, and writes through two corrupt the
-// database), nor into a file the app replaced.
+// writer is the library's one writing connection. Every write first checks
+// SameFile: never write through a second name of the file (SQLite keeps a
+// journal beside each name, and writes through two corrupt it), nor into a
+// file the app put at the path.
 type writer struct {
 	*sql.DB
 	db *DB
 }
 
-// Begin starts a write transaction: BEGIN IMMEDIATE on the writer's one
-// connection, which takes the write lock at once (waiting up to the busy
-// timeout), so that a transaction that reads before it writes never fails
-// to upgrade its lock. It is spelled in SQL rather than through
-// database/sql's BeginTx, whose locking each driver configures its own
-// way.
+var errReadOnly = errors.New("database opened read-only")
+
+// Begin starts a write transaction with BEGIN IMMEDIATE, which takes the
+// write lock at once, so that a transaction that reads before it writes
+// never fails to upgrade its lock (in SQL: each driver configures BeginTx's
+// locking its own way).
 func (w *writer) Begin(ctx context.Context) (*Tx, error) {
+	if w == nil {
+		return nil, errReadOnly
+	}
 	if err := w.db.SameFile(); err != nil {
 		return nil, err
 	}
@@ -46,9 +48,23 @@ func (w *writer) ExecContext(ctx context.Context, query string, args ...any) (sq
 	return w.DB.ExecContext(ctx, query, args...)
 }
 
-// Tx is a write transaction on the writer's connection. Its statements
-// take the context they are given; Commit gives up (and rolls back) if
-// the context Begin was given ended.
+// update runs fn in a write transaction and commits it; its errors say what.
+func (db *DB) update(ctx context.Context, what string, fn func(*Tx) error) error {
+	tx, err := db.w.Begin(ctx)
+	if err == nil {
+		defer tx.Rollback()
+		if err = fn(tx); err == nil {
+			err = tx.Commit()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Tx is a write transaction on the writer's connection; its statements run
+// under the context Begin was given, and Commit rolls back once it ended.
 type Tx struct {
 	c    *sql.Conn
 	ctx  context.Context
@@ -67,65 +83,75 @@ func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows
 	return t.c.QueryContext(ctx, q, args...)
 }
 
-// execEach runs q once for each of n argument lists (args(i)) with one
-// statement prepared on the transaction's connection, and closes it before
-// it returns. Such a statement must not outlive the transaction: once
-// Commit or Rollback gives the connection back, the pool may close it
-// (while the database is quiesced, at once), and database/sql does not
-// track statements prepared on a Conn, so closing one later finalizes it
-// on a closed connection (modernc.org/sqlite then crashes).
-func (t *Tx) execEach(ctx context.Context, q string, n int, args func(i int) []any) error {
-	st, err := t.c.PrepareContext(ctx, q)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	for i := range n {
-		if _, err := st.ExecContext(ctx, args(i)...); err != nil {
+// exec runs q with args.
+func (t *Tx) exec(q string, args ...any) error {
+	_, err := t.c.ExecContext(t.ctx, q, args...)
+	return err
+}
+
+// execAll runs statements without arguments, in turn.
+func (t *Tx) execAll(stmts ...string) error {
+	for _, q := range stmts {
+		if err := t.exec(q); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Commit commits the transaction; if that fails, it is rolled back.
+// execEach runs q with each of n argument lists, prepared once and closed
+// before the transaction ends: database/sql does not track a statement
+// prepared on a Conn, and one closed after its connection was (a quiesced
+// pool closes it at once) crashes modernc.org/sqlite.
+func (t *Tx) execEach(q string, n int, args func(i int) []any) error {
+	st, err := t.c.PrepareContext(t.ctx, q)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for i := range n {
+		if _, err := st.ExecContext(t.ctx, args(i)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Commit commits the transaction, or rolls it back if that fails.
 func (t *Tx) Commit() error {
 	if t.done {
 		return sql.ErrTxDone
 	}
 	if err := context.Cause(t.ctx); err != nil {
-		_ = t.Rollback()
+		t.Rollback()
 		return err
 	}
 	t.done = true
 	if _, err := t.c.ExecContext(context.WithoutCancel(t.ctx), `COMMIT`); err != nil {
 		t.done = false
-		_ = t.Rollback()
+		t.Rollback()
 		return fmt.Errorf("commit: %w", err)
 	}
 	_ = t.c.Close()
 	return nil
 }
 
-// Rollback rolls the transaction back (nothing if it is over). A
-// connection whose rollback fails is discarded: closing it ends the
-// transaction.
-func (t *Tx) Rollback() error {
+// Rollback rolls the transaction back, if it is not over. A connection
+// whose ROLLBACK fails (SQLite already rolled back an interrupted write) is
+// discarded: closing it ends the transaction.
+func (t *Tx) Rollback() {
 	if t.done {
-		return nil
+		return
 	}
 	t.done = true
-	_, err := t.c.ExecContext(context.WithoutCancel(t.ctx), `ROLLBACK`)
-	if err != nil {
+	if _, err := t.c.ExecContext(context.WithoutCancel(t.ctx), `ROLLBACK`); err != nil {
 		discard(t.c)
-		return nil // SQLite rolled back already (an interrupted write), or closing does
+		return
 	}
 	_ = t.c.Close()
-	return nil
 }
 
-// discard closes c's driver connection instead of returning it to the
-// pool.
+// discard closes c's driver connection instead of pooling it.
 func discard(c *sql.Conn) {
 	_ = c.Raw(func(any) error { return driver.ErrBadConn })
 	_ = c.Close()
