@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -460,5 +461,56 @@ func TestNoGoroutineOutlivesClose(t *testing.T) {
 			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), baseline, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestCloseLeavesAGoneDatabaseAlone: the host removes a database the
+// index has open (a test suite deleting its temporary folder, an app's
+// "clear data"), or moves it, while the filter covers more than its
+// snapshot, or puts another database file at its name: Close creates no
+// file beside the name, not even for a moment (a temporary file there makes the host's folder removal fail).
+func TestCloseLeavesAGoneDatabaseAlone(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"removed", "moved", "replaced"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "app.db")
+			db := rawDB(t, path)
+			mustExec(t, db, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+			insertIDs(t, db, ids("seed", 300)...)
+			ix := open(t, appConfig(path))
+			if err := ix.Save(ctx); err != nil {
+				t.Fatal(err)
+			}
+			insertIDs(t, db, ids("later", 50)...) // the filter now covers more than the file
+			if _, err := ix.Missing(ctx, ids("later", 5)); err != nil {
+				t.Fatal(err)
+			}
+			_ = db.Close()
+			switch how {
+			case "removed":
+				for _, name := range dirEntries(t, dir) {
+					if err := os.Remove(filepath.Join(dir, name)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case "moved":
+				if err := os.Rename(path, filepath.Join(t.TempDir(), "moved.db")); err != nil {
+					t.Fatal(err)
+				}
+			case "replaced": // another database file now has the name
+				if err := os.Rename(path, filepath.Join(t.TempDir(), "moved.db")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if created := createdDuring(t, dir, func() { _ = ix.Close(ctx) }); len(created) > 0 {
+				t.Fatalf("Close beside a %s database created %q", how, created)
+			}
+		})
 	}
 }

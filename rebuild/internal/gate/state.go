@@ -1,33 +1,24 @@
 package gate
 
-import (
-	"slices"
-	"sync/atomic"
-	"time"
+import "sync/atomic"
 
-	"github.com/syncfilter/syncfilter/rebuild/internal/store"
-	"github.com/syncfilter/syncfilter/syncfilter"
-)
-
-// The gate's state machine. Every change of what a collection is doing
-// happens here, under Gate.mu, held only to swap the state (never across
-// SQL, a filter insert or a wait). The view a transition takes out of the
-// state is returned to the caller, which closes it: each filter is closed
-// exactly once, by whoever retired it.
+// The gate's state machine: every change of what a collection is doing
+// happens here, under Gate.mu, held only to swap the state. The view a
+// transition takes out of the state is returned for the caller to close,
+// so each filter is closed exactly once, by whoever retired it.
 //
-//	transition   from                        to                   returned
-//	Rebuilding   serving(V), bypass(V or -)  rebuilding(V or -)
-//	Publish(V')  rebuilding(V or -)          serving(V')          V
-//	Restore      rebuilding(V)               serving(V) or bypass(V) (no filter)
-//	Install(V')  serving(V), bypass(V or -)  serving(V')          V
-//	Spellings(V) bypass, rebuilding          the same mode, V      the view it replaced
-//	Drop(V)      any holding V               the same mode, no view   V
-//	Close        any                         closed               the view held
+//	transition    from                     to                    returned
+//	Rebuilding    any but closed           rebuilding, same view
+//	Publish(V')   any but closed           serving(V')           the view held
+//	Restore       rebuilding(V)            serving(V), or bypass(V) if V has no filter
+//	SetSpellings  bypass or rebuilding     same mode, V'         the view it replaced
+//	Drop(V)       any holding V            same mode, no view    V
+//	Close         any                      closed                the view held
 //
-// One job of an index runs at a time (the database's worker), so no
-// Install meets a rebuild. A view in the state is not trusted by its
-// presence alone: every call checks that it covers the source as the
-// call reads it and takes the log's newer entries in first.
+// One job of an index runs at a time (the worker), so nothing publishes
+// during a rebuild but the rebuild. A view in the state is not trusted
+// for its presence: every call checks it covers the source as the call
+// reads it, and takes the log's newer entries in first.
 
 // Mode is what the collection is doing.
 type Mode uint8
@@ -39,120 +30,10 @@ const (
 	Closed
 )
 
-func (m Mode) String() string { return [...]string{"bypass", "serving", "rebuilding", "closed"}[m] }
-
 // state is stored once and never changed.
 type state struct {
 	mode Mode
-	view *View // serving: the one answering; otherwise the stored spellings, and a filter to restore
-}
-
-// Mark is how far a view has read the log: every entry with seq <= Gen,
-// the one at Gen tagged Tag (0: nothing to check there).
-type Mark struct {
-	Gen uint64
-	Tag int64
-}
-
-// View is what a call may trust about one source in one file: a filter
-// (nil for a view of the stored spellings alone) and the stored spellings
-// that are not NFC, both caught up on the log to one mark.
-type View struct {
-	ID    uint64
-	F     *syncfilter.Filter // nil: spellings only
-	File  *File
-	Src   *store.Source
-	Epoch uint64
-	// SpTable: the spellings table holds every stored non-NFC spelling
-	// logged up to the view's first mark; else the set was read from the
-	// source's table.
-	SpTable  bool
-	Capacity uint64        // keys F was sized for
-	Rows     int64         // rows when it was built (0: loaded)
-	Built    time.Time     // when it was built or loaded
-	DV       store.Changes // unlogged sources: data_version when the table was read
-
-	mark atomic.Pointer[Mark]
-	sp   atomic.Pointer[map[string][]string] // canonical form → stored spellings; replaced, never changed
-	Due  atomic.Uint64                       // bits set when the fill was last judged (upkeep)
-}
-
-// NewView returns a view at mark m with the spellings sp.
-func NewView(f *syncfilter.Filter, file *File, src *store.Source, epoch uint64, m Mark, spTable bool) *View {
-	v := &View{ID: NewID(), F: f, File: file, Src: src, Epoch: epoch, SpTable: spTable, Built: time.Now()}
-	v.mark.Store(&m)
-	return v
-}
-
-// Mark returns how far the view has read the log.
-func (v *View) Mark() Mark { return *v.mark.Load() }
-
-// raise moves the mark to m if m is further.
-func (v *View) raise(m Mark) bool {
-	for {
-		old := v.mark.Load()
-		if old.Gen >= m.Gen {
-			return false
-		}
-		if v.mark.CompareAndSwap(old, &m) {
-			return true
-		}
-	}
-}
-
-// Spellings returns the stored spellings of a canonical key the view knows.
-func (v *View) Spellings(canon string) []string {
-	if m := v.sp.Load(); m != nil {
-		return (*m)[canon]
-	}
-	return nil
-}
-
-// AllSpellings returns every spelling the view knows, as (canonical, stored).
-func (v *View) AllSpellings() [][2]string {
-	var out [][2]string
-	if m := v.sp.Load(); m != nil {
-		for c, list := range *m {
-			for _, s := range list {
-				out = append(out, [2]string{c, s})
-			}
-		}
-	}
-	return out
-}
-
-// AddSpellings notes stored spellings (canonical, stored). Rare: a new
-// map is made each time, so that readers take no lock.
-func (v *View) AddSpellings(pairs [][2]string) {
-	for len(pairs) > 0 {
-		old := v.sp.Load()
-		m := map[string][]string{}
-		if old != nil {
-			for c, l := range *old {
-				m[c] = l
-			}
-		}
-		for _, p := range pairs {
-			if !slices.Contains(m[p[0]], p[1]) {
-				m[p[0]] = append(slices.Clip(m[p[0]]), p[1])
-			}
-		}
-		if v.sp.CompareAndSwap(old, &m) {
-			return
-		}
-	}
-}
-
-// Covers reports whether v is a view of src (as resolved in f) at epoch.
-func (v *View) Covers(f *File, src *store.Source, epoch uint64) bool {
-	return v.File == f && v.Src.ID == src.ID && v.Src.DatasetID == src.DatasetID && v.Epoch == epoch
-}
-
-// Close closes the view's filter (nothing for a spellings view).
-func (v *View) Close() {
-	if v != nil && v.F != nil {
-		_ = v.F.Close()
-	}
+	view *View // serving: the one answering; else the stored spellings, and a filter to restore
 }
 
 var lastID atomic.Uint64
@@ -177,6 +58,7 @@ func (g *Gate) Serving() *View {
 // Held returns the view the state holds, serving or not.
 func (g *Gate) Held() *View { return g.get().view }
 
+// swap stores what fn returns, if not nil, and returns fn's view.
 func (g *Gate) swap(fn func(st *state) (*state, *View)) *View {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -188,42 +70,36 @@ func (g *Gate) swap(fn func(st *state) (*state, *View)) *View {
 }
 
 // Rebuilding enters the rebuilding mode; false once closed.
-func (g *Gate) Rebuilding() bool {
-	ok := false
+func (g *Gate) Rebuilding() (ok bool) {
 	g.swap(func(st *state) (*state, *View) {
-		if st.mode == Closed {
+		if ok = st.mode != Closed; !ok {
 			return nil, nil
 		}
-		ok = true
 		return &state{mode: Rebuilding, view: st.view}, nil
 	})
 	return ok
 }
 
-// Publish makes v answer and returns the view it replaces; ok is false
-// once closed (the caller closes v).
+// Publish makes v answer and returns the view it replaces; false once
+// closed (the caller closes v).
 func (g *Gate) Publish(v *View) (prev *View, ok bool) {
 	prev = g.swap(func(st *state) (*state, *View) {
-		if st.mode == Closed {
+		if ok = st.mode != Closed; !ok {
 			return nil, nil
 		}
-		ok = true
 		return &state{mode: Serving, view: v}, st.view
 	})
 	return prev, ok
 }
 
-// Install is Publish for a view loaded outside a rebuild.
-func (g *Gate) Install(v *View) (prev *View, ok bool) { return g.Publish(v) }
-
 // Restore ends a failed rebuild: the view held serves again if it has a
 // filter.
 func (g *Gate) Restore() {
 	g.swap(func(st *state) (*state, *View) {
-		if st.mode != Rebuilding {
+		switch {
+		case st.mode != Rebuilding:
 			return nil, nil
-		}
-		if st.view != nil && st.view.F != nil {
+		case st.view != nil && st.view.F != nil:
 			return &state{mode: Serving, view: st.view}, nil
 		}
 		return &state{mode: Bypass, view: st.view}, nil
@@ -231,15 +107,14 @@ func (g *Gate) Restore() {
 }
 
 // SetSpellings holds v, a view of the stored spellings alone, in place of
-// old (nil, or a view that cannot serve the source as it is now), unless
-// a filter serves or the state changed; false then (the caller drops v).
-func (g *Gate) SetSpellings(v, old *View) bool {
-	ok := false
+// old (nil, or one that cannot serve the source as it is now) and closes
+// old; false if a filter serves or the state changed (the caller looks
+// again).
+func (g *Gate) SetSpellings(v, old *View) (ok bool) {
 	g.swap(func(st *state) (*state, *View) {
-		if st.view != old || st.mode == Serving || st.mode == Closed {
+		if ok = st.view == old && (st.mode == Bypass || st.mode == Rebuilding); !ok {
 			return nil, nil
 		}
-		ok = true
 		return &state{mode: st.mode, view: v}, nil
 	})
 	if ok {
@@ -265,7 +140,5 @@ func (g *Gate) Drop(v *View) *View {
 
 // Close enters the closed mode and returns the view held.
 func (g *Gate) Close() *View {
-	return g.swap(func(st *state) (*state, *View) {
-		return &state{mode: Closed}, st.view
-	})
+	return g.swap(func(st *state) (*state, *View) { return &state{mode: Closed}, st.view })
 }

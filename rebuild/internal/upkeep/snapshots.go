@@ -191,8 +191,9 @@ func (k *Keeper) Save(ctx context.Context) error {
 // save writes v to the snapshot file atomically, after the database
 // recorded it, and the stored spellings v learned from the log to the
 // spellings table. Nothing is written beside a database that is no longer
-// at its path (the host removing its folder, say): checked before the
-// temporary file is made and again before the rename.
+// at its path (the host removing its folder, say): the writer checks the
+// file at every transaction, and one runs before the temporary file is
+// made (the spellings) and one before the rename (the record).
 func (k *Keeper) save(ctx context.Context, v *gate.View) error {
 	f, src := v.File, v.Src
 	if !f.Acquire() {
@@ -203,9 +204,6 @@ func (k *Keeper) save(ctx context.Context, v *gate.View) error {
 	if err := k.targetErr(); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
-	if err := f.St.SameFile(); err != nil {
-		return fmt.Errorf("save snapshot: %w", err)
-	}
 	gen := v.Mark().Gen // read before the copy: the copy covers at least this
 	img, err := v.F.Image(ctx)
 	if errors.Is(err, syncfilter.ErrClosed) {
@@ -214,16 +212,11 @@ func (k *Keeper) save(ctx context.Context, v *gate.View) error {
 	if err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
-	if v.SpTable {
-		if err := f.St.NoteSpellings(ctx, src, v.Epoch, gen, v.AllSpellings()); err != nil {
-			return fmt.Errorf("save snapshot: %w", err)
-		}
+	if err := f.St.NoteSpellings(ctx, src, v.Epoch, gen, v.AllSpellings()); err != nil {
+		return fmt.Errorf("save snapshot: %w", err)
 	}
 	h := snapshot.Header{Capacity: v.Capacity, Generation: gen, DatasetID: src.DatasetID, Created: k.db.Knobs.now().UTC()}
 	record := func(sum [32]byte) error {
-		if err := f.St.SameFile(); err != nil {
-			return err
-		}
 		return f.St.RecordSnapshot(ctx, src, v.Epoch, sum, gen, img.Params().M, k.cfg.Snapshot)
 	}
 	if err := snapshot.WriteFileCommit(k.cfg.Snapshot, h, img, k.cfg.SnapshotMode, record, fsafe.DatabaseFiles(f.St.Path.Real)...); err != nil {

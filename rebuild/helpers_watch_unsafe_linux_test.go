@@ -1,0 +1,7 @@
+//go:build linux
+
+package rebuild
+
+import "unsafe"
+
+func unsafePointer(b *byte) unsafe.Pointer { return unsafe.Pointer(b) }

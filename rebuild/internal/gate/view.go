@@ -1,0 +1,115 @@
+package gate
+
+import (
+	"maps"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"github.com/syncfilter/syncfilter/syncfilter"
+)
+
+// Mark is how far a view has read the log: every entry with seq <= Gen,
+// the one at Gen tagged Tag (0: nothing to check there).
+type Mark struct {
+	Gen uint64
+	Tag int64
+}
+
+// View is what a call may trust about one source in one file: a filter
+// (nil for a view of the stored spellings alone) and the stored spellings
+// that are not NFC, both caught up on the log to one mark.
+type View struct {
+	ID    uint64
+	F     *syncfilter.Filter // nil: spellings only
+	File  *File
+	Src   *store.Source
+	Epoch uint64
+	// SpTable: the spellings table holds every stored non-NFC spelling up
+	// to the view's first mark; else the set was read from the table.
+	SpTable  bool
+	Capacity uint64        // keys F was sized for
+	Rows     int64         // rows when it was built (0: loaded)
+	Built    time.Time     // when it was built or loaded
+	DV       store.Changes // unlogged sources: data_version when the table was read
+
+	mark atomic.Pointer[Mark]
+	sp   atomic.Pointer[map[string][]string] // canonical form → stored spellings; replaced, never changed
+}
+
+// NewView returns a view at mark m.
+func NewView(f *syncfilter.Filter, file *File, src *store.Source, epoch uint64, m Mark, spTable bool) *View {
+	v := &View{ID: NewID(), F: f, File: file, Src: src, Epoch: epoch, SpTable: spTable, Built: time.Now()}
+	v.mark.Store(&m)
+	return v
+}
+
+// Mark returns how far the view has read the log.
+func (v *View) Mark() Mark { return *v.mark.Load() }
+
+// raise moves the mark to m if m is further.
+func (v *View) raise(m Mark) bool {
+	for {
+		old := v.mark.Load()
+		if old.Gen >= m.Gen {
+			return false
+		}
+		if v.mark.CompareAndSwap(old, &m) {
+			return true
+		}
+	}
+}
+
+// Spellings returns the stored spellings of a canonical key the view knows.
+func (v *View) Spellings(canon string) []string {
+	if m := v.sp.Load(); m != nil {
+		return (*m)[canon]
+	}
+	return nil
+}
+
+// AllSpellings returns every spelling the view knows, as (canonical, stored).
+func (v *View) AllSpellings() [][2]string {
+	var out [][2]string
+	if m := v.sp.Load(); m != nil {
+		for c, list := range *m {
+			for _, s := range list {
+				out = append(out, [2]string{c, s})
+			}
+		}
+	}
+	return out
+}
+
+// AddSpellings notes stored spellings (canonical, stored). They are rare:
+// a new map each time, so that readers take no lock.
+func (v *View) AddSpellings(pairs [][2]string) {
+	for len(pairs) > 0 {
+		old := v.sp.Load()
+		m := map[string][]string{}
+		if old != nil {
+			maps.Copy(m, *old)
+		}
+		for _, p := range pairs {
+			if !slices.Contains(m[p[0]], p[1]) {
+				m[p[0]] = append(slices.Clip(m[p[0]]), p[1])
+			}
+		}
+		if v.sp.CompareAndSwap(old, &m) {
+			return
+		}
+	}
+}
+
+// Covers reports whether v is a view of src (as resolved in f) at epoch.
+func (v *View) Covers(f *File, src *store.Source, epoch uint64) bool {
+	return v.File == f && v.Src.ID == src.ID && v.Src.DatasetID == src.DatasetID && v.Epoch == epoch
+}
+
+// Close closes the view's filter, if it has one.
+func (v *View) Close() {
+	if v != nil && v.F != nil {
+		_ = v.F.Close()
+	}
+}
