@@ -42,7 +42,7 @@ func (db *DB) AppLookup(ctx context.Context, s *Source, key string) (bool, error
 }
 
 func lookup(ctx context.Context, r runner, s *Source, key string) (bool, error) {
-	found, err := firstInt(ctx, r, s.queries().lookup, arg(1, key))
+	found, err := firstInt(ctx, r, s.sql(lookupStmt{}), arg(1, key))
 	if err != nil {
 		return false, fmt.Errorf("look up in %s: %w", s.Table, err)
 	}
@@ -101,7 +101,6 @@ func (db *DB) AppConfirm(ctx context.Context, s *Source, keys []string, spelled 
 }
 
 func confirm(ctx context.Context, r runner, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
-	qs := s.queries().confirm
 	spellings = spellings && s.Logged
 	vals := make([]driver.Value, 1)
 	var sbuf []byte
@@ -128,7 +127,7 @@ func confirm(ctx context.Context, r runner, s *Source, keys []string, spelled fu
 		if shape.spellings {
 			args = append(args, spelledArg(2, shape.single, sp))
 		}
-		err := r.first(ctx, qs[shape], vals, args...)
+		err := r.first(ctx, s.sql(shape), vals, args...)
 		if err == nil {
 			list, _ := vals[0].(string)
 			found, err = parsePositions(list, base, len(chunk), found)

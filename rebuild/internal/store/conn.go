@@ -45,25 +45,15 @@ func (c *Conn) Noted(key uint64) (Note, bool) {
 
 // Version returns the connection's PRAGMA data_version: another value
 // means another connection committed since the connection last read.
-func (c *Conn) Version(ctx context.Context) (int64, error) {
-	v, err := firstInt(ctx, c, `PRAGMA data_version`)
-	if err != nil {
-		return 0, fmt.Errorf("read data version: %w", err)
-	}
-	return v, nil
+func (c *Conn) Version(ctx context.Context) (v int64, err error) {
+	defer wrap(&err, "read data version")
+	return firstInt(ctx, c, `PRAGMA data_version`)
 }
 
 // Schema returns the schema cookie (PRAGMA schema_version).
-func (c *Conn) Schema(ctx context.Context) (int64, error) {
-	v, err := firstInt(ctx, c, `PRAGMA schema_version`)
-	if err != nil {
-		return 0, fmt.Errorf("read schema version: %w", err)
-	}
-	return v, nil
-}
-
-func newConn(db *DB, sc *sql.Conn) *Conn {
-	return &Conn{sc: sc, db: db, stmts: map[string]driver.Stmt{}}
+func (c *Conn) Schema(ctx context.Context) (v int64, err error) {
+	defer wrap(&err, "read schema version")
+	return firstInt(ctx, c, `PRAGMA schema_version`)
 }
 
 // raw runs fn on the driver connection.
@@ -85,15 +75,7 @@ func (c *Conn) each(ctx context.Context, q string, dest []driver.Value, fn func(
 	for retried := false; ; retried = true {
 		rows := false
 		err := c.raw(func(dc driver.Conn) error {
-			st, ok := c.stmts[q]
-			if !ok {
-				var err error
-				if st, err = prepare(ctx, dc, q); err != nil {
-					return err
-				}
-				c.stmts[q] = st
-			}
-			r, err := c.query(ctx, st, args)
+			r, err := c.query(ctx, dc, q, args)
 			if err != nil {
 				return err
 			}
@@ -120,11 +102,10 @@ func (c *Conn) each(ctx context.Context, q string, dest []driver.Value, fn func(
 	}
 }
 
-// errNoRow is a query that returned no row where one was expected.
-var errNoRow = errors.New("no row")
-
-// errStop ends an each loop early.
-var errStop = errors.New("stop")
+var (
+	errNoRow = errors.New("no row") // where one was expected
+	errStop  = errors.New("stop")   // ends an each loop early
+)
 
 // first runs q and reads its first row into dest.
 func (c *Conn) first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error {
@@ -190,14 +171,27 @@ func (c *Conn) close() {
 	_ = c.sc.Close()
 }
 
-// query runs a prepared statement; every supported driver's statements
-// take a context, which interrupts them.
-func (c *Conn) query(ctx context.Context, st driver.Stmt, args []driver.NamedValue) (driver.Rows, error) {
-	q, ok := st.(driver.StmtQueryContext)
+// query runs q, prepared once per connection, under ctx, which every
+// supported driver's statements take to interrupt them.
+func (c *Conn) query(ctx context.Context, dc driver.Conn, q string, args []driver.NamedValue) (driver.Rows, error) {
+	st, ok := c.stmts[q]
+	if !ok {
+		var err error
+		if p, ok := dc.(driver.ConnPrepareContext); ok {
+			st, err = p.PrepareContext(ctx, q)
+		} else {
+			st, err = dc.Prepare(q)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.stmts[q] = st
+	}
+	qc, ok := st.(driver.StmtQueryContext)
 	if !ok {
 		return nil, fmt.Errorf("driver statement %T without QueryContext", st)
 	}
-	r, err := q.QueryContext(ctx, args)
+	r, err := qc.QueryContext(ctx, args)
 	if err == nil && c.db.Driver.columnsFirst {
 		r.Columns()
 	}

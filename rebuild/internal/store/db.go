@@ -22,7 +22,7 @@ type Options struct {
 	Readers     int           // reading connections, at least 1
 	BusyTimeout time.Duration // how long SQLite waits for a lock
 	Knobs       Knobs         // sizes the tests shrink
-	App         *sql.DB       // the app's own pool on this file: confirmations run on it (apppool.go)
+	App         *sql.DB       // the app's own pool on this file, for confirmations (apppool.go)
 }
 
 // Knobs are sizes the tests shrink (zero: the defaults).
@@ -42,8 +42,8 @@ func (k Knobs) withDefaults() Knobs {
 	return k
 }
 
-// DB is one database file opened by the library (see the package doc).
-// Its methods are safe for concurrent use.
+// DB is one database file opened by the library (see the package doc),
+// safe for concurrent use.
 type DB struct {
 	Path    Path
 	Driver  *Driver
@@ -62,13 +62,13 @@ type DB struct {
 }
 
 // ownConns are the reading connections beside the readers, so that none
-// waits for a reader: DataVersion's, a rebuild's scan and its count, and
-// one ScanSpellings.
+// waits for one: DataVersion's, a rebuild's scan and its count, and one
+// ScanSpellings.
 const ownConns = 4
 
-// Open opens the database at path: a missing file is a *NoDatabase
-// unless opts.Create, a file with more than one name ErrHardLinked.
-func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
+// Open opens the database at path: a missing file is a *NoDatabase unless
+// opts.Create, a file with more than one name ErrHardLinked.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.Driver == nil {
 		return nil, fmt.Errorf("open database %s: %w", path, ErrUnsupportedDriver)
 	}
@@ -97,11 +97,10 @@ func Open(ctx context.Context, path string, opts Options) (_ *DB, err error) {
 }
 
 // open opens the writer (unless read-only) and the readers, and checks the
-// file. The readers are read-only: a writable connection would roll back
-// a hot journal beside the name, which after the app replaced the file is
-// the new file's transaction; the writer rolls a real one back once it
-// checked the file (Conn.each).
-func (db *DB) open(ctx context.Context, opts Options) error {
+// file. Readers are read-only: a writable connection would roll back a hot
+// journal beside the name, which after the app replaced the file is the
+// new file's transaction; the writer rolls back a real one (Conn.each).
+func (db *DB) open(ctx context.Context, opts Options) (err error) {
 	if !opts.ReadOnly {
 		mode := "rw"
 		if db.created {
@@ -117,16 +116,14 @@ func (db *DB) open(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	var err error
 	if db.r, err = opts.Driver.pool(db.Path.Real, "ro", opts.BusyTimeout); err != nil {
 		return err
 	}
 	readers := max(opts.Readers, 1)
 	db.r.SetMaxOpenConns(readers + ownConns)
 	db.r.SetMaxIdleConns(readers + ownConns)
-	db.pool = newPool(db, readers)
-	// A hard link is refused before anything is written.
-	if db.id, err = Identify(db.Path.Real); err != nil {
+	db.pool = &pool{sem: make(chan struct{}, readers)}
+	if db.id, err = Identify(db.Path.Real); err != nil { // a hard link is refused before any write
 		return err
 	}
 	if db.id.Links > 1 {
@@ -143,8 +140,8 @@ func (db *DB) open(ctx context.Context, opts Options) error {
 	return opts.Driver.checkEngine(ctx, c)
 }
 
-// checkEncoding refuses a database that stores text as UTF-16: the library
-// measures and compares ids as UTF-8 bytes (octet_length, JSON arrays).
+// checkEncoding refuses a database that stores text as UTF-16: ids are
+// measured and compared as UTF-8 bytes (octet_length, JSON arrays).
 func checkEncoding(ctx context.Context, c *Conn) error {
 	var vals [1]driver.Value
 	if err := c.first(ctx, `PRAGMA encoding`, vals[:]); err != nil {
@@ -189,14 +186,12 @@ func (db *DB) Quiesce(on bool) {
 	writers, readers := 1, cap(db.pool.sem)+ownConns
 	if on {
 		writers, readers = 0, 0
+		defer db.closeDV(false) // after the flag: a reader in progress closes it itself
 	}
 	if db.w != nil {
 		db.w.SetMaxIdleConns(writers)
 	}
 	db.r.SetMaxIdleConns(readers)
-	if on {
-		db.closeDV(false) // after the flag: a reader in progress closes it itself
-	}
 }
 
 // RemoveCreated removes the file and its siblings if Open created it (a
@@ -225,9 +220,8 @@ func (db *DB) SameFile() error {
 	return nil
 }
 
-// LockHeld reports whether err is SQLite's refusal for a lock another
-// connection holds (SQLITE_BUSY after the busy timeout, or a shared
-// cache's SQLITE_LOCKED): no schema change caused it, and reading the
+// LockHeld reports whether err is SQLITE_BUSY after the busy timeout, or a
+// shared cache's SQLITE_LOCKED: no schema change caused it, and reading the
 // schema would wait for the same lock.
 func LockHeld(err error) bool {
 	return sqlitecode.Is(err, sqlitecode.Busy) || sqlitecode.Is(err, sqlitecode.Locked)
@@ -243,12 +237,7 @@ func hotJournal(err error) bool {
 // transaction does, once Begin checked the file (a journal beside a name
 // the file no longer has is another file's: ErrReplaced).
 func (db *DB) rollBackHotJournal(ctx context.Context) error {
-	tx, err := db.w.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("roll back a hot journal: %w", err)
-	}
-	tx.Rollback()
-	return nil
+	return db.update(ctx, "roll back a hot journal", func(*Tx) error { return nil })
 }
 
 // NoDatabase is a database file that is not there (or not reachable):
@@ -266,64 +255,3 @@ func (e *NoDatabase) Error() string {
 }
 
 func (e *NoDatabase) Unwrap() []error { return []error{e.Err, ErrNoSource} }
-
-// Changes is PRAGMA data_version as DataVersion read it, with its
-// connection: two values are equal (==) only when read on the same
-// connection with nothing committed by another in between.
-type Changes struct {
-	conn *Conn
-	v    int64
-}
-
-// DataVersion reads PRAGMA data_version on a connection of its own that
-// never writes, so that the value changes exactly when another connection
-// (any process, the library's writer included) committed: the follower
-// polls it, and calls on a source without a log read it. One caller reads
-// at a time (the dv token). While quiesced the connection is closed after
-// each read; the next one's values differ from every earlier one's.
-func (db *DB) DataVersion(ctx context.Context) (Changes, error) {
-	select {
-	case db.dv <- struct{}{}:
-	case <-ctx.Done():
-		return Changes{}, context.Cause(ctx)
-	}
-	v, err := db.readDataVersion(ctx)
-	<-db.dv
-	if db.pool.isQuiet() { // Quiesce sets the flag before it tries the token
-		db.closeDV(false)
-	}
-	return v, err
-}
-
-// readDataVersion reads on dvConn, opening it if needed; the caller holds
-// the dv token.
-func (db *DB) readDataVersion(ctx context.Context) (Changes, error) {
-	if db.dvConn == nil {
-		c, err := db.openConn(ctx)
-		if err != nil {
-			return Changes{}, fmt.Errorf("read data version: %w", err)
-		}
-		db.dvConn = c
-	}
-	v, err := db.dvConn.Version(ctx)
-	return Changes{conn: db.dvConn, v: v}, err
-}
-
-// closeDV closes dvConn under the dv token; unless wait, it leaves it to
-// the token's holder, which looks at the quiet flag once done.
-func (db *DB) closeDV(wait bool) {
-	if wait {
-		db.dv <- struct{}{}
-	} else {
-		select {
-		case db.dv <- struct{}{}:
-		default:
-			return
-		}
-	}
-	if db.dvConn != nil {
-		db.dvConn.close()
-		db.dvConn = nil
-	}
-	<-db.dv
-}

@@ -166,13 +166,6 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 
 func (c *connector) Driver() driver.Driver { return c.d.drv }
 
-func prepare(ctx context.Context, conn driver.Conn, q string) (driver.Stmt, error) {
-	if p, ok := conn.(driver.ConnPrepareContext); ok {
-		return p.PrepareContext(ctx, q)
-	}
-	return conn.Prepare(q)
-}
-
 // minVersion is the oldest SQLite the statements run on: json_each and
 // json_group_array built in (3.38), octet_length (3.43), a NUL inside a
 // JSON string read back whole from json_each (3.45).

@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // The library's sentinel errors, shared by every layer; package rebuild
 // (and rebuild/ops) exports and documents them.
@@ -32,3 +35,10 @@ var (
 	// shared cache), for good; run the statement on a reader. Internal.
 	ErrAppLeft = errors.New("the app's *sql.DB is left")
 )
+
+// wrap prefixes a non-nil *err with what (deferred, on a named result).
+func wrap(err *error, what string) {
+	if *err != nil {
+		*err = fmt.Errorf("%s: %w", what, *err)
+	}
+}

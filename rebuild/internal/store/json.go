@@ -10,16 +10,12 @@ import (
 )
 
 // Keys travel to and from SQLite as JSON arrays of strings: one parameter
-// (json_each) for a page of keys to confirm, one value
-// (json_group_array) for a chunk of keys read. This file writes and reads
-// them.
+// (json_each) for the keys to confirm, one value (json_group_array) per
+// chunk of keys read. Bytes that are not valid UTF-8 are copied as they
+// are both ways, as SQLite does.
 
-// keyArray returns keys as a JSON array of strings, escaping what JSON
-// requires ('"', '\\' and control characters); other bytes, valid UTF-8
-// or not, are copied as they are, which json_each reads back byte for
-// byte. The array is built in one allocation when no key needs an escape
-// (a page's array is kilobytes, written with every statement that
-// carries one).
+// keyArray returns keys as a JSON array, escaping '"', '\\' and control
+// characters, in one allocation when no key needs an escape.
 func keyArray(keys []string) string {
 	b := make([]byte, 0, keyArraySize(keys))
 	b = append(b, '[')
@@ -28,38 +24,28 @@ func keyArray(keys []string) string {
 			b = append(b, ',')
 		}
 		b = append(b, '"')
-		if plainJSON(k) {
-			b = append(b, k...)
-			b = append(b, '"')
-			continue
-		}
-		start := 0
-		for j := 0; j < len(k); j++ {
-			c := k[j]
-			if !jsonEscaped[c] {
-				continue
+		start, plain := 0, plainJSON(k)
+		for j := 0; j < len(k) && !plain; j++ {
+			if c := k[j]; jsonEscaped[c] {
+				b = append(b, k[start:j]...)
+				if c == '"' || c == '\\' {
+					b = append(b, '\\', c)
+				} else {
+					b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+				}
+				start = j + 1
 			}
-			b = append(b, k[start:j]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-			}
-			start = j + 1
 		}
 		b = append(b, k[start:]...)
 		b = append(b, '"')
 	}
 	b = append(b, ']')
-	// b is not written again: the string shares its bytes (as
-	// strings.Builder does) instead of copying the array.
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
 }
 
-// plainJSON reports whether k needs no escape in a JSON string, eight
-// bytes at a time: a byte below 0x20, a '"' or a '\\' among them makes
-// one of the three tests nonzero (each exact: no false alarm, no miss).
+// plainJSON reports whether k needs no escape, eight bytes at a time: a
+// byte below 0x20, a '"' or a '\\' makes one of the three tests nonzero
+// (each exact: no false alarm, no miss).
 func plainJSON(k string) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
@@ -79,8 +65,7 @@ func plainJSON(k string) bool {
 	return true
 }
 
-// jsonEscaped says which bytes a JSON string escapes: '"', '\\' and the
-// control characters.
+// jsonEscaped: '"', '\\' and the control characters.
 var jsonEscaped = func() (t [256]bool) {
 	for c := range 0x20 {
 		t[c] = true
@@ -89,8 +74,9 @@ var jsonEscaped = func() (t [256]bool) {
 	return t
 }()
 
-// keyArraySize is the length of keys' JSON array when no key needs an
-// escape (the least it can be).
+const hexDigits = "0123456789abcdef"
+
+// keyArraySize is the length of keys' array without escapes.
 func keyArraySize(keys []string) int {
 	n := 2 + max(len(keys)-1, 0)
 	for _, k := range keys {
@@ -99,21 +85,16 @@ func keyArraySize(keys []string) int {
 	return n
 }
 
-const hexDigits = "0123456789abcdef"
-
-// errKeyArray is a JSON array of keys this reader does not expect from
-// SQLite.
+// errKeyArray is JSON from SQLite this reader does not expect.
 var errKeyArray = errors.New("unexpected JSON from json_group_array")
 
-// parseKeyArray appends the strings of a JSON array of strings, as
-// SQLite's json_group_array writes them, to out. A string without escapes
-// is a substring of list (no copy); bytes that are not valid UTF-8 are
-// kept as they are, as SQLite writes them.
+// parseKeyArray appends the strings of a JSON array to out; a string
+// without escapes is a substring of list (no copy).
 func parseKeyArray(list string, out []string) ([]string, error) {
 	if len(list) < 2 || list[0] != '[' || list[len(list)-1] != ']' {
 		return out, errKeyArray
 	}
-	body, first := list[1:len(list)-1], len(out) // out may hold earlier arrays' keys
+	body, first := list[1:len(list)-1], len(out)
 	for i := 0; i < len(body); {
 		if len(out) > first {
 			if body[i] != ',' {
@@ -121,36 +102,51 @@ func parseKeyArray(list string, out []string) ([]string, error) {
 			}
 			i++
 		}
-		if i >= len(body) || body[i] != '"' {
-			return out, errKeyArray
+		s, next, err := readString(body, i)
+		if err != nil {
+			return out, err
 		}
-		i++
-		start, escaped := i, false
-		for i < len(body) && body[i] != '"' {
-			if body[i] == '\\' {
-				escaped = true
-				i++
-			}
-			i++
-		}
-		if i >= len(body) {
-			return out, errKeyArray
-		}
-		s := body[start:i]
-		i++ // the closing quote
-		if escaped {
-			var err error
-			if s, err = unescape(s); err != nil {
-				return out, err
-			}
-		}
-		out = append(out, s)
+		out, i = append(out, s), next
 	}
 	return out, nil
 }
 
-// parsePositions appends base+i for every position i of a JSON array of
-// positions below n, as json_group_array writes them, to out.
+// parseString reads one JSON string, as json_quote writes a text value.
+func parseString(s string) (string, error) {
+	k, end, err := readString(s, 0)
+	if err == nil && end != len(s) {
+		err = errKeyArray
+	}
+	return k, err
+}
+
+// readString reads the JSON string at body[i:], and returns the index
+// after it.
+func readString(body string, i int) (_ string, next int, err error) {
+	if i >= len(body) || body[i] != '"' {
+		return "", 0, errKeyArray
+	}
+	i++
+	start, escaped := i, false
+	for i < len(body) && body[i] != '"' {
+		if body[i] == '\\' {
+			escaped = true
+			i++
+		}
+		i++
+	}
+	if i >= len(body) {
+		return "", 0, errKeyArray
+	}
+	s := body[start:i]
+	if escaped {
+		s, err = unescape(s)
+	}
+	return s, i + 1, err
+}
+
+// parsePositions appends base+i for every position i (below n) of a JSON
+// array of integers to out.
 func parsePositions(list string, base, n int, out []int) ([]int, error) {
 	if len(list) < 2 || list[0] != '[' || list[len(list)-1] != ']' {
 		return out, errKeyArray
@@ -210,7 +206,7 @@ func unescape(s string) (string, error) {
 			i += 4
 			if utf16.IsSurrogate(r) {
 				lo, ok := hex4(s, i+3)
-				if !ok || i+2 >= len(s) || s[i+1] != '\\' || s[i+2] != 'u' {
+				if !ok || s[i+1] != '\\' || s[i+2] != 'u' {
 					return "", errKeyArray
 				}
 				if r = utf16.DecodeRune(r, lo); r == utf8.RuneError {
@@ -233,22 +229,4 @@ func hex4(s string, i int) (rune, bool) {
 	}
 	v, err := strconv.ParseUint(s[i:i+4], 16, 16)
 	return rune(v), err == nil
-}
-
-// parseString reads one JSON string, as SQLite's json_quote writes a
-// text value.
-func parseString(s string) (string, error) {
-	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
-		return "", errKeyArray
-	}
-	body := s[1 : len(s)-1]
-	for i := 0; i < len(body); i++ {
-		switch body[i] {
-		case '\\':
-			return unescape(body)
-		case '"':
-			return "", errKeyArray
-		}
-	}
-	return body, nil
 }

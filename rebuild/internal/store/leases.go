@@ -24,11 +24,12 @@ type Lease struct {
 func (db *DB) TakeLease(ctx context.Context, s *Source) (*Lease, error) {
 	l := &Lease{renewed: time.Now()}
 	_, _ = rand.Read(l.token[:])
-	_, err := db.w.ExecContext(ctx, `INSERT INTO `+ScansTable+` (source, token, generation, expires)
-		VALUES (?, ?, (SELECT coalesce(max(seq), 0) FROM `+s.Log+`), ?)`,
-		s.ID, l.token[:], time.Now().Add(db.knobs.LeaseTerm).Unix())
+	err := db.update(ctx, "take scan lease", func(tx *Tx) error {
+		return tx.exec(`INSERT INTO `+ScansTable+` (source, token, generation, expires)
+		VALUES (?, ?, (SELECT coalesce(max(seq), 0) FROM `+s.Log+`), ?)`, s.ID, l.token[:], time.Now().Add(db.knobs.LeaseTerm).Unix())
+	})
 	if err != nil {
-		return nil, fmt.Errorf("take scan lease: %w", err)
+		return nil, err
 	}
 	return l, nil
 }
@@ -39,17 +40,16 @@ func (db *DB) RenewLease(ctx context.Context, s *Source, l *Lease) error {
 		return nil
 	}
 	l.renewed = time.Now()
-	if _, err := db.w.ExecContext(ctx, `UPDATE `+ScansTable+` SET expires = ? WHERE source = ? AND token = ?`,
-		time.Now().Add(db.knobs.LeaseTerm).Unix(), s.ID, l.token[:]); err != nil {
-		return fmt.Errorf("renew scan lease: %w", err)
-	}
-	return nil
+	return db.update(ctx, "renew scan lease", func(tx *Tx) error {
+		return tx.exec(`UPDATE `+ScansTable+` SET expires = ? WHERE source = ? AND token = ?`, time.Now().Add(db.knobs.LeaseTerm).Unix(), s.ID, l.token[:])
+	})
 }
 
 // ReleaseLease ends a scan's hold (and sweeps expired leases).
 func (db *DB) ReleaseLease(ctx context.Context, s *Source, l *Lease) {
-	_, _ = db.w.ExecContext(context.WithoutCancel(ctx), `DELETE FROM `+ScansTable+` WHERE (source = ? AND token = ?) OR expires < ?`,
-		s.ID, l.token[:], time.Now().Unix())
+	_ = db.update(context.WithoutCancel(ctx), "release scan lease", func(tx *Tx) error {
+		return tx.exec(`DELETE FROM `+ScansTable+` WHERE (source = ? AND token = ?) OR expires < ?`, s.ID, l.token[:], time.Now().Unix())
+	})
 }
 
 // leasesOf describes the live scan leases of a source.

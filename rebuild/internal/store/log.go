@@ -55,7 +55,7 @@ func readHead(vals []driver.Value) (Head, error) {
 // Head reads the source's log head.
 func (c *Conn) Head(ctx context.Context, s *Source) (Head, error) {
 	var v [headValues]driver.Value
-	err := c.first(ctx, s.queries().head, v[:])
+	err := c.first(ctx, s.sql(headStmt{}), v[:])
 	if errors.Is(err, errNoRow) {
 		err = ErrNotAttached
 	}
@@ -98,7 +98,7 @@ func nonASCIIKey(col string) string {
 // SQLite runs as a co-routine costing as much again; an empty range says
 // where the next entry is (compaction leaves gaps), and the read jumps there.
 func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonASCII bool, fn func(read uint64, keys []string) error) error {
-	q, long := s.queries().log[nonASCII], s.queries().longLog[nonASCII]
+	q, long := s.logSQL(nonASCII), s.longLogSQL(nonASCII)
 	short := int64(c.db.knobs.ShortKey)
 	vals := make([]driver.Value, 4)
 	var keys []string

@@ -2,24 +2,19 @@ package store
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
-	"fmt"
 	"sync"
 )
 
-// pool hands out at most size reading connections at a time, the most
+// pool hands out at most cap(sem) reading connections at a time, the most
 // recently released first (its page cache is the warmest).
 type pool struct {
-	db    *DB
 	sem   chan struct{} // a token per connection handed out
 	mu    sync.Mutex    // guards idle, shut and quiet
 	idle  []*Conn
 	shut  bool
 	quiet bool // Quiesce: connections released are closed, not kept
-}
-
-func newPool(db *DB, size int) *pool {
-	return &pool{db: db, sem: make(chan struct{}, size)}
 }
 
 // takeIdle pops the most recently released idle connection, if any.
@@ -67,22 +62,21 @@ func (db *DB) Reader(ctx context.Context) (*Conn, error) {
 	return c, nil
 }
 
-// ownConn opens a reading connection, which the caller closes. It opens
-// the file by its name, so only while the name is still this file's
-// (checked before and after): else it would read the app's new file under
-// this one's schema and log.
-func (db *DB) ownConn(ctx context.Context) (*Conn, error) {
-	err := db.SameFile()
-	if err == nil {
-		var c *Conn
-		if c, err = db.openConn(ctx); err == nil {
-			if err = db.SameFile(); err == nil {
-				return c, nil
-			}
+// ownConn opens a reading connection (the caller closes it) only while the
+// file's name is still this file's, before and after: else it would read
+// the app's new file under this one's schema and log.
+func (db *DB) ownConn(ctx context.Context) (c *Conn, err error) {
+	defer wrap(&err, "open reading connection")
+	if err := db.SameFile(); err != nil {
+		return nil, err
+	}
+	if c, err = db.openConn(ctx); err == nil {
+		if err = db.SameFile(); err != nil {
 			c.close()
+			c = nil
 		}
 	}
-	return nil, fmt.Errorf("open reading connection: %w", err)
+	return c, err
 }
 
 // openConn takes a connection of the readers' database/sql pool.
@@ -91,7 +85,7 @@ func (db *DB) openConn(ctx context.Context) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newConn(db, sc), nil
+	return &Conn{sc: sc, db: db, stmts: map[string]driver.Stmt{}}, nil
 }
 
 // Release gives a connection back to the pool.
@@ -144,8 +138,7 @@ func (p *pool) quiesce(on bool) {
 
 // Readers returns how many reading connections are in use and idle.
 func (db *DB) Readers() (inUse, idle int) {
-	p := db.pool
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.sem), len(p.idle)
+	db.pool.mu.Lock()
+	defer db.pool.mu.Unlock()
+	return len(db.pool.sem), len(db.pool.idle)
 }

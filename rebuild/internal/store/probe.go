@@ -119,7 +119,7 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 		args[1].Value, args[2].Value, args[3].Value = int64(o.After), chunk, int64(knobs.ShortKey)
 	}
 	var vals [2 + headValues + 3 + 1]driver.Value
-	err := r.first(ctx, s.queries().probeSQL(s, p), vals[:n], args...)
+	err := r.first(ctx, s.sql(p), vals[:n], args...)
 	if errors.Is(err, errNoRow) {
 		err = ErrNotAttached
 	}

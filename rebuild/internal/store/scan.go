@@ -69,8 +69,7 @@ func (db *DB) Scan(ctx context.Context, s *Source, h ScanHooks) (counts ScanCoun
 // scanChunked reads the keys through the index; ok is false, nothing read,
 // when SQLite would not walk an index for the paging statement.
 func (c *Conn) scanChunked(ctx context.Context, s *Source, keysFn func([]string) error) (ok bool, counts ScanCounts, err error) {
-	q := s.queries()
-	if !c.walksIndex(ctx, q.scanNext) {
+	if !c.walksIndex(ctx, s.scanSQL(">")) {
 		return false, counts, nil
 	}
 	if counts.Nulls, err = firstInt(ctx, c, `SELECT count(*) FROM `+s.QTable+` WHERE `+s.QCol+` IS NULL`); err == nil {
@@ -82,7 +81,7 @@ func (c *Conn) scanChunked(ctx context.Context, s *Source, keysFn func([]string)
 		if ctx.Err() != nil {
 			return true, counts, context.Cause(ctx)
 		}
-		keys, last, more, err = c.scanChunk(ctx, q, first, last, keys[:0], &counts)
+		keys, last, more, err = c.scanChunk(ctx, s, first, last, keys[:0], &counts)
 		if err == nil && len(keys) > 0 {
 			err = keysFn(keys)
 		}
@@ -92,14 +91,14 @@ func (c *Conn) scanChunked(ctx context.Context, s *Source, keysFn func([]string)
 
 // scanChunk appends to keys the chunk after last (from it, if first), and
 // returns the chunk's largest key and whether another chunk may follow.
-func (c *Conn) scanChunk(ctx context.Context, q *sourceSQL, first bool, last string, keys []string, counts *ScanCounts) (_ []string, top string, more bool, err error) {
-	stmt, longStmt := q.scanNext, q.longNext
+func (c *Conn) scanChunk(ctx context.Context, s *Source, first bool, last string, keys []string, counts *ScanCounts) (_ []string, top string, more bool, err error) {
+	op := ">"
 	if first {
-		stmt, longStmt = q.scanFirst, q.longFirst
+		op = ">="
 	}
 	limit, short := int64(c.db.knobs.ScanChunk), int64(c.db.knobs.ShortKey)
 	vals := make([]driver.Value, 4)
-	if err := c.first(ctx, stmt, vals, arg(1, last), arg(2, limit), arg(3, short)); err != nil {
+	if err := c.first(ctx, s.scanSQL(op), vals, arg(1, last), arg(2, limit), arg(3, short)); err != nil {
 		return keys, "", false, err
 	}
 	got, _ := vals[1].(int64)
@@ -120,7 +119,7 @@ func (c *Conn) scanChunk(ctx context.Context, q *sourceSQL, first bool, last str
 		return keys, "", false, fmt.Errorf("read keys: %d in the array and %d long, %d rows", len(keys), long, got)
 	}
 	if long > 0 {
-		err = c.eachKey(ctx, longStmt, func(k string, ok bool) error {
+		err = c.eachKey(ctx, s.longSQL(op), func(k string, ok bool) error {
 			if !ok { // too long to stand for any key
 				counts.Long++
 			} else {

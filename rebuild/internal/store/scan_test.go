@@ -145,5 +145,5 @@ func chunkable(t *testing.T, db *DB, src *Source) bool {
 		t.Fatal(err)
 	}
 	defer db.Release(c)
-	return c.walksIndex(ctx, src.queries().scanNext)
+	return c.walksIndex(ctx, src.scanSQL(">"))
 }

@@ -60,44 +60,26 @@ type Source struct {
 
 	Log, Spellings, Ins, Upd string // the source's object names (from ID)
 
-	once sync.Once
-	q    sourceSQL // built once (queries)
+	stmts sync.Map // stmtKey → statement, built at first use (sql)
 }
 
-// sourceSQL are the statements of the hot paths.
-type sourceSQL struct {
-	head                string
-	confirm             map[confirmShape]string
-	lookup              string
-	log, longLog        map[bool]string // by nonASCII
-	probe               sync.Map        // probeShape → string, built at first use
-	scanFirst, scanNext string
-	longFirst, longNext string
-}
+// stmtKey is a statement of the hot paths, built once per source.
+type stmtKey interface{ build(s *Source) string }
 
-// probeSQL returns the probe statement of shape p.
-func (q *sourceSQL) probeSQL(s *Source, p probeShape) string {
-	if v, ok := q.probe.Load(p); ok {
+type headStmt struct{}
+type lookupStmt struct{}
+
+func (headStmt) build(s *Source) string       { return s.headSQL() }
+func (lookupStmt) build(s *Source) string     { return s.lookupSQL() }
+func (k confirmShape) build(s *Source) string { return s.confirmSQL(k.spellings, k.single, "?1", "?2") }
+func (k probeShape) build(s *Source) string   { return s.probeSQL(k) }
+
+func (s *Source) sql(k stmtKey) string {
+	if v, ok := s.stmts.Load(k); ok {
 		return v.(string)
 	}
-	v, _ := q.probe.LoadOrStore(p, s.probeSQL(p))
+	v, _ := s.stmts.LoadOrStore(k, k.build(s))
 	return v.(string)
-}
-
-func (s *Source) queries() *sourceSQL {
-	s.once.Do(func() {
-		q := &s.q
-		q.head, q.lookup = s.headSQL(), s.lookupSQL()
-		q.confirm, q.log, q.longLog = map[confirmShape]string{}, map[bool]string{}, map[bool]string{}
-		for _, b := range []bool{false, true} {
-			q.confirm[confirmShape{single: b}] = s.confirmSQL(false, b, "?1", "?2")
-			q.confirm[confirmShape{single: b, spellings: true}] = s.confirmSQL(true, b, "?1", "?2")
-			q.log[b], q.longLog[b] = s.logSQL(b), s.longLogSQL(b)
-		}
-		q.scanFirst, q.scanNext = s.scanSQL(">="), s.scanSQL(">")
-		q.longFirst, q.longNext = s.longSQL(">="), s.longSQL(">")
-	})
-	return &s.q
 }
 
 // Resolve finds the source in the schema, case-insensitively, and checks,

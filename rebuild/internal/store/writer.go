@@ -38,14 +38,7 @@ func (w *writer) Begin(ctx context.Context) (*Tx, error) {
 		discard(c)
 		return nil, err
 	}
-	return &Tx{c: c, ctx: ctx}, nil
-}
-
-func (w *writer) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if err := w.db.SameFile(); err != nil {
-		return nil, err
-	}
-	return w.DB.ExecContext(ctx, query, args...)
+	return &Tx{Conn: c, ctx: ctx}, nil
 }
 
 // update runs fn in a write transaction and commits it; its errors say what.
@@ -63,29 +56,17 @@ func (db *DB) update(ctx context.Context, what string, fn func(*Tx) error) error
 	return nil
 }
 
-// Tx is a write transaction on the writer's connection; its statements run
-// under the context Begin was given, and Commit rolls back once it ended.
+// Tx is a write transaction on the writer's connection; exec runs under
+// the context Begin was given, and Commit rolls back once it ended.
 type Tx struct {
-	c    *sql.Conn
+	*sql.Conn
 	ctx  context.Context
 	done bool
 }
 
-func (t *Tx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.c.ExecContext(ctx, q, args...)
-}
-
-func (t *Tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return t.c.QueryRowContext(ctx, q, args...)
-}
-
-func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.c.QueryContext(ctx, q, args...)
-}
-
 // exec runs q with args.
 func (t *Tx) exec(q string, args ...any) error {
-	_, err := t.c.ExecContext(t.ctx, q, args...)
+	_, err := t.Conn.ExecContext(t.ctx, q, args...)
 	return err
 }
 
@@ -104,7 +85,7 @@ func (t *Tx) execAll(stmts ...string) error {
 // prepared on a Conn, and one closed after its connection was (a quiesced
 // pool closes it at once) crashes modernc.org/sqlite.
 func (t *Tx) execEach(q string, n int, args func(i int) []any) error {
-	st, err := t.c.PrepareContext(t.ctx, q)
+	st, err := t.Conn.PrepareContext(t.ctx, q)
 	if err != nil {
 		return err
 	}
@@ -127,12 +108,12 @@ func (t *Tx) Commit() error {
 		return err
 	}
 	t.done = true
-	if _, err := t.c.ExecContext(context.WithoutCancel(t.ctx), `COMMIT`); err != nil {
+	if _, err := t.Conn.ExecContext(context.WithoutCancel(t.ctx), `COMMIT`); err != nil {
 		t.done = false
 		t.Rollback()
 		return fmt.Errorf("commit: %w", err)
 	}
-	_ = t.c.Close()
+	_ = t.Conn.Close()
 	return nil
 }
 
@@ -144,11 +125,11 @@ func (t *Tx) Rollback() {
 		return
 	}
 	t.done = true
-	if _, err := t.c.ExecContext(context.WithoutCancel(t.ctx), `ROLLBACK`); err != nil {
-		discard(t.c)
+	if _, err := t.Conn.ExecContext(context.WithoutCancel(t.ctx), `ROLLBACK`); err != nil {
+		discard(t.Conn)
 		return
 	}
-	_ = t.c.Close()
+	_ = t.Conn.Close()
 }
 
 // discard closes c's driver connection instead of pooling it.
