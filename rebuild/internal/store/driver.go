@@ -192,20 +192,9 @@ func (d *Driver) checkEngine(ctx context.Context, c *Conn) error {
 
 // versionNumber turns "3.54.1" into 3054001 (0 if it is not a version).
 func versionNumber(v string) int {
-	f := strings.Split(v, ".")
-	if len(f) < 2 {
+	var major, minor, patch int
+	if n, _ := fmt.Sscanf(v, "%d.%d.%d", &major, &minor, &patch); n < 2 {
 		return 0
 	}
-	n := 0
-	for i := range 3 {
-		x := 0
-		if i < len(f) {
-			var err error
-			if x, err = strconv.Atoi(f[i]); err != nil {
-				return 0
-			}
-		}
-		n = n*1000 + x
-	}
-	return n
+	return major*1_000_000 + minor*1000 + patch
 }

@@ -76,7 +76,6 @@ func (c *Conn) Head(ctx context.Context, s *Source) (Head, error) {
 const (
 	MaxKeyBytes    = 64 << 10
 	MaxStoredBytes = 3 * MaxKeyBytes
-	tooLong        = MaxStoredBytes
 )
 
 // nonASCIIKey is true for a text key with a character outside ASCII or a
@@ -87,16 +86,12 @@ func nonASCIIKey(col string) string {
 	return `length(` + col + `) <> octet_length(` + col + `)`
 }
 
-// ReadLog hands fn the text keys logged with after < seq <= upTo, in
-// chunks, each with the sequence number it reads up to: one statement and
-// one JSON array per chunk. With nonASCII, only the keys nonASCIIKey
-// selects. BLOB keys (never equal to a text id) and keys longer than
-// MaxStoredBytes are skipped; keys longer than Knobs.ShortKey are read one
-// by one after their chunk, so that memory stays bounded.
-//
-// A chunk is a range of sequence numbers, not ORDER BY seq LIMIT n, which
-// SQLite runs as a co-routine costing as much again; an empty range says
-// where the next entry is (compaction leaves gaps), and the read jumps there.
+// ReadLog hands fn the text keys logged with after < seq <= upTo (only
+// those nonASCIIKey selects, with nonASCII), a chunk at a time, each with
+// the seq it reads up to. BLOB keys and keys longer than MaxStoredBytes
+// are skipped; keys longer than Knobs.ShortKey are read one by one after
+// their chunk. A chunk is a range of seq, not ORDER BY seq LIMIT n (a
+// co-routine costing as much again); an empty one says where to jump.
 func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonASCII bool, fn func(read uint64, keys []string) error) error {
 	q, long := s.logSQL(nonASCII), s.longLogSQL(nonASCII)
 	short := int64(c.db.knobs.ShortKey)
@@ -142,17 +137,16 @@ func arg(ordinal int, v any) driver.NamedValue { return driver.NamedValue{Ordina
 
 // logFilter is the condition on a log entry worth reading.
 func logFilter(nonASCII bool) string {
-	f := `typeof(key) = 'text' AND octet_length(key) <= ` + strconv.Itoa(tooLong)
+	f := `typeof(key) = 'text' AND octet_length(key) <= ` + strconv.Itoa(MaxStoredBytes)
 	if nonASCII {
 		f += ` AND ` + nonASCIIKey("key")
 	}
 	return f
 }
 
-// logSQL reads the entries with ?1 < seq <= ?2 (a rowid range, walked in
-// order; json_group_array keeps it): the keys worth reading of at most ?4
-// bytes as a JSON array, how many entries the range holds, how many longer
-// keys worth reading (longLogSQL), and the first seq after it up to ?3.
+// logSQL reads the entries with ?1 < seq <= ?2 in order: the keys worth
+// reading of at most ?4 bytes as a JSON array, how many entries, how many
+// longer keys worth reading, and the first seq after ?2 up to ?3.
 func (s *Source) logSQL(nonASCII bool) string {
 	f := logFilter(nonASCII)
 	return `SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4), count(*),
@@ -176,12 +170,11 @@ func (c *Conn) TagAt(ctx context.Context, s *Source, seq uint64) (int64, error) 
 	return tag, nil
 }
 
-// Compact deletes log entries below upTo and raises the floor to upTo, so
-// that a process with an older filter knows it must rebuild. It keeps the
-// entry at the floor (Head.Tag), every entry a live scan lease holds or
-// the spellings table does not cover yet, and the newest entry (without
-// AUTOINCREMENT, SQLite numbers a new row one past the largest). Nothing
-// is compacted before a full scan of the current epoch completed.
+// Compact deletes log entries below upTo and raises the floor (an older
+// filter must rebuild), but keeps the entry at the floor (Head.Tag), those
+// a live lease holds or the spellings table does not cover, the newest
+// (without AUTOINCREMENT, a new row is numbered one past the largest), and
+// everything before a full scan of the epoch completed.
 func (db *DB) Compact(ctx context.Context, s *Source, upTo uint64) error {
 	return db.update(ctx, "compact log", func(tx *Tx) error {
 		var held sql.NullInt64

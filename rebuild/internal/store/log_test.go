@@ -33,7 +33,7 @@ func TestReadLogByRange(t *testing.T) {
 		case i == 121:
 			k = strings.Repeat("a", 100) + k // long, ASCII
 		case i == 122:
-			k = strings.Repeat("t", tooLong+1) // never read
+			k = strings.Repeat("t", MaxStoredBytes+1) // never read
 		}
 		if _, err := app.Exec(`INSERT INTO t (id) VALUES (?)`, k); err != nil {
 			t.Fatal(err)
@@ -58,7 +58,7 @@ func TestReadLogByRange(t *testing.T) {
 		for _, after := range []uint64{0, 3, 31, 49, 120, 194, 202} {
 			const upTo = 202
 			var want []string
-			rows, err := app.Query(`SELECT key FROM `+s.Log+` WHERE seq > ? AND seq <= ? AND typeof(key) = 'text' AND octet_length(key) <= ? ORDER BY seq`, after, upTo, tooLong)
+			rows, err := app.Query(`SELECT key FROM `+s.Log+` WHERE seq > ? AND seq <= ? AND typeof(key) = 'text' AND octet_length(key) <= ? ORDER BY seq`, after, upTo, MaxStoredBytes)
 			if err != nil {
 				t.Fatal(err)
 			}

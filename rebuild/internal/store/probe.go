@@ -8,42 +8,28 @@ import (
 	"strconv"
 )
 
-// A probe is the one statement a call runs on its way to an answer: in one
-// read of the database it reads the schema cookie, data_version, the
-// source's Head, the tag at the caller's mark, the log after it when short,
-// and which of the keys asked the source holds. A read transaction costs
-// about a lookup, so a call pays for one instead of four.
-
 // ProbeOptions say what a probe reads besides the cookie and the head.
 type ProbeOptions struct {
-	After    uint64   // the caller's mark: the tag of the entry there, and the tail after it
-	Chunk    int      // the longest tail read (at most Knobs.LogChunk): a longer one is not read at all
-	NonASCII bool     // read only the tail's keys that may be stored in another spelling
-	Keys     []string // keys to confirm; empty: none
-	// Spellings: the spellings table has rows; the keys Spelled reports
-	// are confirmed through it too.
-	Spellings bool
+	After     uint64   // the caller's mark: the tag of the entry there, and the tail after it
+	Chunk     int      // the longest tail read (at most Knobs.LogChunk); a longer one is not read
+	NonASCII  bool     // read only the tail's keys that may be stored in another spelling
+	Keys      []string // keys to confirm
+	Spellings bool     // the spellings table has rows: confirm through it the keys Spelled reports
 	Spelled   func(key string) bool
-	// Schema is the cookie the caller resolved the source at: a probe
-	// that reads another confirms nothing.
-	Schema int64
+	Schema    int64 // the cookie the caller resolved the source at: with another, nothing is confirmed
 }
 
-// Probe is what one probe read.
+// Probe is what one probe read. Confirmed: Found answers Keys (not when
+// they were too many or too long for one statement, or the schema moved).
 type Probe struct {
-	Schema     int64 // the schema cookie
-	Version    int64 // the connection's data_version (0 on the app's pool)
-	Head       Head  // logged sources
-	AfterTag   int64 // the tag of the entry at After, if AfterFound
-	AfterFound bool
-	// Tail: Logged holds the text keys logged after After, up to the head.
-	Tail   bool
-	Logged []string
-	Found  []int // the positions in Keys of those the source holds
-	// Confirmed: Found answers Keys. False when the keys were too many or
-	// too long for one statement (use Confirm), or the schema was not the
-	// caller's.
-	Confirmed bool
+	Schema, Version int64 // the schema cookie, the data_version (0 on the app's pool)
+	Head            Head  // logged sources
+	AfterTag        int64 // the tag of the entry at After, if AfterFound
+	AfterFound      bool
+	Tail            bool // Logged holds the text keys logged after After, up to the head
+	Logged          []string
+	Found           []int // the positions in Keys of those the source holds
+	Confirmed       bool
 }
 
 // probeShape is one variant of the probe statement.
@@ -55,11 +41,11 @@ type probeShape struct {
 	noVersion bool // on the app's pool, whose data_version tells the library nothing
 }
 
-// probeSQL returns the probe statement of one variant: ?1 the keys' JSON
-// array (single: the key), ?2 the caller's mark, ?3 the longest tail read,
-// ?4 the longest key read inside the tail's array (a tail with a longer
-// one is read with ReadLog), ?5 the positions to confirm through the
-// spellings table, ?6 the caller's schema cookie.
+// probeSQL is the one statement a call runs on its way to an answer: one
+// read transaction (about the cost of a lookup) instead of four. ?1 the
+// keys (single: the key), ?2 the caller's mark, ?3 the longest tail read,
+// ?4 the longest key read in the tail's array (else ReadLog reads it), ?5
+// the positions to confirm through spellings, ?6 the caller's cookie.
 func (s *Source) probeSQL(p probeShape) string {
 	cols := `(SELECT schema_version FROM pragma_schema_version()), (SELECT data_version FROM pragma_data_version())`
 	if p.noVersion {

@@ -23,22 +23,13 @@ type ScanCounts struct {
 	Nulls, Blobs, Long int64
 }
 
-// Scan reads every text key of the source. The head is read first: every
-// row committed before it is read (unless deleted meanwhile), every row
-// committed after it is in the log after it, so a filter of the keys read,
-// caught up from the head, covers the source.
-//
-// Keys are read through the column's index, Knobs.ScanChunk per short
-// statement (no read transaction spans the scan, so the app's writers wait
-// at most one chunk in a rollback-journal mode), paging strictly by key:
-// no key committed before the head is skipped, whatever the app writes
-// between chunks. Without an index SQLite walks for the paging statement,
-// the rows are read in one statement. Keys longer than Knobs.ShortKey are
-// read one by one after their chunk, and longer than MaxStoredBytes only
-// counted (but the largest key of a chunk), so memory stays bounded.
-//
-// The scan runs on a connection of its own, so that it never waits for a
-// reader, nor makes the calls that run meanwhile wait.
+// Scan reads every text key of the source, on a connection of its own
+// (beside the readers). The head is read first: a row committed before it
+// is read, one committed after it is in the log after it. Keys are read
+// through the column's index, Knobs.ScanChunk per short statement (the
+// app's writers wait at most one chunk), paging strictly by key, so that
+// no key committed before the head is skipped; without an index SQLite
+// walks, in one statement. Long keys are read as ReadLog's are.
 func (db *DB) Scan(ctx context.Context, s *Source, h ScanHooks) (counts ScanCounts, err error) {
 	c, err := db.openConn(ctx)
 	if err != nil {
@@ -144,14 +135,14 @@ func (s *Source) scanSQL(op string) string {
 // up to ?2, one row each: a JSON string, or NULL when longer than
 // MaxStoredBytes.
 func (s *Source) longSQL(op string) string {
-	return `SELECT CASE WHEN octet_length(` + s.QCol + `) <= ` + strconv.Itoa(tooLong) + ` THEN json_quote(` + s.QCol + `) END FROM ` + s.QTable +
+	return `SELECT CASE WHEN octet_length(` + s.QCol + `) <= ` + strconv.Itoa(MaxStoredBytes) + ` THEN json_quote(` + s.QCol + `) END FROM ` + s.QTable +
 		` WHERE ` + s.QCol + ` ` + op + ` ?1 AND ` + s.QCol + ` <= ?2 AND ` + s.QCol + ` < x'' AND octet_length(` + s.QCol + `) > ?3`
 }
 
 // scanRows reads the source row by row in one statement, handing text keys
 // over in chunks; ctx is checked every chunk.
 func (c *Conn) scanRows(ctx context.Context, s *Source, keysFn func([]string) error) (counts ScanCounts, err error) {
-	q := `SELECT typeof(` + s.QCol + `), CASE WHEN typeof(` + s.QCol + `) = 'text' AND octet_length(` + s.QCol + `) <= ` + strconv.Itoa(tooLong) +
+	q := `SELECT typeof(` + s.QCol + `), CASE WHEN typeof(` + s.QCol + `) = 'text' AND octet_length(` + s.QCol + `) <= ` + strconv.Itoa(MaxStoredBytes) +
 		` THEN json_quote(` + s.QCol + `) END FROM ` + s.QTable
 	dest := make([]driver.Value, 2)
 	keys := make([]string, 0, c.db.knobs.ScanChunk)

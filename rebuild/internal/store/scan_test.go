@@ -41,7 +41,7 @@ func TestChunkedScanReadsWhatRowsRead(t *testing.T) {
 		}
 		keys = append(keys, string(b))
 	}
-	tooLongKeys := []string{strings.Repeat("T", tooLong+1), strings.Repeat("U", tooLong+1)} // counted, never read
+	tooLongKeys := []string{strings.Repeat("T", MaxStoredBytes+1), strings.Repeat("U", MaxStoredBytes+1)} // counted, never read
 	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ func (db *DB) ScanSpellings(ctx context.Context, s *Source, fn func(key string) 
 	if err == nil {
 		defer c.close()
 		err = c.eachKey(ctx, `SELECT json_quote(`+s.QCol+`) FROM `+s.QTable+` WHERE typeof(`+s.QCol+`) = 'text' AND `+nonASCIIKey(s.QCol)+
-			` AND octet_length(`+s.QCol+`) <= `+strconv.Itoa(tooLong), func(k string, _ bool) error { return fn(k) })
+			` AND octet_length(`+s.QCol+`) <= `+strconv.Itoa(MaxStoredBytes), func(k string, _ bool) error { return fn(k) })
 	}
 	if err != nil {
 		return fmt.Errorf("scan stored spellings: %w", err)
