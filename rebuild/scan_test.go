@@ -157,3 +157,30 @@ func TestScanRecordCoversOnlyTheScan(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstOpenScansOnce: the first open of a table that holds rows (never
+// attached) scans it once in the background, however the worker's start
+// and the open's own look at the source interleave: one rebuild, and
+// Progress never starts counting again.
+func TestFirstOpenScansOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for round := range 5 {
+		path := appDB(t, ids(fmt.Sprint("seed", round), 20000)...)
+		cfg := appConfig(path)
+		var last, restarts atomic.Int64
+		cfg.ProgressEvery = 1000
+		cfg.Progress = func(done, total int64) {
+			if done < last.Swap(done) {
+				restarts.Add(1)
+			}
+		}
+		ix := open(t, cfg)
+		if err := ix.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st := stats(ix); st.Rebuilds != 1 || restarts.Load() != 0 {
+			t.Fatalf("round %d: %d rebuilds, Progress counted again from the start %d times; want 1 and 0", round, st.Rebuilds, restarts.Load())
+		}
+	}
+}

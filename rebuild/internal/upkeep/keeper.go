@@ -50,6 +50,7 @@ type Keeper struct {
 		pending    int           // jobs queued or running, and a load asked after the first call
 		idle       chan struct{} // closed when pending drops to 0
 		deferred   bool          // the opening load waits for the first call
+		opening    bool          // Open reads the source: it asks for what the index needs
 		lastErr    error         // why no filter serves: the last rebuild's or load's error
 		snapErr    error         // why the snapshot was not used
 		autos      uint64        // automatic rebuilds asked for
@@ -113,8 +114,11 @@ func (k *Keeper) info(msg string, args ...any) {
 // askRepair asks for a rebuild because no filter can serve, unless the
 // app rebuilds by itself.
 func (k *Keeper) askRepair(why error) {
-	k.setErr(why)
-	if !k.cfg.NoAutoRebuild {
+	k.db.mu.Lock()
+	k.mu.lastErr = why
+	opening := k.mu.opening
+	k.db.mu.Unlock()
+	if !opening && !k.cfg.NoAutoRebuild {
 		k.db.ask(kindRebuild, k, reason{text: why.Error()})
 	}
 }

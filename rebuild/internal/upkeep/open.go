@@ -35,7 +35,9 @@ func (k *Keeper) look(ctx context.Context) (now bool, err error) {
 		return false, store.ErrClosed
 	}
 	defer k.life.Leave(t)
+	k.setOpening(true) // the first scan is asked below, not by the gate's repair as well
 	c, err := k.G.Look(ctx)
+	k.setOpening(false)
 	if err != nil {
 		return false, fmt.Errorf("open index: %w", err)
 	}
@@ -70,4 +72,10 @@ func (k *Keeper) look(ctx context.Context) (now bool, err error) {
 		k.askRepair(errors.New("no snapshot configured"))
 	}
 	return false, nil
+}
+
+func (k *Keeper) setOpening(on bool) {
+	k.db.mu.Lock()
+	k.mu.opening = on
+	k.db.mu.Unlock()
 }

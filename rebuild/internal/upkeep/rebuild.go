@@ -28,7 +28,7 @@ func (k *Keeper) Reload(ctx context.Context) error {
 // rebuilds its filter: bypass, scan, publish, record, save, compact. A
 // first attach (by this index's open) whose scan fails is undone, leaving
 // the database as it was.
-func (k *Keeper) rebuildJob(ctx context.Context, why reason) (err error, rep *reporter) {
+func (k *Keeper) rebuildJob(ctx context.Context, why reason) (rep *reporter, err error) {
 	start := time.Now()
 	defer func() {
 		if err != nil {
@@ -43,14 +43,14 @@ func (k *Keeper) rebuildJob(ctx context.Context, why reason) (err error, rep *re
 	}()
 	c, err := k.G.Look(ctx)
 	if err != nil {
-		return err, rep
+		return rep, err
 	}
 	defer c.End()
 	// The source as it is now: DDL since the last call (an attach undone,
 	// a Detach, a migration) would send the scan to a source whose
 	// triggers are gone.
 	if err := c.Fresh(ctx); err != nil {
-		return err, rep
+		return rep, err
 	}
 	c.PutReader()
 	f, src := c.F, c.Src()
@@ -60,7 +60,7 @@ func (k *Keeper) rebuildJob(ctx context.Context, why reason) (err error, rep *re
 	if !src.Logged {
 		info, err := c.Attach(ctx)
 		if err != nil {
-			return err, rep
+			return rep, err
 		}
 		if src = c.Src(); info.Created {
 			k.setCreated(src)
@@ -84,17 +84,17 @@ func (k *Keeper) rebuildJob(ctx context.Context, why reason) (err error, rep *re
 			}
 			k.setCreated(nil)
 		}
-		return err, rep
+		return rep, err
 	}
 	k.setCreated(nil)
 	if k.cfg.Snapshot == "" || errors.Is(k.targetErr(), store.ErrUnsafeTarget) {
-		return nil, rep
+		return rep, nil
 	}
 	post := context.WithoutCancel(ctx) // the new filter serves: its save and compaction are done
 	if err := k.save(post, v); err != nil {
-		return err, rep
+		return rep, err
 	}
-	return k.compact(post, f, src), rep
+	return rep, k.compact(post, f, src)
 }
 
 func (k *Keeper) setCreated(s *store.Source) {

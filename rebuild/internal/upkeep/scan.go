@@ -35,112 +35,133 @@ func (k *Keeper) scan(ctx context.Context, c *gate.Call, src *store.Source, l *s
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rep.cancel = cancel // a Progress that panics stops the scan
-	f := c.F
-	var (
-		head     store.Head
-		total    int64 // rows, estimated (the largest rowid), for Progress
-		done     int64
-		shown    int64
-		invalid  int64
-		batches  = make(chan []string, 4)
-		built    = make(chan builderResult, 1)
-		began    bool
-		prevView = k.G.Held()
-	)
-	defer func() {
-		if began && batches != nil {
-			close(batches)
-			<-built
-		}
-	}()
-	hook := k.db.Knobs.ScanRow
-	hooks := store.ScanHooks{
-		Begin: func(h store.Head, estimate int64) error {
-			if hook != nil {
-				if err := hook(0); err != nil {
-					return fmt.Errorf("scan source: %w", err)
-				}
-			}
-			head, began = h, true
-			total = estimate
-			go k.builder(ctx, f, src, batches, built, func(rows int64) uint64 { return k.sizeFor(rows, prevView, why.auto) })
-			return nil
-		},
-		Keys: func(keys []string) error {
-			if k.life.Closing() {
-				return store.ErrClosed // the filter would never serve
-			}
-			if err := context.Cause(ctx); err != nil {
-				return err
-			}
-			k.db.yield(ctx)
-			batch := make([]string, 0, len(keys))
-			for _, key := range keys {
-				canon, err := gate.CanonicalStored(key)
-				if err != nil {
-					invalid++
-					k.G.C.Skipped.Add(1)
-					continue
-				}
-				if canon != key {
-					pending = append(pending, [2]string{canon, key})
-				}
-				batch = append(batch, canon)
-			}
-			done += int64(len(keys))
-			if hook != nil {
-				if err := hook(done); err != nil {
-					return fmt.Errorf("scan source: %w", err)
-				}
-			}
-			select {
-			case batches <- batch:
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-			if err := f.St.RenewLease(ctx, src, l); err != nil {
-				return err
-			}
-			if len(pending) >= batchSpellings {
-				if err := f.St.AddSpellings(ctx, src, head.Epoch, pending); err != nil {
-					return err
-				}
-				pending = pending[:0]
-			}
-			if done-shown >= k.cfg.ProgressEvery {
-				shown = done
-				rep.update(done, max(total, done))
-			}
-			return nil
-		},
-	}
-	counts, err := f.St.Scan(ctx, src, hooks)
-	if !began {
+	s := &scanning{k: k, f: c.F, src: src, lease: l, rep: rep, prev: k.G.Held(), auto: why.auto,
+		batches: make(chan []string, 4), built: make(chan builderResult, 1)}
+	defer s.stop()
+	counts, err := c.F.St.Scan(ctx, src, store.ScanHooks{
+		Begin: func(h store.Head, estimate int64) error { return s.begin(ctx, h, estimate) },
+		Keys:  func(keys []string) error { return s.keys(ctx, keys) },
+	})
+	if !s.began {
 		return nil, nil, err
 	}
-	close(batches)
-	batches = nil
-	res := <-built
+	res := s.stop()
 	if err == nil {
 		err = res.err
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	rep.update(done, done)
-	rows := res.rows
+	rep.update(s.done, s.done)
 	k.G.C.Skipped.Add(uint64(counts.Long))
 	k.db.mu.Lock()
-	k.mu.scan = ScanCounts{Rows: rows, Keys: done - invalid, SkippedText: invalid + counts.Long, SkippedNull: counts.Nulls, SkippedBlob: counts.Blobs}
+	k.mu.scan = ScanCounts{Rows: res.rows, Keys: s.done - s.invalid, SkippedText: s.invalid + counts.Long, SkippedNull: counts.Nulls, SkippedBlob: counts.Blobs}
 	k.db.mu.Unlock()
 	filter, err := syncfilter.ThawOn(k.db.Writer, res.b.Image())
 	if err != nil {
 		return nil, nil, err
 	}
-	v := gate.NewView(filter, f, src, head.Epoch, gate.Mark{Gen: head.Seq, Tag: head.Tag}, true)
-	v.Capacity, v.Rows = res.capacity, rows
-	v.AddSpellings(pending)
-	return v, pending, nil
+	v := gate.NewView(filter, c.F, src, s.head.Epoch, gate.Mark{Gen: s.head.Seq, Tag: s.head.Tag}, true)
+	v.Capacity, v.Rows = res.capacity, res.rows
+	v.AddSpellings(s.pending)
+	return v, s.pending, nil
+}
+
+// scanning is one scan in progress: what it read so far, and its builder.
+type scanning struct {
+	k       *Keeper
+	f       *gate.File
+	src     *store.Source
+	lease   *store.Lease
+	rep     *reporter
+	prev    *gate.View // the view the new one replaces, for sizing
+	auto    bool
+	head    store.Head
+	total   int64 // rows, estimated (the largest rowid), for Progress
+	done    int64 // keys read
+	shown   int64 // keys read at the last Progress
+	invalid int64
+	pending [][2]string // stored spellings not written yet: canonical, stored
+	batches chan []string
+	built   chan builderResult
+	began   bool
+	res     *builderResult
+}
+
+func (s *scanning) begin(ctx context.Context, h store.Head, estimate int64) error {
+	if hook := s.k.db.Knobs.ScanRow; hook != nil {
+		if err := hook(0); err != nil {
+			return fmt.Errorf("scan source: %w", err)
+		}
+	}
+	s.head, s.began, s.total = h, true, estimate
+	go s.k.builder(ctx, s.f, s.src, s.batches, s.built, func(rows int64) uint64 { return s.k.sizeFor(rows, s.prev, s.auto) })
+	return nil
+}
+
+// keys takes one chunk the scan read: canonical forms to the builder,
+// stored spellings to the spellings table in batches, the lease renewed,
+// Progress told.
+func (s *scanning) keys(ctx context.Context, keys []string) error {
+	k := s.k
+	if k.life.Closing() {
+		return store.ErrClosed // the filter would never serve
+	}
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	k.db.yield(ctx)
+	batch := make([]string, 0, len(keys))
+	for _, key := range keys {
+		canon, err := gate.CanonicalStored(key)
+		if err != nil {
+			s.invalid++
+			k.G.C.Skipped.Add(1)
+			continue
+		}
+		if canon != key {
+			s.pending = append(s.pending, [2]string{canon, key})
+		}
+		batch = append(batch, canon)
+	}
+	s.done += int64(len(keys))
+	if hook := k.db.Knobs.ScanRow; hook != nil {
+		if err := hook(s.done); err != nil {
+			return fmt.Errorf("scan source: %w", err)
+		}
+	}
+	select {
+	case s.batches <- batch:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	if err := s.f.St.RenewLease(ctx, s.src, s.lease); err != nil {
+		return err
+	}
+	if len(s.pending) >= batchSpellings {
+		if err := s.f.St.AddSpellings(ctx, s.src, s.head.Epoch, s.pending); err != nil {
+			return err
+		}
+		s.pending = s.pending[:0]
+	}
+	if s.done-s.shown >= k.cfg.ProgressEvery {
+		s.shown = s.done
+		s.rep.update(s.done, max(s.total, s.done))
+	}
+	return nil
+}
+
+// stop ends the builder, once, and returns its result.
+func (s *scanning) stop() builderResult {
+	if !s.began {
+		return builderResult{}
+	}
+	if s.res == nil {
+		close(s.batches)
+		r := <-s.built
+		s.res = &r
+	}
+	return *s.res
 }
 
 type builderResult struct {

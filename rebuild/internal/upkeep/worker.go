@@ -197,7 +197,7 @@ func (db *DB) runJob(ctx context.Context, j *job) (r result) {
 	case kindCatchUp:
 		r.err = k.G.CatchUp(ctx)
 	case kindRebuild:
-		r.err, r.rep = k.rebuildJob(ctx, j.why)
+		r.rep, r.err = k.rebuildJob(ctx, j.why)
 	}
 	return r
 }
