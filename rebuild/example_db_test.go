@@ -107,7 +107,7 @@ func ExampleSource() {
 		Table: "messages", Column: "id", Snapshot: "messages.sfb",
 		FPR:           0.01,      // target false-positive rate (default 1%)
 		Headroom:      2,         // size for rows × Headroom (default 2)
-		RebuildFactor: 2,         // due when the estimated rate exceeds FPR × RebuildFactor (default 2; negative: never)
+		RebuildFactor: 2,         // due when the estimated rate exceeds FPR × RebuildFactor (default 2, at least 1; NotWhenDue turns it off)
 		RebuildEvery:  time.Hour, // least time between two rebuilds for fill (default: the cost limit alone)
 		// NoAutoRebuild: true    // never rebuild by itself: call Rebuild, or run the cron job
 	}

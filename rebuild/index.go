@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/gate"
-	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/rebuild/internal/upkeep"
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
@@ -207,4 +206,3 @@ func ended(ctx context.Context, err error) error {
 	return err
 }
 
-var _ = store.ErrClosed

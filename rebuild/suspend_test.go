@@ -238,6 +238,13 @@ func TestSuspendHoldsNoConnection(t *testing.T) {
 	if ok, err := own.Fetched(ctx, "marked-while-suspended"); err != nil || !ok {
 		t.Fatalf("Fetched(marked while suspended) = %v, %v", ok, err)
 	}
+	// Save and Rebuild write files and scan: refused while suspended.
+	if err := ix.Save(ctx); !errors.Is(err, ErrSuspended) {
+		t.Fatalf("Save while suspended = %v, want ErrSuspended", err)
+	}
+	if err := ix.Rebuild(ctx); !errors.Is(err, ErrSuspended) {
+		t.Fatalf("Rebuild while suspended = %v, want ErrSuspended", err)
+	}
 	time.Sleep(50 * time.Millisecond) // nothing starts meanwhile
 	if _, open := openFiles(t, path); open > 0 {
 		t.Fatalf("after calls while suspended the process holds %d descriptors of the database's files", open)

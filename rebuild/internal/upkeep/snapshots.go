@@ -177,6 +177,8 @@ func (k *Keeper) Save(ctx context.Context) error {
 		return fmt.Errorf("save: no snapshot configured: %w", store.ErrBadConfig)
 	case k.db.ReadOnly:
 		return fmt.Errorf("save: the database is opened read-only: %w", store.ErrBadConfig)
+	case k.db.Paused():
+		return fmt.Errorf("save: %w", store.ErrSuspended)
 	}
 	v := k.G.Serving()
 	if v == nil {
