@@ -12,11 +12,9 @@ import (
 	"github.com/syncfilter/syncfilter/internal/sqlitecode"
 )
 
-// appRunner runs the statements that confirm keys (Probe, Confirm, Lookup)
-// on the app's own pool (Options.App): after the app's commit, SQLite drops
-// the page cache of every other connection, so the library's readers start
-// cold while the app's connection reads what its INSERTs just touched from
-// memory. Each statement is prepared once on the pool.
+// appRunner runs the statements that confirm keys on the app's own pool
+// (Options.App), each prepared once: a commit drops every other
+// connection's page cache, so the app's connection is the warm one.
 type appRunner struct {
 	db    *sql.DB
 	gone  atomic.Bool // closed by the app, or a table lock seen: never used again
@@ -154,11 +152,9 @@ func (db *DB) CheckApp(ctx context.Context) error {
 	return nil
 }
 
-// AppFree reports whether the app's pool has an idle connection to lend,
-// so that the library never makes it grow (a connection opened for it
-// would stay in the app's pool, holding its descriptors and -shm lock
-// after a Suspend). One the app takes meanwhile has it open another, within
-// its limit; rare. Never while the database is quiesced.
+// AppFree reports whether the app's pool has an idle connection to lend
+// (rarely, the app takes it meanwhile), so that the library never makes it
+// grow: a connection opened for it would hold its -shm lock after Suspend.
 func (db *DB) AppFree() bool {
 	if db.app == nil || db.app.gone.Load() || db.pool.isQuiet() {
 		return false

@@ -11,11 +11,9 @@ type Changes struct {
 }
 
 // DataVersion reads PRAGMA data_version on a connection of its own that
-// never writes, so that the value changes exactly when another connection
-// (any process, the library's writer included) committed: the follower
-// polls it, and calls on a source without a log read it. One caller reads
-// at a time (the dv token). While quiesced the connection is closed after
-// each read; the next one's values differ from every earlier one's.
+// never writes, so that it changes exactly when another connection (the
+// library's writer included) committed. One caller reads at a time (the
+// dv token); while quiesced the connection is closed after each read.
 func (db *DB) DataVersion(ctx context.Context) (ch Changes, err error) {
 	select {
 	case db.dv <- struct{}{}:

@@ -51,7 +51,7 @@ type DB struct {
 	created bool   // Open created the file
 	knobs   Knobs
 
-	w    *writer    // nil when read-only
+	w    *sql.DB    // the writer, one connection: every write (update); nil when read-only
 	r    *sql.DB    // the reading connections
 	pool *pool      // the readers among them
 	app  *appRunner // the app's pool, if it handed it over
@@ -106,11 +106,9 @@ func (db *DB) open(ctx context.Context, opts Options) (err error) {
 		if db.created {
 			mode = "rwc"
 		}
-		w, err := opts.Driver.pool(db.Path.Real, mode, opts.BusyTimeout)
-		if err != nil {
+		if db.w, err = opts.Driver.pool(db.Path.Real, mode, opts.BusyTimeout); err != nil {
 			return err
 		}
-		db.w = &writer{DB: w, db: db}
 		db.w.SetMaxOpenConns(1)
 		if err := db.w.PingContext(ctx); err != nil {
 			return err
@@ -234,7 +232,7 @@ func hotJournal(err error) bool {
 }
 
 // rollBackHotJournal has the writer roll back a hot journal: its next
-// transaction does, once Begin checked the file (a journal beside a name
+// transaction does, once update checked the file (a journal beside a name
 // the file no longer has is another file's: ErrReplaced).
 func (db *DB) rollBackHotJournal(ctx context.Context) error {
 	return db.update(ctx, "roll back a hot journal", func(*Tx) error { return nil })

@@ -13,13 +13,10 @@ import (
 	"time"
 )
 
-// The library reaches the app's database only through the SQLite the app
-// links: two copies in one process do not see each other's POSIX locks,
-// and closing a file in one drops the other's (sqlite.org/howtocorrupt.html,
-// 2.2.1). It needs of a driver standard database/sql/driver with context
-// queries, SQLite's URI file names and its result codes (sqlitecode).
-
-// Driver is the SQLite driver the library opens connections with.
+// Driver is the SQLite driver the library opens connections with: the
+// app's, since two copies of SQLite in one process do not see each other's
+// locks (sqlite.org/howtocorrupt.html, 2.2.1). It must take contexts,
+// SQLite's URI file names, and report SQLite's result codes (sqlitecode).
 type Driver struct {
 	drv  driver.Driver
 	Name string // the driver's package, for messages

@@ -7,10 +7,8 @@ import (
 	"strings"
 )
 
-// Path is a database path resolved once, at open: every connection, every
-// sibling file (-wal, -shm, -journal) and every relative snapshot path is
-// derived from it, so a later chdir or a new symbolic link changes nothing
-// the library opens.
+// Path is a database path resolved once, at open, so that a later chdir
+// or a new symbolic link changes nothing the library opens.
 type Path struct {
 	Given string // as the app spelled it
 	Abs   string // absolute, symbolic links kept: the name the app uses, checked at every call
@@ -42,10 +40,8 @@ func ResolvePath(p string) (Path, error) {
 	return Path{Given: p, Abs: abs, Real: real}, nil
 }
 
-// URI returns the SQLite URI of the real path with the driver's options.
-// Every byte outside the unreserved set is percent-encoded, so no path
-// ('?', '#', '%', spaces, a leading "//") can be read as URI syntax, and
-// the authority is always empty ("file:///...").
+// URI returns the SQLite URI of path with opts: every byte outside the
+// unreserved set percent-encoded, so that no path is read as URI syntax.
 func URI(path, opts string) string {
 	p := filepath.ToSlash(path)
 	if !strings.HasPrefix(p, "/") {

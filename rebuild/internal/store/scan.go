@@ -211,9 +211,8 @@ func (c *Conn) Empty(ctx context.Context, s *Source) (bool, error) {
 	return !any, nil
 }
 
-// CountAll counts the source's rows, NULL ids included, to size a rebuilt
-// filter: a bare count(*), which SQLite answers from the smallest b-tree's
-// page headers. It runs beside the readers' pool, as the scan does.
+// CountAll counts the rows to size a rebuilt filter, beside the readers'
+// pool: a bare count(*), which SQLite answers from page headers.
 func (db *DB) CountAll(ctx context.Context, s *Source) (int64, error) {
 	var n int64
 	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM `+s.QTable).Scan(&n); err != nil {

@@ -6,22 +6,16 @@ import (
 	"fmt"
 )
 
-// syncfilter_snapshots has a row per snapshot saved (by an app or the cron
-// job), written before the file is renamed into place: a file is loaded
-// only if its checksum, generation and m have a row. A database restored
-// from a backup, or a forged file, has none.
-
 // keepRecords is how many snapshot records a source keeps: the newest
 // saves of every process stay loadable.
 const keepRecords = 16
 
 var errEpoch = errors.New("the source was attached again (its triggers had been lost) since this filter was built")
 
-// RecordSnapshot records that a snapshot with this checksum, covering gen
-// with m bits, is being saved, keeps the newest keepRecords records, and
-// keeps path as the source's last snapshot (where `syncfilter rebuild
-// --all` writes the next). A generation the log has not reached, or a
-// filter of another epoch, is refused.
+// RecordSnapshot records, before the file is renamed into place, that a
+// snapshot of gen with m bits and this checksum is saved at path (where
+// `syncfilter rebuild --all` writes the next); a generation the log has not
+// reached, or a filter of another epoch, is refused.
 func (db *DB) RecordSnapshot(ctx context.Context, s *Source, epoch uint64, sum [32]byte, gen, m uint64, path string) error {
 	return db.update(ctx, "record snapshot", func(tx *Tx) error {
 		var head, cur int64
@@ -47,8 +41,8 @@ func (db *DB) RecordSnapshot(ctx context.Context, s *Source, epoch uint64, sum [
 	})
 }
 
-// Vouched reports whether the database recorded saving a snapshot with
-// this checksum, generation and size for the source.
+// Vouched reports whether the database recorded the snapshot: a database
+// restored from a backup, or a forged file, has no record.
 func (c *Conn) Vouched(ctx context.Context, s *Source, sum [32]byte, gen, m uint64) (bool, error) {
 	ok, err := hasTable(ctx, c, SnapshotsTable)
 	if err != nil || !ok {

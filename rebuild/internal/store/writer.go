@@ -8,65 +8,45 @@ import (
 	"fmt"
 )
 
-// writer is the library's one writing connection. Every write first checks
-// SameFile: never write through a second name of the file (SQLite keeps a
-// journal beside each name, and writes through two corrupt it), nor into a
-// file the app put at the path.
-type writer struct {
-	*sql.DB
-	db *DB
-}
-
-var errReadOnly = errors.New("database opened read-only")
-
-// Begin starts a write transaction with BEGIN IMMEDIATE, which takes the
-// write lock at once, so that a transaction that reads before it writes
-// never fails to upgrade its lock (in SQL: each driver configures BeginTx's
-// locking its own way).
-func (w *writer) Begin(ctx context.Context) (*Tx, error) {
-	if w == nil {
-		return nil, errReadOnly
+// update runs fn in a write transaction on the writer and commits it; its
+// errors say what. It begins only while SameFile holds (writes through a
+// second name corrupt the file; a replaced file is not ours), with BEGIN
+// IMMEDIATE: the write lock at once, so that a transaction that reads first
+// never fails to upgrade it (drivers configure BeginTx each its own way).
+func (db *DB) update(ctx context.Context, what string, fn func(*Tx) error) (err error) {
+	defer wrap(&err, what)
+	if db.w == nil {
+		return errors.New("database opened read-only")
 	}
-	if err := w.db.SameFile(); err != nil {
-		return nil, err
+	if err := db.SameFile(); err != nil {
+		return err
 	}
-	c, err := w.DB.Conn(ctx)
+	c, err := db.w.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := c.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
 		discard(c)
-		return nil, err
+		return err
 	}
-	return &Tx{Conn: c, ctx: ctx}, nil
+	tx := &Tx{Conn: c, ctx: ctx}
+	defer tx.rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.commit()
 }
 
-// update runs fn in a write transaction and commits it; its errors say what.
-func (db *DB) update(ctx context.Context, what string, fn func(*Tx) error) error {
-	tx, err := db.w.Begin(ctx)
-	if err == nil {
-		defer tx.Rollback()
-		if err = fn(tx); err == nil {
-			err = tx.Commit()
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
-}
-
-// Tx is a write transaction on the writer's connection; exec runs under
-// the context Begin was given, and Commit rolls back once it ended.
+// Tx is a write transaction on the writer's connection.
 type Tx struct {
 	*sql.Conn
-	ctx  context.Context
+	ctx  context.Context // the context update was given
 	done bool
 }
 
 // exec runs q with args.
 func (t *Tx) exec(q string, args ...any) error {
-	_, err := t.Conn.ExecContext(t.ctx, q, args...)
+	_, err := t.ExecContext(t.ctx, q, args...)
 	return err
 }
 
@@ -85,7 +65,7 @@ func (t *Tx) execAll(stmts ...string) error {
 // prepared on a Conn, and one closed after its connection was (a quiesced
 // pool closes it at once) crashes modernc.org/sqlite.
 func (t *Tx) execEach(q string, n int, args func(i int) []any) error {
-	st, err := t.Conn.PrepareContext(t.ctx, q)
+	st, err := t.PrepareContext(t.ctx, q)
 	if err != nil {
 		return err
 	}
@@ -98,38 +78,32 @@ func (t *Tx) execEach(q string, n int, args func(i int) []any) error {
 	return nil
 }
 
-// Commit commits the transaction, or rolls it back if that fails.
-func (t *Tx) Commit() error {
-	if t.done {
-		return sql.ErrTxDone
-	}
+// commit commits, unless the context ended (the deferred rollback follows).
+func (t *Tx) commit() error {
 	if err := context.Cause(t.ctx); err != nil {
-		t.Rollback()
 		return err
 	}
-	t.done = true
-	if _, err := t.Conn.ExecContext(context.WithoutCancel(t.ctx), `COMMIT`); err != nil {
-		t.done = false
-		t.Rollback()
+	if _, err := t.ExecContext(context.WithoutCancel(t.ctx), `COMMIT`); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	_ = t.Conn.Close()
+	t.done = true
+	_ = t.Close()
 	return nil
 }
 
-// Rollback rolls the transaction back, if it is not over. A connection
-// whose ROLLBACK fails (SQLite already rolled back an interrupted write) is
+// rollback rolls back a transaction not committed. A connection whose
+// ROLLBACK fails (SQLite already rolled back an interrupted write) is
 // discarded: closing it ends the transaction.
-func (t *Tx) Rollback() {
+func (t *Tx) rollback() {
 	if t.done {
 		return
 	}
 	t.done = true
-	if _, err := t.Conn.ExecContext(context.WithoutCancel(t.ctx), `ROLLBACK`); err != nil {
+	if _, err := t.ExecContext(context.WithoutCancel(t.ctx), `ROLLBACK`); err != nil {
 		discard(t.Conn)
 		return
 	}
-	_ = t.Conn.Close()
+	_ = t.Close()
 }
 
 // discard closes c's driver connection instead of pooling it.
