@@ -514,3 +514,30 @@ func TestCloseLeavesAGoneDatabaseAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseReturnsTheSaveError: a save on Close that fails (the snapshot's
+// folder is gone) is Close's error, not only a log line.
+func TestCloseReturnsTheSaveError(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 300)...)
+	cfg := appConfig(path)
+	snapDir := t.TempDir()
+	cfg.Snapshot = filepath.Join(snapDir, "records.sfb")
+	ix := open(t, cfg)
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	insertIDs(t, db, ids("later", 20)...) // the filter now covers more than the file
+	_ = db.Close()
+	if _, err := ix.Missing(ctx, ids("later", 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(snapDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(ctx); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Close = %v, want the save's error (the folder is gone)", err)
+	}
+}

@@ -188,8 +188,8 @@ func (ix *Index) Save(ctx context.Context) error {
 
 // Close stops the index's background work, waits for it and for the calls
 // in progress (ctx bounds the wait), saves the filter if it covers more
-// than the snapshot file, and releases it. An index from Open closes its
-// database too.
+// than the snapshot file (a failed save is its error), and releases it.
+// An index from Open closes its database too.
 func (ix *Index) Close(ctx context.Context) error {
 	if ix.owned {
 		return ix.db.Close(ctx)

@@ -338,8 +338,9 @@ func (k *Keeper) Counts() Counts {
 
 // Close stops the index's background work and waits for it and for the
 // calls in progress (ctx bounds the wait), then saves the filter if it
-// covers more than the file and closes it. When ctx ends first, the rest
-// finishes without the caller as the last call ends.
+// covers more than the file and closes it; it returns the save's error.
+// When ctx ends first, the rest finishes without the caller as the last
+// call ends (a failed save is then only logged).
 func (k *Keeper) Close(ctx context.Context) error {
 	k.stop()
 	k.db.mu.Lock()
@@ -354,20 +355,28 @@ func (k *Keeper) Close(ctx context.Context) error {
 		k.db.done(&job{k: k}, result{})
 	}
 	k.db.mu.Unlock()
-	return k.life.Close(ctx, func() {
-		k.closeNow(context.WithoutCancel(ctx))
+	var saveErr error
+	if err := k.life.Close(ctx, func() {
+		saveErr = k.closeNow(context.WithoutCancel(ctx))
 		k.db.forget(k)
-	})
+	}); err != nil {
+		return err
+	}
+	return saveErr // set: life.Close returned nil once the function above did
 }
 
-func (k *Keeper) closeNow(ctx context.Context) {
+func (k *Keeper) closeNow(ctx context.Context) (err error) {
 	v := k.G.Serving()
-	if v != nil && k.cfg.Snapshot != "" && !k.cfg.NoSaveOnClose && !k.db.ReadOnly && !k.db.Paused() && v.Mark().Gen > k.Counts().Saved {
-		if err := k.save(ctx, v); err != nil {
+	// A path refused (a file not ours) is reported by Stats, not again here.
+	if v != nil && k.cfg.Snapshot != "" && !k.cfg.NoSaveOnClose && !k.db.ReadOnly && !k.db.Paused() && v.Mark().Gen > k.Counts().Saved &&
+		!errors.Is(k.targetErr(), store.ErrUnsafeTarget) {
+		if err = k.save(ctx, v); err != nil {
 			k.info("save on close failed", slog.Any("err", err))
+			err = fmt.Errorf("close: %w", err)
 		}
 	}
 	k.G.Close().Close()
+	return err
 }
 
 // Due reports whether a filter at this estimated false-positive rate is
