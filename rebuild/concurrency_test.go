@@ -320,7 +320,7 @@ func TestInterleavedCalls(t *testing.T) {
 				case op < 93:
 					calls[6].Add(1)
 					mon.do(tg.name+".Save", func() {
-						if err := ix.Save(ctx); !okErr(err, ErrNotServing) {
+						if err := ix.Save(ctx); !okErr(err, ErrNotServing, ErrSuspended) {
 							fail(fmt.Errorf("%s.Save: %w", tg.name, err))
 						}
 					})
