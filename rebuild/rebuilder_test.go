@@ -303,3 +303,40 @@ func TestCollectionsRebuildInTurn(t *testing.T) {
 		expect(t, ix, set(ids(fmt.Sprintf("c%d", i), 3000)), append(ids(fmt.Sprintf("c%d", i), 50), ids("never", 50)...))
 	}
 }
+
+// TestAnAbandonedRebuildLeavesTheBackgroundsJob: the app's Rebuild takes
+// the place of the background's queued one (a first scan) while another
+// collection's scan holds the worker, and its context ends before it
+// starts: the background's rebuild is still done, and the filter serves.
+func TestAnAbandonedRebuildLeavesTheBackgroundsJob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := modeDB(t, "wal", []string{"records", "others"}, ids("seed", 500)...)
+	hk := &hooks{}
+	entered, release := scanGate(t, hk)
+	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: hk.knobsOf(knobs{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	t.Cleanup(release)
+	if _, err := db.Index(ctx, Source{Table: "records", Column: "id", Snapshot: path + ".records.sfb"}); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, entered, "the first scan of records")
+	other, err := db.Index(ctx, Source{Table: "others", Column: "id", Snapshot: path + ".others.sfb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first scan of others queued", func() bool { return other.k.Upkeep() == "rebuild" })
+	rctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := other.Rebuild(rctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Rebuild while the worker is held = %v, want its context's error", err)
+	}
+	release()
+	if err := other.Wait(ctx); err != nil {
+		t.Fatalf("Wait after the abandoned Rebuild = %v, want the background's rebuild done", err)
+	}
+	judgePage(t, other, storedCanon(t, path, "others"), append(ids("seed", 20), ids("never", 20)...), true, "after the background's rebuild")
+}

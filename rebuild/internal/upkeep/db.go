@@ -111,14 +111,15 @@ func (db *DB) Suspend(ctx context.Context) error {
 	db.mu.paused = true
 	// The app's jobs not started yet are refused as if asked now; a
 	// rebuild that no filter waits for goes to the background.
-	var again []*Keeper
+	var again, replaced []*job
 	for _, j := range slices.Clone(db.mu.queue) {
 		if j.app != nil {
 			db.remove(j)
 			db.done(j, result{err: fmt.Errorf("%s: %w", kindNames[j.kind], store.ErrSuspended)})
 			if j.kind == kindRebuild && j.k.G.Serving() == nil {
-				again = append(again, j.k)
+				again = append(again, j)
 			}
+			replaced = append(replaced, j)
 		}
 	}
 	var stopped []chan struct{}
@@ -136,8 +137,11 @@ func (db *DB) Suspend(ctx context.Context) error {
 	}
 	keepers := db.keepersLocked()
 	db.mu.Unlock()
-	for _, k := range again {
-		db.ask(kindRebuild, k, reason{text: "asked by the app, interrupted by Suspend"})
+	for _, j := range again {
+		db.ask(kindRebuild, j.k, reason{text: "asked by the app, interrupted by Suspend"})
+	}
+	for _, j := range replaced {
+		db.reask(j)
 	}
 	db.quiesce(true)
 	db.wake()

@@ -29,11 +29,12 @@ var kindNames = [kinds]string{"load", "catch-up", "rebuild"}
 
 // job is one job asked of the worker.
 type job struct {
-	kind kind
-	k    *Keeper
-	why  reason
-	app  context.Context // the app's call waiting for it; nil: the background's
-	done chan result     // the app's call's outcome (capacity 1)
+	kind     kind
+	k        *Keeper
+	why      reason
+	app      context.Context // the app's call waiting for it; nil: the background's
+	done     chan result     // the app's call's outcome (capacity 1)
+	replaced *reason         // an app's job that took a queued background one's place: its reason
 }
 
 type result struct {
@@ -84,7 +85,8 @@ func (db *DB) run(ctx context.Context, kind kind, k *Keeper, why reason) result 
 		return result{err: store.ErrClosed}
 	}
 	if q := k.mu.queued[kind]; q != nil {
-		db.remove(q) // this job does what the queued one would
+		db.remove(q) // this job does what the queued one would, unless it fails
+		j.replaced = &q.why
 	} else {
 		k.mu.pending++
 	}
@@ -100,9 +102,20 @@ func (db *DB) run(ctx context.Context, kind kind, k *Keeper, why reason) result 
 	if k.mu.queued[kind] == j || slices.Contains(db.mu.queue, j) {
 		db.remove(j)
 		db.done(j, result{err: context.Cause(ctx)})
+		db.mu.Unlock()
+		db.reask(j)
+		return <-j.done
 	}
 	db.mu.Unlock()
 	return <-j.done // started: ctx cancels it, and it ends at its next step
+}
+
+// reask asks the background again for the job an app's job replaced in
+// the queue and did not do (it failed, or never ran).
+func (db *DB) reask(j *job) {
+	if j.replaced != nil {
+		db.ask(j.kind, j.k, *j.replaced)
+	}
 }
 
 // remove takes a job that has not started out of the queue; db.mu held.
@@ -222,12 +235,16 @@ func (db *DB) finish(j *job, ctx context.Context, r result) {
 		if j.kind == kindRebuild && j.k.G.Serving() == nil {
 			db.ask(kindRebuild, j.k, reason{text: "asked by the app, interrupted by Suspend"})
 		}
+		db.reask(j)
 		return
 	}
 	db.done(j, r)
 	db.mu.Unlock()
 	if j.app == nil && j.kind == kindRebuild {
 		j.k.rebuildFailed(ctx, r.err)
+	}
+	if r.err != nil {
+		db.reask(j)
 	}
 }
 
