@@ -205,4 +205,3 @@ func ended(ctx context.Context, err error) error {
 	}
 	return err
 }
-
