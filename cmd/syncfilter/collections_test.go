@@ -399,7 +399,7 @@ func TestManyCollectionsUnderLoad(t *testing.T) {
 		st := ix.Stats()
 		switch {
 		case i == loadTables-1 && !st.Attached:
-			t.Fatalf("%s: not attached again after its migration (%d filters dropped)", loadTable(i), st.Dropped)
+			t.Fatalf("%s: not attached again after its migration (%d filters dropped); stats %+v", loadTable(i), st.Dropped, st)
 		case i != loadTables-1 && st.Dropped > 0:
 			t.Fatalf("%s: %d filters dropped without a migration", loadTable(i), st.Dropped)
 		}

@@ -16,7 +16,9 @@ import (
 // on a connection that never writes: the value moves exactly when another
 // connection commits), every millisecond after a call or a commit,
 // backing off to pollSlowest; when it moves, it catches up every index
-// called in the window. A call only notes itself: the goroutine sees it
+// called in the window. It also attaches a source found without its
+// triggers (asked by AskRebuild), so that the log holds the app's writes
+// before the worker's turn comes for the scan. A call only notes itself: the goroutine sees it
 // at its next poll. Once the window passes without a call, it ends.
 type follow struct {
 	running bool
@@ -116,6 +118,9 @@ func (db *DB) follow(ctx context.Context) {
 		}
 		if last.After(lastCall) {
 			lastCall, poll, steady = last, pollFirst, 0 // a call came: the app writes again soon
+		}
+		for _, k := range keepers {
+			k.attachNow(ctx)
 		}
 		if dv, err := db.dataVersion(ctx); err == nil && (!known || dv != seen) {
 			seen, known = dv, true

@@ -51,6 +51,7 @@ type Keeper struct {
 		idle       chan struct{} // closed when pending drops to 0
 		deferred   bool          // the opening load waits for the first call
 		opening    bool          // Open reads the source: it asks for what the index needs
+		attach     bool          // the source lacks its triggers: the follower attaches it between calls
 		lastErr    error         // why no filter serves: the last rebuild's or load's error
 		snapErr    error         // why the snapshot was not used
 		autos      uint64        // automatic rebuilds asked for
@@ -119,12 +120,51 @@ func (k *Keeper) askRepair(why error) {
 	opening := k.mu.opening
 	k.db.mu.Unlock()
 	if !opening && !k.cfg.NoAutoRebuild {
-		k.db.ask(kindRebuild, k, reason{text: why.Error()})
+		k.AskRebuild(why.Error())
 	}
 }
 
-// AskRebuild asks for a rebuild in the background (an open's first scan).
-func (k *Keeper) AskRebuild(why string) { k.db.ask(kindRebuild, k, reason{text: why}) }
+// AskRebuild asks for a rebuild in the background (an open's first scan),
+// and for the source's attach between calls, before the rebuild's turn:
+// until the log holds the app's writes, a page that may name a stored
+// spelling reads them again at each commit.
+func (k *Keeper) AskRebuild(why string) {
+	if !k.db.ReadOnly {
+		k.db.mu.Lock()
+		k.mu.attach = true
+		k.db.mu.Unlock()
+	}
+	k.db.ask(kindRebuild, k, reason{text: why})
+}
+
+// attachNow attaches the source if it was asked for and its triggers are
+// still not in place: the follower's, between calls.
+func (k *Keeper) attachNow(ctx context.Context) {
+	k.db.mu.Lock()
+	want := k.mu.attach
+	k.mu.attach = false
+	k.db.mu.Unlock()
+	if !want {
+		return
+	}
+	t, ok := k.life.Enter()
+	if !ok {
+		return
+	}
+	defer k.life.Leave(t)
+	c, err := k.G.Look(ctx)
+	if err != nil {
+		return
+	}
+	defer c.End()
+	if err := c.Fresh(ctx); err != nil || c.Src().Logged {
+		return
+	}
+	c.PutReader()
+	if _, err := k.attach(ctx, c); err != nil {
+		k.info("attach failed (the rebuild tries again)", slog.Any("err", err))
+	}
+}
 
 // AskLoad asks for the opening load: once the first call is answered
 // when the file is there (so that it does not share the machine with

@@ -58,17 +58,8 @@ func (k *Keeper) rebuildJob(ctx context.Context, why reason) (rep *reporter, err
 		k.checkTarget(f, src)
 	}
 	if !src.Logged {
-		info, err := c.Attach(ctx)
-		if err != nil {
+		if src, err = k.attach(ctx, c); err != nil {
 			return rep, err
-		}
-		if src = c.Src(); info.Created {
-			k.setCreated(src)
-		}
-		if info.Reattached {
-			k.db.mu.Lock()
-			k.mu.reattached++
-			k.db.mu.Unlock()
 		}
 	}
 	v, rep, err := k.build(ctx, c, src, why, start)
@@ -95,6 +86,25 @@ func (k *Keeper) rebuildJob(ctx context.Context, why reason) (rep *reporter, err
 		return rep, err
 	}
 	return rep, k.compact(post, f, src)
+}
+
+// attach attaches the source in the call's file and notes what it did:
+// a source it created is undone if its first scan fails.
+func (k *Keeper) attach(ctx context.Context, c *gate.Call) (*store.Source, error) {
+	info, err := c.Attach(ctx)
+	if err != nil {
+		return nil, err
+	}
+	src := c.Src()
+	k.db.mu.Lock()
+	if info.Created {
+		k.mu.created = src
+	}
+	if info.Reattached {
+		k.mu.reattached++
+	}
+	k.db.mu.Unlock()
+	return src, nil
 }
 
 func (k *Keeper) setCreated(s *store.Source) {

@@ -12,7 +12,8 @@ import (
 // The worker is the database's goroutine for the indexes' long jobs:
 // loads, catch-ups and rebuilds, one at a time (so one scan at a time in
 // the database: peak memory is the largest rebuild's), every queued load
-// before any catch-up, every catch-up before any rebuild. It runs only
+// first (short, and a filter serves after it), the others in the order
+// asked (catch-ups asked again and again never hold a rebuild back). It runs only
 // while jobs are queued. The app's Rebuild and Reload are jobs too: they
 // wait for theirs, and Suspend interrupts every job the same way.
 
@@ -173,10 +174,11 @@ func (db *DB) next() (*job, context.Context) {
 		}
 		return nil, nil
 	}
-	best := 0
+	best := 0 // the oldest job, but a load first
 	for i, j := range db.mu.queue {
-		if j.kind < db.mu.queue[best].kind {
+		if j.kind == kindLoad {
 			best = i
+			break
 		}
 	}
 	j := db.mu.queue[best]
