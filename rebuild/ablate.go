@@ -21,10 +21,6 @@ func ablateDefaults(k *knobs) {
 			k.noAppPool = true
 		case "deferredload":
 			k.noDeferredLoad = true
-		case "yield":
-			k.noYield = true
-		case "quiet":
-			k.noQuiet = true
 		case "lookup":
 			k.noLookup = true
 		default:

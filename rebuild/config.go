@@ -115,11 +115,11 @@ type knobs struct {
 	store        store.Knobs
 	scanRow      func(n int64) error // a scan's start (0) and each chunk: an error fails it
 	beforeCount  func() error        // before a rebuild's count: an error is the count's
-	quiet        func()              // a call answered without a probe
 	catchUpChunk func()              // after every chunk a catch-up reads
 	spellingScan func()              // a read of the table's stored spellings starts
 	afterProbe   func()              // a call's probe returned
 	followPoll   func()              // the follower looks at its state
+	appQueued    func()              // an app's call queued its job for the worker
 	published    func()              // a rebuild published its filter
 	now          func() time.Time    // snapshot headers and automatic rebuilds (nil: time.Now)
 	retryFirst   time.Duration       // the first wait before a failed background rebuild is tried again
@@ -129,17 +129,17 @@ type knobs struct {
 
 	// The speed mechanisms, each switched off by the ablation benchmark
 	// (ablate.go, docs/BENCHMARKS.md).
-	noAppPool, noDeferredLoad, noYield, noQuiet, noLookup bool
+	noAppPool, noDeferredLoad, noLookup bool
 }
 
 func (k knobs) gate() gate.Knobs {
-	return gate.Knobs{NoAppPool: k.noAppPool, NoQuiet: k.noQuiet, NoLookup: k.noLookup, Behind: k.behind, Inline: k.inline,
-		Quiet: k.quiet, SpellScan: k.spellingScan, AfterProbe: k.afterProbe, CatchUpChunk: k.catchUpChunk}
+	return gate.Knobs{NoAppPool: k.noAppPool, NoLookup: k.noLookup, Behind: k.behind, Inline: k.inline,
+		SpellScan: k.spellingScan, AfterProbe: k.afterProbe, CatchUpChunk: k.catchUpChunk}
 }
 
 func (k knobs) upkeep() upkeep.Knobs {
-	return upkeep.Knobs{NoFollow: k.noFollow, NoDeferredLoad: k.noDeferredLoad, NoYield: k.noYield, ScanRow: k.scanRow, BeforeCount: k.beforeCount,
-		Published: k.published, FollowPoll: k.followPoll, Now: k.now, RetryFirst: k.retryFirst}
+	return upkeep.Knobs{NoFollow: k.noFollow, NoDeferredLoad: k.noDeferredLoad, ScanRow: k.scanRow, BeforeCount: k.beforeCount,
+		Published: k.published, FollowPoll: k.followPoll, AppQueued: k.appQueued, Now: k.now, RetryFirst: k.retryFirst}
 }
 
 func bad(format string, args ...any) error {

@@ -16,7 +16,6 @@ import (
 // after opening it: the database's knobs call through them (knobsOf).
 type hooks struct {
 	scanRow      atomic.Pointer[func(n int64) error]
-	quiet        atomic.Pointer[func()]
 	beforeCount  atomic.Pointer[func() error]
 	catchUpChunk atomic.Pointer[func()]
 }
@@ -28,11 +27,6 @@ func (h *hooks) knobsOf(k knobs) knobs {
 			return (*f)(n)
 		}
 		return nil
-	}
-	k.quiet = func() {
-		if f := h.quiet.Load(); f != nil {
-			(*f)()
-		}
 	}
 	k.beforeCount = func() error {
 		if f := h.beforeCount.Load(); f != nil {
@@ -100,12 +94,4 @@ func blockCatchUp(cfg config) (_ config, block *atomic.Bool, entered, release ch
 		}
 	}
 	return cfg, block, entered, release
-}
-
-// quietCounter counts the calls answered without a probe (call.quiet)
-// on the database whose hooks h are.
-func quietCounter(h *hooks) *atomic.Int64 {
-	var n atomic.Int64
-	h.quiet.Store(ptr(func() { n.Add(1) }))
-	return &n
 }

@@ -82,7 +82,6 @@ func (ix *Index) call(ctx context.Context, verb string, fn func(c *gate.Call) er
 		return ErrClosed
 	}
 	defer ix.k.Life().Leave(t)
-	defer ix.db.bg.Calling()()
 	c, err := ix.k.G.Look(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", verb, ended(ctx, err))

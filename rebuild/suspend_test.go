@@ -274,7 +274,8 @@ func TestSuspendErrorNamesEachCauseOnce(t *testing.T) {
 	path := modeDB(t, "wal", []string{"records", "others"}, ids("seed", 500)...)
 	hk := &hooks{}
 	entered, release := scanGate(t, hk)
-	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: hk.knobsOf(knobs{})})
+	queued := make(chan struct{}, 8)
+	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: hk.knobsOf(knobs{appQueued: func() { queued <- struct{}{} }})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestSuspendErrorNamesEachCauseOnce(t *testing.T) {
 	// turn: work in progress on a second index.
 	waiting := make(chan error, 1)
 	go func() { waiting <- other.Rebuild(ctx) }()
-	waitFor(t, "the other Rebuild waiting", func() bool { return other.k.Upkeep() != "" })
+	waitClosed(t, queued, "the other Rebuild queued") // a value received
 	sctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 	defer cancel()
 	causesOnce(t, "Suspend", db.Suspend(sctx))

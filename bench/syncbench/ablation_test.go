@@ -17,12 +17,12 @@ func TestAblationNeedsTheTag(t *testing.T) {
 	}
 	useCache(t)
 	cfg := tinyConfig()
-	cfg.Ablate = "quiet"
+	cfg.Ablate = "lookup"
 	_, err := testRunner().Run(context.Background(), "mixed", cfg)
 	if err == nil || !strings.Contains(err.Error(), "built without -tags syncfilter_ablate") {
-		t.Errorf("child asked to switch quiet off in a build without the tag: %v", err)
+		t.Errorf("child asked to switch lookup off in a build without the tag: %v", err)
 	}
-	if _, err := testRunner().Ablation(context.Background(), "mixed", []RealConfig{tinyConfig()}, []string{"quiet"}); err == nil {
+	if _, err := testRunner().Ablation(context.Background(), "mixed", []RealConfig{tinyConfig()}, []string{"lookup"}); err == nil {
 		t.Error("ablation without the tag: no error")
 	}
 }
@@ -38,11 +38,11 @@ func TestAblationTiny(t *testing.T) {
 	if _, err := rr.Ablation(context.Background(), "mixed", []RealConfig{tinyConfig()}, []string{"no-such"}); err == nil {
 		t.Error("an unknown mechanism: no error")
 	}
-	rows, err := rr.Ablation(context.Background(), "mixed", []RealConfig{tinyConfig()}, []string{"quiet", "follower"})
+	rows, err := rr.Ablation(context.Background(), "mixed", []RealConfig{tinyConfig()}, []string{"lookup", "follower"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 3 || rows[0].Off != "" || rows[1].Off != "quiet" || rows[2].Off != "follower" {
+	if len(rows) != 3 || rows[0].Off != "" || rows[1].Off != "lookup" || rows[2].Off != "follower" {
 		t.Fatalf("rows %+v", rows)
 	}
 	for _, r := range rows {
@@ -60,7 +60,7 @@ func TestAblationTiny(t *testing.T) {
 	if err := WriteAblationTables(&b, rows); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| none |", "| quiet |", "| follower |", "after the 12-step rebuild |"} {
+	for _, want := range []string{"| none |", "| lookup |", "| follower |", "after the 12-step rebuild |"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("tables lack %q:\n%s", want, b.String())
 		}
@@ -104,15 +104,15 @@ func TestWriteAblationTables(t *testing.T) {
 		cell := &RealCell{Children: []RealChildReport{{Pages: pages}}}
 		return &RealTwins{Variant: "mixed", Config: RealConfig{Wait: WaitSpec{}}, Lib: cell, InList: cell}
 	}
-	rows := []AblationRow{{Off: "", Twins: []*RealTwins{twins(500 * time.Microsecond)}}, {Off: "quiet", Twins: []*RealTwins{twins(time.Millisecond)}}}
+	rows := []AblationRow{{Off: "", Twins: []*RealTwins{twins(500 * time.Microsecond)}}, {Off: "lookup", Twins: []*RealTwins{twins(time.Millisecond)}}}
 	var b strings.Builder
 	if err := WriteAblationTables(&b, rows); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
 		"| none |" + strings.Repeat(" 0.50× |", 10),
-		"| quiet |" + strings.Repeat(" 1.00× |", 10),
-		"| quiet |" + strings.Repeat(" 2.00× |", 10),
+		"| lookup |" + strings.Repeat(" 1.00× |", 10),
+		"| lookup |" + strings.Repeat(" 2.00× |", 10),
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("tables lack %q:\n%s", want, b.String())

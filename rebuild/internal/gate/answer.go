@@ -42,12 +42,6 @@ func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v != nil {
-		if len(ask) == 0 && c.quiet(ctx, v, before.Gen) {
-			c.g.count(p.by, nil)
-			return p.found, nil
-		}
-	}
 	// The view whose stored spellings the confirmation asks through: the
 	// serving one, or one of the spellings alone.
 	sv := v
@@ -61,7 +55,7 @@ func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
 		at = sv.Mark()
 	}
 	list, owner := withSpellings(keys, ask, sv, nil)
-	pr, conn, err := c.probe(ctx, sv, at, list)
+	pr, err := c.probe(ctx, sv, at, list)
 	if err != nil {
 		return nil, err
 	}
@@ -86,9 +80,6 @@ func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
 	p.take(owner, got)
 	if err := c.again(ctx, p, v, sv, before, behind, extra, pr.Head.HasSpellings); err != nil {
 		return nil, err
-	}
-	if v != nil && !behind && conn != nil && c.conn == conn {
-		conn.Note(c.g.ID, store.Note{Version: pr.Version, Filter: v.ID, Binding: c.b.id, Head: pr.Head.Seq})
 	}
 	c.g.count(p.by, p.found)
 	return p.found, nil
@@ -192,10 +183,9 @@ func (c *Call) trusted() *View {
 }
 
 // probe runs the call's probe on the app's pool when it may (warm pages,
-// see DBConfig.DB), else on the call's reader (conn, then, is the
-// probing connection). It resolves the source again when the schema
+// see DBConfig.DB), else on the call's reader. It resolves the source again when the schema
 // changed (errStale).
-func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string) (*store.Probe, *store.Conn, error) {
+func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string) (*store.Probe, error) {
 	src := c.b.src
 	opts := store.ProbeOptions{Keys: keys, Spellings: c.g.spellingsTable(), Spelled: maySpell, Schema: c.b.schema}
 	if sv != nil && src.Logged {
@@ -204,42 +194,40 @@ func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string) (*st
 			opts.Chunk = 0
 		}
 	}
-	var conn *store.Conn
 	err := c.onAppOr(ctx, len(keys) > 0, func() error {
 		return c.F.St.AppProbe(ctx, src, opts, &c.pr)
 	}, func(r *store.Conn) error {
-		conn = r
 		return r.Probe(ctx, src, opts, &c.pr)
 	})
 	if err != nil {
-		return nil, nil, c.orMoved(ctx, err)
+		return nil, c.orMoved(ctx, err)
 	}
 	if f := c.g.cfg.Knobs.AfterProbe; f != nil && len(keys) > 0 {
 		f()
 	}
 	if c.pr.Schema != c.b.schema {
 		if err := c.rebind(ctx); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return nil, nil, errStale
+		return nil, errStale
 	}
 	if src.Logged {
 		c.g.hasSp.Store(c.pr.Head.HasSpellings)
 		if c.pr.Head.HasSpellings && !opts.Spellings && anySpelled(keys) {
-			return nil, nil, errStale // confirmed without the spellings table: again with it
+			return nil, errStale // confirmed without the spellings table: again with it
 		}
 	} else if held := c.g.Held(); held != nil && held.File == c.F && held.Src.Logged {
 		// No log vouches for anything now (detached, the triggers lost):
 		// the views of this file go, unless a newer binding came since.
 		if c.g.bound.Load() != c.b {
-			return nil, nil, errStale
+			return nil, errStale
 		}
 		c.g.drop(held, errors.New("the source's triggers are not in place"), false)
 		if sv == held {
-			return nil, nil, errStale
+			return nil, errStale
 		}
 	}
-	return &c.pr, conn, nil
+	return &c.pr, nil
 }
 
 // advance checks that sv still covers the source as the probe (which read
@@ -306,35 +294,6 @@ func (c *Call) tailSpellings(ctx context.Context, from, to uint64) (map[string][
 	return out, err
 }
 
-// quiet reports whether the call's keys, all ruled out by v, are answered
-// without a probe: the last probe of this gate on the call's connection
-// validated v for this binding and caught it up to a head v had reached
-// when it ruled the keys out (gen), and nothing was committed since, by
-// any connection or process (the connection's data_version).
-func (c *Call) quiet(ctx context.Context, v *View, gen uint64) bool {
-	if c.g.cfg.Knobs.NoQuiet {
-		return false
-	}
-	if c.conn == nil {
-		conn, ok := c.F.St.IdleReader()
-		if !ok {
-			return false
-		}
-		c.conn = conn
-	}
-	q, ok := c.conn.Noted(c.g.ID)
-	if !ok || q.Filter != v.ID || q.Binding != c.b.id || gen < q.Head {
-		return false
-	}
-	if dv, err := c.conn.Version(ctx); err != nil || dv != q.Version {
-		return false
-	}
-	if f := c.g.cfg.Knobs.Quiet; f != nil {
-		f()
-	}
-	return true
-}
-
 // confirm looks keys up in the source and returns the positions of those
 // it holds.
 func (c *Call) confirm(ctx context.Context, keys []string, spellings bool) (found []int, err error) {
@@ -391,9 +350,9 @@ func withSpellings(keys []string, at []int, sv *View, extra map[string][]string)
 }
 
 // AnswerOne answers one canonical key that has no other spelling
-// (!MaySpell): the filter's "absent" when nothing committed since a probe
-// caught it up, otherwise one lookup of the key itself, exact without the
-// log, the filter or the stored spellings.
+// (!MaySpell) with one lookup of the key itself: exact without the log,
+// the filter or the stored spellings, and no dearer than the probe the
+// filter's "absent" would need first.
 func (c *Call) AnswerOne(ctx context.Context, key string) (bool, error) {
 	if maySpell(key) || c.b.src.OwnMissing || c.g.cfg.Knobs.NoLookup {
 		found, err := c.Answer(ctx, []string{key})
@@ -403,20 +362,6 @@ func (c *Call) AnswerOne(ctx context.Context, key string) (bool, error) {
 		return found[0], nil
 	}
 	return retry(func() (bool, error) {
-		by := [1]uint8{bySQLite}
-		if v := c.trusted(); v != nil {
-			before := v.Mark()
-			maybe, err := v.F.MightContainBatch(make([]bool, 0, 1), []string{key})
-			if err != nil {
-				return false, err
-			}
-			if maybe[0] {
-				by[0] = byMaybe
-			} else if c.quiet(ctx, v, before.Gen) {
-				c.g.count([]uint8{byFilter}, nil)
-				return false, nil
-			}
-		}
 		var found bool
 		err := c.onAppOr(ctx, true, func() (err error) {
 			found, err = c.F.St.AppLookup(ctx, c.b.src, key)
@@ -428,7 +373,7 @@ func (c *Call) AnswerOne(ctx context.Context, key string) (bool, error) {
 		if err != nil {
 			return false, c.orMoved(ctx, err)
 		}
-		c.g.count(by[:], []bool{found})
+		c.g.count([]uint8{bySQLite}, []bool{found})
 		return found, nil
 	})
 }

@@ -126,15 +126,10 @@ func (c *Call) catchUpHeld(ctx context.Context) error {
 	if v != nil {
 		at = v.Mark()
 	}
-	pr, conn, err := c.probe(ctx, v, at, nil)
+	pr, err := c.probe(ctx, v, at, nil)
 	if err != nil || v == nil || !c.b.src.Logged {
 		return err
 	}
-	if _, err := c.advance(ctx, v, at, pr, true); err != nil {
-		return err
-	}
-	if v.F != nil && conn != nil && c.conn == conn && c.g.Serving() == v {
-		conn.Note(c.g.ID, store.Note{Version: pr.Version, Filter: v.ID, Binding: c.b.id, Head: pr.Head.Seq})
-	}
-	return nil
+	_, err = c.advance(ctx, v, at, pr, true)
+	return err
 }

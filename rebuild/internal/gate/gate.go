@@ -31,12 +31,10 @@ type Config struct {
 // Knobs are what tests and the ablation benchmark switch (zero: production).
 type Knobs struct {
 	NoAppPool    bool   // confirmations never run on the app's pool
-	NoQuiet      bool   // a call whose keys the filter rules out always probes
 	NoLookup     bool   // Fetched of a key with one spelling probes as a page does
 	Behind       bool   // calls never take log entries in
 	Inline       bool   // calls take every log entry they lack
 	AfterProbe   func() // a call's probe of keys returned
-	Quiet        func() // a call answered without a probe
 	SpellScan    func() // a read of the table's stored spellings starts
 	CatchUpChunk func() // after every chunk a catch-up reads
 }

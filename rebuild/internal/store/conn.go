@@ -15,32 +15,6 @@ type Conn struct {
 	sc    *sql.Conn
 	stmts map[string]driver.Stmt // prepared on sc's driver connection, by SQL text
 	db    *DB
-
-	// notes: what the last probe on this connection told each index (a
-	// key of the caller's), valid while data_version stays the same: a
-	// reading connection never writes, so no connection committed since.
-	notes map[uint64]Note
-}
-
-// Note is what one probe validated, while data_version stays Version: the
-// caller's filter and binding, and the log head it caught the filter up to.
-type Note struct {
-	Version               int64
-	Filter, Binding, Head uint64
-}
-
-// Note records a conclusion for key.
-func (c *Conn) Note(key uint64, n Note) {
-	if c.notes == nil {
-		c.notes = make(map[uint64]Note)
-	}
-	c.notes[key] = n
-}
-
-// Noted returns the conclusion last recorded for key.
-func (c *Conn) Noted(key uint64) (Note, bool) {
-	n, ok := c.notes[key]
-	return n, ok
 }
 
 // Version returns the connection's PRAGMA data_version: another value

@@ -27,21 +27,6 @@ func (p *pool) takeIdle() (c *Conn, shut bool) {
 	return c, p.shut
 }
 
-// IdleReader takes an idle reading connection, if there is one and the
-// pool has room, without waiting or opening one. Release it when done.
-func (db *DB) IdleReader() (*Conn, bool) {
-	select {
-	case db.pool.sem <- struct{}{}:
-	default:
-		return nil, false
-	}
-	if c, _ := db.pool.takeIdle(); c != nil {
-		return c, true
-	}
-	<-db.pool.sem
-	return nil, false
-}
-
 // Reader takes a reading connection, waiting while every one is in use.
 // Release it when done.
 func (db *DB) Reader(ctx context.Context) (*Conn, error) {

@@ -22,14 +22,14 @@ type ProbeOptions struct {
 // Probe is what one probe read. Confirmed: Found answers Keys (not when
 // they were too many or too long for one statement, or the schema moved).
 type Probe struct {
-	Schema, Version int64 // the schema cookie, the data_version (0 on the app's pool)
-	Head            Head  // logged sources
-	AfterTag        int64 // the tag of the entry at After, if AfterFound
-	AfterFound      bool
-	Tail            bool // Logged holds the text keys logged after After, up to the head
-	Logged          []string
-	Found           []int // the positions in Keys of those the source holds
-	Confirmed       bool
+	Schema     int64 // the schema cookie
+	Head       Head  // logged sources
+	AfterTag   int64 // the tag of the entry at After, if AfterFound
+	AfterFound bool
+	Tail       bool // Logged holds the text keys logged after After, up to the head
+	Logged     []string
+	Found      []int // the positions in Keys of those the source holds
+	Confirmed  bool
 }
 
 // probeShape is one variant of the probe statement.
@@ -38,7 +38,6 @@ type probeShape struct {
 	confirm   bool // keys to confirm
 	spellings bool // through the spellings table too
 	nonASCII  bool // the tail's keys that may be stored in another spelling only
-	noVersion bool // on the app's pool, whose data_version tells the library nothing
 }
 
 // probeSQL is the one statement a call runs on its way to an answer: one
@@ -47,10 +46,7 @@ type probeShape struct {
 // ?4 the longest key read in the tail's array (else ReadLog reads it), ?5
 // the positions to confirm through spellings, ?6 the caller's cookie.
 func (s *Source) probeSQL(p probeShape) string {
-	cols := `(SELECT schema_version FROM pragma_schema_version()), (SELECT data_version FROM pragma_data_version())`
-	if p.noVersion {
-		cols = `(SELECT schema_version FROM pragma_schema_version()), 0`
-	}
+	cols := `(SELECT schema_version FROM pragma_schema_version())`
 	from := ""
 	if s.Logged {
 		f, log := logFilter(p.nonASCII), inMain(s.Log)
@@ -71,20 +67,20 @@ func (s *Source) probeSQL(p probeShape) string {
 
 // Probe runs one probe on the connection.
 func (c *Conn) Probe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
-	return probe(ctx, c, c.db.knobs, s, o, out, true)
+	return probe(ctx, c, c.db.knobs, s, o, out)
 }
 
 // AppProbe runs one probe on the app's pool.
 func (db *DB) AppProbe(ctx context.Context, s *Source, o ProbeOptions, out *Probe) error {
-	return probe(ctx, db.app, db.knobs, s, o, out, false)
+	return probe(ctx, db.app, db.knobs, s, o, out)
 }
 
-func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions, out *Probe, version bool) error {
-	p, list, sp := shapeProbe(s, o, version)
+func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions, out *Probe) error {
+	p, list, sp := shapeProbe(s, o)
 	chunk := int64(max(0, min(o.Chunk, knobs.LogChunk)))
 	// Every parameter up to the highest the statement names is bound
 	// (NULL where unused): drivers count them up to the highest.
-	top, n := 0, 2
+	top, n := 0, 1
 	if s.Logged {
 		top, n = 4, n+headValues+3
 	}
@@ -104,7 +100,7 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 	if s.Logged {
 		args[1].Value, args[2].Value, args[3].Value = int64(o.After), chunk, int64(knobs.ShortKey)
 	}
-	var vals [2 + headValues + 3 + 1]driver.Value
+	var vals [1 + headValues + 3 + 1]driver.Value
 	err := r.first(ctx, s.sql(p), vals[:n], args...)
 	if errors.Is(err, errNoRow) {
 		err = ErrNotAttached
@@ -120,8 +116,8 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 
 // shapeProbe returns the probe's variant for o, the keys to bind (their
 // array, or the one key) and the positions to confirm through spellings.
-func shapeProbe(s *Source, o ProbeOptions, version bool) (p probeShape, list string, sp []byte) {
-	p = probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII, noVersion: !version}
+func shapeProbe(s *Source, o ProbeOptions) (p probeShape, list string, sp []byte) {
+	p = probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII}
 	switch {
 	case p.single:
 		list = o.Keys[0]
@@ -148,10 +144,7 @@ func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, 
 	if out.Schema, ok = vals[0].(int64); !ok {
 		return fmt.Errorf("schema cookie %v", vals[0])
 	}
-	if out.Version, ok = vals[1].(int64); !ok {
-		return fmt.Errorf("data version %v", vals[1])
-	}
-	vals = vals[2:]
+	vals = vals[1:]
 	if s.Logged {
 		if out.Head, err = readHead(vals); err != nil {
 			return err

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/gate"
@@ -21,11 +20,11 @@ import (
 type Knobs struct {
 	NoFollow       bool                // no catch-up between calls
 	NoDeferredLoad bool                // the opening load starts at once, not after the first call
-	NoYield        bool                // a rebuild's scan does not yield to the app's calls
 	ScanRow        func(n int64) error // a scan's start (0) and each chunk it read: an error fails it as SQLite would
 	BeforeCount    func() error        // before a rebuild's count; an error is the count's
 	Published      func()              // a rebuild published its filter, before the database records the scan
 	FollowPoll     func()              // the follower looks at its state
+	AppQueued      func()              // an app's call queued its job
 	Now            func() time.Time    // the clock of snapshot headers and automatic rebuilds (nil: time.Now)
 	RetryFirst     time.Duration       // the first wait before a failed background rebuild is tried again
 }
@@ -50,7 +49,6 @@ type DB struct {
 	life   work.Life // the worker's and the follower's goroutines, for Close
 	ctx    context.Context
 	cancel context.CancelFunc
-	calls  atomic.Int32 // the app's calls in progress: a scan yields to them
 
 	mu struct {
 		sync.Mutex // guards the fields below, and every Keeper's k.mu fields
@@ -75,28 +73,6 @@ func NewDB(files *gate.Files, writer *syncfilter.Writer, log *slog.Logger, readO
 	db.mu.keepers = map[*Keeper]struct{}{}
 	return db
 }
-
-// Calling counts an app's call in progress until the returned function
-// runs.
-func (db *DB) Calling() func() {
-	db.calls.Add(1)
-	return func() { db.calls.Add(-1) }
-}
-
-// yield waits, between two chunks of a scan, while the app's calls are in
-// progress, at most maxYield: on two cores the scan and its builder
-// otherwise take the cores the call needs.
-func (db *DB) yield(ctx context.Context) {
-	if db.Knobs.NoYield {
-		return
-	}
-	deadline := time.Now().Add(maxYield)
-	for db.calls.Load() > 0 && ctx.Err() == nil && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Microsecond)
-	}
-}
-
-const maxYield = 5 * time.Millisecond
 
 // Suspend stops the background work and waits for it, for the work of
 // the indexes that began before it, until ctx ends; once it returns nil

@@ -110,7 +110,6 @@ func (s *scanning) keys(ctx context.Context, keys []string) error {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	k.db.yield(ctx)
 	batch := make([]string, 0, len(keys))
 	for _, key := range keys {
 		canon, err := gate.CanonicalStored(key)

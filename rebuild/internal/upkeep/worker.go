@@ -93,6 +93,9 @@ func (db *DB) run(ctx context.Context, kind kind, k *Keeper, why reason) result 
 	}
 	db.mu.queue = append(db.mu.queue, j)
 	db.mu.Unlock()
+	if f := db.Knobs.AppQueued; f != nil {
+		f()
+	}
 	db.start()
 	select {
 	case r := <-j.done:
