@@ -13,13 +13,23 @@ FUZZ_TARGETS = \
 	./rebuild/internal/store:FuzzKeyArrayRoundTrip \
 	./rebuild/internal/store:FuzzParsePositions
 
-.PHONY: demo test no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
+.PHONY: demo test adopt no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
 	$(GO) run ./cmd/syncfilter demo
 
-test: no-binaries fmt-check vet lint portable fixtures-check unicode-newer race drivers-short fuzz-short
+test: no-binaries fmt-check vet lint portable fixtures-check unicode-newer race drivers-short fuzz-short adopt
+
+# Adopting the library moves neither an app's go line nor its SQLite
+# driver: each app in internal/adoptcheck/testdata (go 1.25.0, on
+# modernc.org/sqlite v1.34.5 or on mattn/go-sqlite3 v1.14.28) takes this
+# checkout through a replace, runs go mod tidy, builds, runs the README's
+# loop on its own driver, and must keep its go.mod's go line and driver
+# version. Local toolchain and the module proxy only; seconds once the
+# module and build caches are warm.
+adopt:
+	GO=$(GO) bash internal/adoptcheck/run.sh
 
 # No build output in git: a tracked file that is an executable binary (ELF,
 # Mach-O, a Windows PE) or has the executable bit without being a script
