@@ -151,12 +151,12 @@ func (c *Conn) eachKey(ctx context.Context, q string, fn func(k string, ok bool)
 
 // QueryRowContext runs a query through database/sql (off the hot paths).
 func (c *Conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return c.sc.QueryRowContext(ctx, q, args...)
+	return c.sc.QueryRowContext(c.db.Driver.QueryContext(ctx), q, args...)
 }
 
 // QueryContext runs a query through database/sql (off the hot paths).
 func (c *Conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return c.sc.QueryContext(ctx, q, args...)
+	return c.sc.QueryContext(c.db.Driver.QueryContext(ctx), q, args...)
 }
 
 // close closes the statements and the connection.
@@ -191,7 +191,7 @@ func (c *Conn) query(ctx context.Context, dc driver.Conn, q string, args []drive
 	if !ok {
 		return nil, fmt.Errorf("driver statement %T without QueryContext", st)
 	}
-	r, err := qc.QueryContext(ctx, args)
+	r, err := qc.QueryContext(c.db.Driver.QueryContext(ctx), args)
 	if err == nil && c.db.Driver.columnsFirst {
 		r.Columns()
 	}
