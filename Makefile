@@ -13,13 +13,32 @@ FUZZ_TARGETS = \
 	./rebuild/internal/store:FuzzKeyArrayRoundTrip \
 	./rebuild/internal/store:FuzzParsePositions
 
-.PHONY: demo test adopt no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
+.PHONY: demo test adopt ucd-deps no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
 	$(GO) run ./cmd/syncfilter demo
 
-test: no-binaries fmt-check vet lint portable fixtures-check unicode-newer race drivers-short fuzz-short adopt
+test: ucd-deps no-binaries fmt-check vet lint portable fixtures-check unicode-newer race drivers-short fuzz-short adopt
+
+# The Unicode Character Database of the pinned version (15.0.0, Debian's
+# unicode-data) is what normalize/internal/compgen's test checks the
+# composition table against and what normalize's TestUnicodeConformance
+# runs (NormalizationTest.txt): those skip without it, except under make
+# test, which installs it (Debian: apt-get, as root or with sudo) and
+# makes a missing file a failure.
+test: export SYNCFILTER_REQUIRE_UCD = 1
+UCD_DEBS = unicode-data
+ucd-deps:
+	@if [ -n "$$SYNCFILTER_UCD" ] || [ -f /usr/share/unicode/NormalizationTest.txt.bz2 ]; then exit 0; fi; \
+	if command -v dpkg-query >/dev/null; then \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "installing $(UCD_DEBS)"; \
+		$$sudo apt-get update -q && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(UCD_DEBS); \
+	else \
+		echo "make test needs the Unicode Character Database 15.0.0 in /usr/share/unicode (Debian: $(UCD_DEBS)) or SYNCFILTER_UCD naming its folder"; exit 1; \
+	fi
 
 # Adopting the library moves neither an app's go line nor its SQLite
 # driver: each app in internal/adoptcheck/testdata (go 1.25.0, on
