@@ -20,7 +20,7 @@ func OpenApp(path string) (*sql.DB, error) {
 // returns them.
 func Sync(ctx context.Context, appDB *sql.DB, path string, page []string) ([]string, error) {
 	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: path, DB: appDB},
-		rebuild.Source{Table: "messages", Column: "id", Snapshot: rebuild.DefaultSnapshot(path, "messages", "id")})
+		rebuild.Source{Table: "messages", Column: "id", Snapshot: path + ".messages.id.sfb"})
 	if err != nil {
 		return nil, err
 	}
