@@ -72,6 +72,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd internal/ncruces && GOWORK=off $(GO) vet ./...
 
 # The packages that need no SQLite (normalize, syncfilter, snapshot,
 # fixtures, ...) compile and vet, tests included, for the other platforms
@@ -106,13 +107,22 @@ race:
 # which also shows that a program on it builds with CGO_ENABLED=0 (mattn
 # and ncruces register the same database/sql name: no build holds both).
 # make test runs mattn and modernc; make drivers all three, without the
-# race detector (a pure-Go SQLite under it runs ten times slower).
+# race detector (a pure-Go SQLite under it runs ten times slower). mattn
+# and modernc run at go.mod's floors, the oldest versions the library
+# supports. ncruces asks for newer Go than go.mod's floor, so go.mod does
+# not require it: its runs go through NCRUCES, the workspace
+# internal/ncruces/go.work (the module there requires it) and an overlay
+# that builds internal/testdriver/ncruces.go (see that file).
+NCRUCES = set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	sed '1s|^//go:build ignore$$|//go:build !cgo \|\| syncfilter_nomattn|' internal/testdriver/ncruces.go >"$$tmp/ncruces.go"; \
+	printf '{"Replace":{"%s":"%s"}}' "$(CURDIR)/internal/testdriver/ncruces.go" "$$tmp/ncruces.go" >"$$tmp/overlay.json"; \
+	GOWORK="$(CURDIR)/internal/ncruces/go.work" CGO_ENABLED=0 SYNCFILTER_TEST_DRIVER=ncruces $(GO) test -overlay "$$tmp/overlay.json"
 drivers-short:
 	SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
 
 drivers: drivers-short
 	SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
-	CGO_ENABLED=0 SYNCFILTER_TEST_DRIVER=ncruces $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
+	@$(NCRUCES) -count=1 ./rebuild/... ./internal/sqlitecode
 
 # The app and the library in one process under load, with each driver, in
 # WAL and DELETE mode, the library given the app's driver or its *sql.DB:
@@ -124,16 +134,22 @@ STRESSTIME ?= 2m
 stress:
 	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
-	CGO_ENABLED=0 SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=ncruces $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
+	@export SYNCFILTER_STRESS_TIME=$(STRESSTIME); $(NCRUCES) -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 
 # The canonical form is NFC as of Unicode 15.0.0 (normalize.PinnedUnicode).
-# Go 1.27 builds golang.org/x/text with Unicode 17.0.0 tables: the same
-# tests and fixtures must pass there, byte for byte. The go command fetches
-# that toolchain from the Go module proxy (about 76 MB, once per machine).
+# Go 1.27 builds golang.org/x/text from v0.34.0 on with Unicode 17.0.0
+# tables (go.mod's floor has only 15.0.0 ones): with those, through a copy
+# of go.mod that asks for NEWER_TEXT, the same tests and fixtures must
+# pass, byte for byte. The go command fetches that toolchain from the Go
+# module proxy (about 76 MB, once per machine).
 NEWER_GO ?= go1.27.3
+NEWER_TEXT ?= v0.44.0
 unicode-newer:
-	GOTOOLCHAIN=$(NEWER_GO) $(GO) test -count=1 ./normalize/... ./syncfilter ./snapshot ./fixtures
-	GOTOOLCHAIN=$(NEWER_GO) $(GO) run ./cmd/fixturegen -out fixtures -check
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp go.mod go.sum "$$tmp"/; \
+	GOTOOLCHAIN=$(NEWER_GO) $(GO) get -modfile="$$tmp/go.mod" golang.org/x/text@$(NEWER_TEXT); \
+	SYNCFILTER_WANT_TABLES=17.0.0 GOTOOLCHAIN=$(NEWER_GO) $(GO) test -modfile="$$tmp/go.mod" -count=1 ./normalize/... ./syncfilter ./snapshot ./fixtures; \
+	GOTOOLCHAIN=$(NEWER_GO) $(GO) run -modfile="$$tmp/go.mod" ./cmd/fixturegen -out fixtures -check
 
 # Regenerate the fixtures of the current format version (refuses to change
 # released files), or check byte for byte that this code still produces them.
