@@ -172,8 +172,15 @@ func (c *Conn) close() {
 }
 
 // query runs q, prepared once per connection, under ctx, which every
-// supported driver's statements take to interrupt them.
+// supported driver's statements take to interrupt them. A context that
+// has already ended is refused here: older drivers may run the
+// statement anyway (seen with mattn/go-sqlite3 v1.14.22 under the race
+// detector and modernc.org/sqlite v1.29.0: their watch for the end of
+// ctx starts with the statement).
 func (c *Conn) query(ctx context.Context, dc driver.Conn, q string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	st, ok := c.stmts[q]
 	if !ok {
 		var err error
