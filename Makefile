@@ -13,13 +13,42 @@ FUZZ_TARGETS = \
 	./rebuild/internal/store:FuzzKeyArrayRoundTrip \
 	./rebuild/internal/store:FuzzParsePositions
 
-.PHONY: demo test no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
+.PHONY: demo test adopt ucd-deps no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
 	$(GO) run ./cmd/syncfilter demo
 
-test: no-binaries fmt-check vet lint portable fixtures-check unicode-newer race drivers-short fuzz-short
+test: ucd-deps no-binaries fmt-check vet lint portable fixtures-check unicode-newer race drivers-short fuzz-short adopt
+
+# The Unicode Character Database of the pinned version (15.0.0, Debian's
+# unicode-data) is what normalize/internal/compgen's test checks the
+# composition table against and what normalize's TestUnicodeConformance
+# runs (NormalizationTest.txt): those skip without it, except under make
+# test, which installs it (Debian: apt-get, as root or with sudo) and
+# makes a missing file a failure.
+test: export SYNCFILTER_REQUIRE_UCD = 1
+UCD_DEBS = unicode-data
+ucd-deps:
+	@if [ -n "$$SYNCFILTER_UCD" ] || [ -f /usr/share/unicode/NormalizationTest.txt.bz2 ]; then exit 0; fi; \
+	if command -v dpkg-query >/dev/null; then \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "installing $(UCD_DEBS)"; \
+		$$sudo apt-get update -q && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(UCD_DEBS); \
+	else \
+		echo "make test needs the Unicode Character Database 15.0.0 in /usr/share/unicode (Debian: $(UCD_DEBS)) or SYNCFILTER_UCD naming its folder"; exit 1; \
+	fi
+
+# Adopting the library moves neither an app's go line nor its SQLite
+# driver: each app in internal/adoptcheck/testdata (go 1.25.0, on
+# modernc.org/sqlite v1.34.5 or on mattn/go-sqlite3 v1.14.28) takes this
+# checkout through a replace, runs go mod tidy, builds, runs the README's
+# loop on its own driver, and must keep its go.mod's go line and driver
+# version. Local toolchain and the module proxy only; seconds once the
+# module and build caches are warm.
+adopt:
+	GO=$(GO) bash internal/adoptcheck/run.sh
 
 # No build output in git: a tracked file that is an executable binary (ELF,
 # Mach-O, a Windows PE) or has the executable bit without being a script
@@ -43,6 +72,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd internal/ncruces && GOWORK=off $(GO) vet ./...
 
 # The packages that need no SQLite (normalize, syncfilter, snapshot,
 # fixtures, ...) compile and vet, tests included, for the other platforms
@@ -77,13 +107,22 @@ race:
 # which also shows that a program on it builds with CGO_ENABLED=0 (mattn
 # and ncruces register the same database/sql name: no build holds both).
 # make test runs mattn and modernc; make drivers all three, without the
-# race detector (a pure-Go SQLite under it runs ten times slower).
+# race detector (a pure-Go SQLite under it runs ten times slower). mattn
+# and modernc run at go.mod's floors, the oldest versions the library
+# supports. ncruces asks for newer Go than go.mod's floor, so go.mod does
+# not require it: its runs go through NCRUCES, the workspace
+# internal/ncruces/go.work (the module there requires it) and an overlay
+# that builds internal/testdriver/ncruces.go (see that file).
+NCRUCES = set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	sed '1s|^//go:build ignore$$|//go:build !cgo \|\| syncfilter_nomattn|' internal/testdriver/ncruces.go >"$$tmp/ncruces.go"; \
+	printf '{"Replace":{"%s":"%s"}}' "$(CURDIR)/internal/testdriver/ncruces.go" "$$tmp/ncruces.go" >"$$tmp/overlay.json"; \
+	GOWORK="$(CURDIR)/internal/ncruces/go.work" CGO_ENABLED=0 SYNCFILTER_TEST_DRIVER=ncruces $(GO) test -overlay "$$tmp/overlay.json"
 drivers-short:
 	SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
 
 drivers: drivers-short
 	SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
-	CGO_ENABLED=0 SYNCFILTER_TEST_DRIVER=ncruces $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
+	@$(NCRUCES) -count=1 ./rebuild/... ./internal/sqlitecode
 
 # The app and the library in one process under load, with each driver, in
 # WAL and DELETE mode, the library given the app's driver or its *sql.DB:
@@ -95,16 +134,22 @@ STRESSTIME ?= 2m
 stress:
 	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
-	CGO_ENABLED=0 SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=ncruces $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
+	@export SYNCFILTER_STRESS_TIME=$(STRESSTIME); $(NCRUCES) -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 
 # The canonical form is NFC as of Unicode 15.0.0 (normalize.PinnedUnicode).
-# Go 1.27 builds golang.org/x/text with Unicode 17.0.0 tables: the same
-# tests and fixtures must pass there, byte for byte. The go command fetches
-# that toolchain from the Go module proxy (about 76 MB, once per machine).
+# Go 1.27 builds golang.org/x/text from v0.34.0 on with Unicode 17.0.0
+# tables (go.mod's floor has only 15.0.0 ones): with those, through a copy
+# of go.mod that asks for NEWER_TEXT, the same tests and fixtures must
+# pass, byte for byte. The go command fetches that toolchain from the Go
+# module proxy (about 76 MB, once per machine).
 NEWER_GO ?= go1.27.3
+NEWER_TEXT ?= v0.44.0
 unicode-newer:
-	GOTOOLCHAIN=$(NEWER_GO) $(GO) test -count=1 ./normalize/... ./syncfilter ./snapshot ./fixtures
-	GOTOOLCHAIN=$(NEWER_GO) $(GO) run ./cmd/fixturegen -out fixtures -check
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp go.mod go.sum "$$tmp"/; \
+	GOTOOLCHAIN=$(NEWER_GO) $(GO) get -modfile="$$tmp/go.mod" golang.org/x/text@$(NEWER_TEXT); \
+	SYNCFILTER_WANT_TABLES=17.0.0 GOTOOLCHAIN=$(NEWER_GO) $(GO) test -modfile="$$tmp/go.mod" -count=1 ./normalize/... ./syncfilter ./snapshot ./fixtures; \
+	GOTOOLCHAIN=$(NEWER_GO) $(GO) run -modfile="$$tmp/go.mod" ./cmd/fixturegen -out fixtures -check
 
 # Regenerate the fixtures of the current format version (refuses to change
 # released files), or check byte for byte that this code still produces them.

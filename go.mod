@@ -1,27 +1,24 @@
 module github.com/syncfilter/syncfilter
 
-go 1.26.8
+go 1.24
 
 require (
-	github.com/mattn/go-sqlite3 v1.14.53
-	github.com/ncruces/go-sqlite3 v0.37.0
-	github.com/zeebo/blake3 v0.2.4
-	golang.org/x/sys v0.50.0
-	golang.org/x/term v0.48.0
-	golang.org/x/text v0.44.0
-	modernc.org/sqlite v1.62.0
+	github.com/mattn/go-sqlite3 v1.14.22
+	github.com/zeebo/blake3 v0.2.3
+	golang.org/x/sys v0.22.0
+	golang.org/x/term v0.1.0
+	golang.org/x/text v0.11.0
+	modernc.org/sqlite v1.34.5
 )
 
 require (
-	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
-	github.com/mattn/go-isatty v0.0.24 // indirect
-	github.com/ncruces/go-sqlite3-wasm/v6 v6.5.35401 // indirect
-	github.com/ncruces/go-strftime v1.1.0 // indirect
-	github.com/ncruces/julianday v1.0.0 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/ncruces/go-strftime v0.1.9 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	modernc.org/libc v1.80.1 // indirect
-	modernc.org/mathutil v1.7.1 // indirect
-	modernc.org/memory v1.12.1 // indirect
+	modernc.org/libc v1.55.3 // indirect
+	modernc.org/mathutil v1.6.0 // indirect
+	modernc.org/memory v1.8.0 // indirect
 )

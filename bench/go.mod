@@ -1,10 +1,11 @@
 module github.com/syncfilter/syncfilter/bench
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/ncruces/go-sqlite3 v0.37.0
 	github.com/syncfilter/syncfilter v0.0.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.44.0
@@ -17,7 +18,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
-	github.com/ncruces/go-sqlite3 v0.37.0 // indirect
 	github.com/ncruces/go-sqlite3-wasm/v6 v6.5.35401 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/ncruces/julianday v1.0.0 // indirect

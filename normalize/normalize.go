@@ -26,8 +26,8 @@ func UnicodeVersion() string { return PinnedUnicode }
 // Go version it is built with).
 func TablesVersion() string { return norm.Version }
 
-// samePin reports whether the tables are the pinned version, so that
-// norm.NFC is c for every string.
+// samePin reports whether the tables are the pinned version, so that NFC
+// on them (nfc.go) is c for every string.
 var samePin = norm.Version == PinnedUnicode
 
 // String returns c(s). It returns s itself, without allocating, when s is
@@ -48,10 +48,7 @@ func full(s string) (string, error) {
 	if !samePin && !allAssigned(s) {
 		return string(appendPinned(nil, s)), nil
 	}
-	if isNFC(s) {
-		return s, nil
-	}
-	return norm.NFC.String(s), nil
+	return nfc(s), nil
 }
 
 // Append appends c(s) to dst and returns the extended buffer. What dst
@@ -67,10 +64,7 @@ func Append(dst []byte, s string) ([]byte, error) {
 	if !samePin && !allAssigned(s) {
 		return appendPinned(dst, s), nil
 	}
-	if isNFC(s) {
-		return append(dst, s...), nil
-	}
-	return append(dst, norm.NFC.String(s)...), nil
+	return appendNFC(dst, s), nil
 }
 
 // IsCanonical reports whether s is valid UTF-8 and equal to c(s).
@@ -84,14 +78,7 @@ func IsCanonical(s string) bool {
 	if !samePin && !allAssigned(s) {
 		return string(appendPinned(nil, s)) == s
 	}
-	return isNFC(s)
-}
-
-// isNFC reports whether valid UTF-8 s is in NFC. The quick-check span
-// answers most keys without allocating; the full check handles the rest
-// (combining marks that happen to be in canonical order, for instance).
-func isNFC(s string) bool {
-	return norm.NFC.QuickSpanString(s) == len(s) || norm.NFC.IsNormalString(s)
+	return nfc(s) == s
 }
 
 // validate returns an *InvalidUTF8Error for the first invalid byte of s.

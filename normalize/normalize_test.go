@@ -2,6 +2,7 @@ package normalize_test
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -91,6 +92,32 @@ func TestCanonicalKeysDoNotAllocate(t *testing.T) {
 	}
 }
 
+// TestTablesWanted: SYNCFILTER_WANT_TABLES names the tables the build
+// must have (make unicode-newer: 17.0.0, so that the pinned path runs).
+func TestTablesWanted(t *testing.T) {
+	if want := os.Getenv("SYNCFILTER_WANT_TABLES"); want != "" && normalize.TablesVersion() != want {
+		t.Fatalf("tables %s, want %s", normalize.TablesVersion(), want)
+	}
+}
+
+// TestCanonicalSlowKeysDoNotAllocate: a canonical key that the quick
+// path leaves to the full one is composed in pooled buffers and returned
+// as it is (sync.Pool drops buffers at random under the race detector).
+func TestCanonicalSlowKeysDoNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops buffers under the race detector")
+	}
+	for _, s := range []string{"\u0915\u093c", "x\u1100\u0301\u1161", "\u00e1\u0316-\u0301", "\U00010041\u0301"} {
+		if !normalize.IsCanonical(s) {
+			t.Fatalf("%+q is not canonical", s)
+		}
+		_, _ = normalize.String(s) // the pool's buffers
+		if n := testing.AllocsPerRun(100, func() { _, _ = normalize.String(s) }); n != 0 {
+			t.Errorf("String(%+q): %v allocations", s, n)
+		}
+	}
+}
+
 func TestPolicyAndVersion(t *testing.T) {
 	if got, want := normalize.Policy, "nfc/1"; got != want {
 		t.Fatalf("Policy = %q, want %q", got, want)
@@ -100,9 +127,11 @@ func TestPolicyAndVersion(t *testing.T) {
 	}
 }
 
-// FuzzString checks String against the reference x/text implementation:
-// valid input gives NFC and is idempotent; invalid input is an error with an
-// offset that really is invalid.
+// FuzzString checks String against the standard's composition as written
+// (referenceNFC, on golang.org/x/text's decomposition; golang.org/x/text's
+// own NFC composes wrongly before v0.42.0): valid input gives NFC, is
+// canonically equivalent and idempotent; invalid input is an error with
+// an offset that really is invalid.
 func FuzzString(f *testing.F) {
 	for _, g := range keycorpus.Groups() {
 		for _, s := range g.Spellings {
@@ -131,8 +160,13 @@ func FuzzString(f *testing.F) {
 		if err != nil {
 			t.Fatalf("valid input %q: %v", s, err)
 		}
-		if want := norm.NFC.String(s); got != want {
-			t.Fatalf("String(%q) = %q, want %q", s, got, want)
+		if normalize.AllAssigned(s) { // the pinned cuts aside (pinned_test.go)
+			if want := normalize.ReferenceNFC(s); got != want {
+				t.Fatalf("String(%q) = %q, want %q", s, got, want)
+			}
+			if norm.NFD.String(got) != norm.NFD.String(s) {
+				t.Fatalf("String(%q) = %q: not canonically equivalent", s, got)
+			}
 		}
 		again, err := normalize.String(got)
 		if err != nil || again != got {

@@ -1,10 +1,6 @@
 package normalize
 
-import (
-	"unicode/utf8"
-
-	"golang.org/x/text/unicode/norm"
-)
+import "unicode/utf8"
 
 // How c stays NFC as of Unicode 15.0.0 under newer tables.
 //
@@ -19,9 +15,10 @@ import (
 //
 // So with newer tables, c(s) is computed by cutting s at every code point
 // unassigned in 15.0.0 (the table in assigned.go), normalizing each piece
-// between the cuts with the tables' NFC (exact by the stability policy),
-// and keeping the cut code points unchanged. With tables of exactly
-// 15.0.0 (Go before 1.27) norm.NFC already is c, and this path is unused.
+// between the cuts with NFC on the tables' decomposition (nfc.go; exact
+// by the stability policy), and keeping the cut code points unchanged.
+// With tables of exactly 15.0.0 (Go before 1.27, or golang.org/x/text
+// before v0.34.0) NFC on the tables already is c, and this path is unused.
 // docs/FORMAT.md gives the same procedure to readers in other languages.
 
 // allAssigned reports whether every code point of valid UTF-8 s was
@@ -37,20 +34,20 @@ func allAssigned(s string) bool {
 
 // appendPinned appends c(s) for valid UTF-8 s computed piecewise: NFC of
 // each run of assigned code points, unassigned ones copied. Each run is
-// normalized on its own: norm's Append functions would also normalize
-// across the join with what dst already holds, which is exactly what
-// must not happen at a cut.
+// normalized on its own (appendNFC never composes across the join with
+// what dst already holds, which is exactly what must not happen at a
+// cut).
 func appendPinned(dst []byte, s string) []byte {
 	start := 0
 	for i, r := range s {
 		if r < utf8.RuneSelf || isAssigned(r) {
 			continue
 		}
-		dst = append(dst, norm.NFC.String(s[start:i])...)
+		dst = appendNFC(dst, s[start:i])
 		dst = utf8.AppendRune(dst, r)
 		start = i + utf8.RuneLen(r)
 	}
-	return append(dst, norm.NFC.String(s[start:])...)
+	return appendNFC(dst, s[start:])
 }
 
 // AssignedRanges returns the code points assigned in PinnedUnicode, as

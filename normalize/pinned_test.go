@@ -72,8 +72,10 @@ func TestPinnedNFCIsExact(t *testing.T) {
 		t.Fatalf("tables %s: c over the corpus is %s, Unicode 15.0.0's NFC is %s", normalize.TablesVersion(), got, pinnedCorpusSum)
 	}
 	// The corpus tells the versions apart: newer tables' own NFC differs.
-	if same := raw == pinnedCorpusSum; same != (normalize.TablesVersion() == normalize.PinnedUnicode) {
-		t.Fatalf("tables %s: raw NFC equal to 15.0.0's: %v", normalize.TablesVersion(), same)
+	// (With 15.0.0 tables, golang.org/x/text before v0.42.0 composes
+	// wrongly, so its own NFC may differ too: c does not use it.)
+	if normalize.TablesVersion() != normalize.PinnedUnicode && raw == pinnedCorpusSum {
+		t.Fatalf("tables %s: raw NFC equal to 15.0.0's", normalize.TablesVersion())
 	}
 }
 

@@ -97,7 +97,7 @@ func TestSecondCopyInTheBuild(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a program with a second SQLite opened a database without a driver: %v\n%s", err, out)
 	}
-	if !bytes.Contains(out, []byte("github.com/ncruces/go-sqlite3")) {
+	if !bytes.Contains(out, []byte("modernc.org/sqlite")) {
 		t.Fatalf("the refusal does not name the second copy: %s", out)
 	}
 	if _, err := os.Stat(path + "-wal"); err == nil {

@@ -478,10 +478,7 @@ func TestSymlinkWithStaleFilesBesideIt(t *testing.T) {
 	linkDir := t.TempDir()
 	link := filepath.Join(linkDir, "app.db")
 	for _, suffix := range []string{"-wal", "-shm"} {
-		b, err := os.ReadFile(ghostPath + suffix)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readFile(t, ghostPath+suffix)
 		if err := os.WriteFile(link+suffix, b, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -86,9 +86,11 @@ func benchDB(b *testing.B) string {
 	return benchPath
 }
 
-// TestMain removes the benchmark database.
+// TestMain removes the benchmark database and closes the descriptors
+// the tests read database files through (heldOpen).
 func TestMain(m *testing.M) {
 	code := m.Run()
+	closeHeld()
 	if benchPath != "" {
 		_ = os.RemoveAll(filepath.Dir(benchPath))
 	}

@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,11 +246,54 @@ func journalMode(t testing.TB, path string) string {
 
 func fileSum(t testing.TB, path string) [32]byte {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	return sha256.Sum256(readFile(t, path))
+}
+
+// Descriptors the tests read database files through, kept open until the
+// tests end (TestMain closes them). Closing any descriptor of a file
+// releases every POSIX lock this process holds on it (fcntl semantics),
+// the locks of the SQLite connections open on it included: a test that
+// read a live database through os.ReadFile or an os.Open closed at once
+// took the locks away from the library's and the app's connections, and
+// SQLite before 3.51 then lost a WAL. SQLite keeps its own descriptors
+// open while a lock is held for the same reason.
+var held struct {
+	sync.Mutex
+	files []*os.File
+}
+
+// heldOpen returns a descriptor open on the file now at path (one per
+// file: a file renamed over path gets another), never closed before the
+// tests end.
+func heldOpen(t testing.TB, path string) *os.File {
+	t.Helper()
+	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sha256.Sum256(b)
+	held.Lock()
+	defer held.Unlock()
+	for _, f := range held.files {
+		if gi, err := f.Stat(); err == nil && os.SameFile(fi, gi) {
+			return f
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.files = append(held.files, f)
+	return f
+}
+
+// closeHeld closes the descriptors of heldOpen, once no test runs.
+func closeHeld() {
+	held.Lock()
+	defer held.Unlock()
+	for _, f := range held.files {
+		_ = f.Close()
+	}
+	held.files = nil
 }
 
 // headerMode reads the database header's read/write versions: "wal" (2)
@@ -256,13 +301,8 @@ func fileSum(t testing.TB, path string) [32]byte {
 // setting of each connection; WAL is recorded in the file.
 func headerMode(t testing.TB, path string) string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var h [20]byte
-	if _, err := f.ReadAt(h[:], 0); err != nil {
+	if _, err := heldOpen(t, path).ReadAt(h[:], 0); err != nil {
 		t.Fatal(err)
 	}
 	switch {
@@ -316,11 +356,17 @@ func isInterrupted(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "interrupt")
 }
 
-// readFile returns the content of path.
+// readFile returns the content of path, read through a descriptor
+// heldOpen keeps (the file may be a live database or its -shm).
 func readFile(t testing.TB, path string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	f := heldOpen(t, path)
+	fi, err := f.Stat()
 	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, fi.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
 	return b

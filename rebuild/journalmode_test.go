@@ -153,10 +153,7 @@ func TestBackupByCopyingTheFile(t *testing.T) {
 	}
 	committed := tableIDs(t, path, "records")
 
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, path)
 	backup := filepath.Join(t.TempDir(), "backup.db")
 	if err := os.WriteFile(backup, b, 0o644); err != nil {
 		t.Fatal(err)

@@ -53,11 +53,7 @@ func tgtDB(t *testing.T, dir string, n int) (string, *sql.DB) {
 
 func sum(t *testing.T, path string) [32]byte {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sha256.Sum256(b)
+	return sha256.Sum256(readFile(t, path))
 }
 
 // TestForceNeverReplacesTheWALThroughALink: the app names its database by

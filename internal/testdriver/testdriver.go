@@ -9,7 +9,8 @@
 // mattn/go-sqlite3 and ncruces/go-sqlite3 both register the database/sql
 // name "sqlite3", so no build holds both: builds with mattn hold mattn
 // and modernc, builds without it (CGO_ENABLED=0 or -tags
-// syncfilter_nomattn) modernc and ncruces.
+// syncfilter_nomattn) modernc, and ncruces when built as the Makefile's
+// ncruces runs build them (ncruces.go says why and how).
 package testdriver
 
 import (

@@ -20,6 +20,7 @@ type appRunner struct {
 	gone  atomic.Bool // closed by the app, or a table lock seen: never used again
 	mu    sync.Mutex  // guards stmts; never held while a statement is prepared or run
 	stmts map[string]*sql.Stmt
+	drv   *Driver // the app's driver (Driver.QueryContext)
 }
 
 // errDBClosed is database/sql's unexported "sql: database is closed",
@@ -76,7 +77,7 @@ func (a *appRunner) query(ctx context.Context, q string, dest []driver.Value, ar
 	for i := range out {
 		ptrs[i] = &out[i]
 	}
-	if err := st.QueryRowContext(ctx, in...).Scan(ptrs...); err != nil {
+	if err := st.QueryRowContext(a.drv.QueryContext(ctx), in...).Scan(ptrs...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return errNoRow
 		}
@@ -136,7 +137,7 @@ func (db *DB) CheckApp(ctx context.Context) error {
 		return nil
 	}
 	var file sql.NullString
-	if err := db.app.db.QueryRowContext(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file); err != nil {
+	if err := db.app.db.QueryRowContext(db.Driver.QueryContext(ctx), `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file); err != nil {
 		return fmt.Errorf("ask the app's *sql.DB (DBConfig.DB) which file it opened: %w", err)
 	}
 	if file.String == "" {

@@ -125,12 +125,12 @@ func (c *Conn) eachKey(ctx context.Context, q string, fn func(k string, ok bool)
 
 // QueryRowContext runs a query through database/sql (off the hot paths).
 func (c *Conn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return c.sc.QueryRowContext(ctx, q, args...)
+	return c.sc.QueryRowContext(c.db.Driver.QueryContext(ctx), q, args...)
 }
 
 // QueryContext runs a query through database/sql (off the hot paths).
 func (c *Conn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return c.sc.QueryContext(ctx, q, args...)
+	return c.sc.QueryContext(c.db.Driver.QueryContext(ctx), q, args...)
 }
 
 // close closes the statements and the connection.
@@ -146,8 +146,15 @@ func (c *Conn) close() {
 }
 
 // query runs q, prepared once per connection, under ctx, which every
-// supported driver's statements take to interrupt them.
+// supported driver's statements take to interrupt them. A context that
+// has already ended is refused here: older drivers may run the
+// statement anyway (seen with mattn/go-sqlite3 v1.14.22 under the race
+// detector and modernc.org/sqlite v1.29.0: their watch for the end of
+// ctx starts with the statement).
 func (c *Conn) query(ctx context.Context, dc driver.Conn, q string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	st, ok := c.stmts[q]
 	if !ok {
 		var err error
@@ -165,7 +172,7 @@ func (c *Conn) query(ctx context.Context, dc driver.Conn, q string, args []drive
 	if !ok {
 		return nil, fmt.Errorf("driver statement %T without QueryContext", st)
 	}
-	r, err := qc.QueryContext(ctx, args)
+	r, err := qc.QueryContext(c.db.Driver.QueryContext(ctx), args)
 	if err == nil && c.db.Driver.columnsFirst {
 		r.Columns()
 	}

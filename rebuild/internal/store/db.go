@@ -86,7 +86,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db := &DB{Path: p, Driver: opts.Driver, created: statErr != nil, knobs: opts.Knobs.withDefaults(),
 		dv: make(chan struct{}, 1), spellScan: make(chan struct{}, 1)}
 	if opts.App != nil {
-		db.app = &appRunner{db: opts.App}
+		db.app = &appRunner{db: opts.App, drv: opts.Driver}
 	}
 	if err := db.open(ctx, opts); err != nil {
 		db.Close()

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,6 +24,68 @@ type Driver struct {
 	// columnsFirst: rows must be asked their columns before the first row,
 	// as database/sql does (ncruces reads its conversions from them).
 	columnsFirst bool
+	// leaksCancelled: a query whose context ends while the driver runs it
+	// loses its statement, unfinalized (see QueryContext).
+	leaksCancelled bool
+}
+
+// QueryContext returns the context for a query the library runs under
+// ctx. modernc.org/sqlite before v1.40.1 drops the rows of a query whose
+// context ends while the query starts, without finalizing the statement:
+// a read statement left stepped holds its SHARED lock for good (other
+// connections' commits then fail with SQLITE_BUSY in the rollback
+// journal modes) and its connection cannot close (its file stays open
+// after Close). With such a driver a query runs under ctx without its
+// cancellation: it is not interrupted once it has started, and ends
+// where the library checks ctx between rows and statements. A context
+// that has already ended is passed as it is: the driver returns its
+// error before it prepares anything.
+func (d *Driver) QueryContext(ctx context.Context) context.Context {
+	if d == nil || !d.leaksCancelled || ctx.Err() != nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}
+
+// moderncLeaksCancelled reports whether the modernc.org/sqlite this
+// program is built with is older than v1.40.1 (or of a version the build
+// information does not tell).
+var moderncLeaksCancelled = sync.OnceValue(func() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return true
+	}
+	for _, m := range bi.Deps {
+		if m.Path != "modernc.org/sqlite" {
+			continue
+		}
+		v := m.Version
+		if m.Replace != nil {
+			v = m.Replace.Version
+		}
+		return !semverAtLeast(v, 1, 40, 1)
+	}
+	return true
+})
+
+// semverAtLeast reports whether v (vMAJOR.MINOR.PATCH, maybe with a
+// suffix) is at least major.minor.patch; false if v is not such a version.
+func semverAtLeast(v string, major, minor, patch int) bool {
+	f := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(f) != 3 || !strings.HasPrefix(v, "v") {
+		return false
+	}
+	f[2], _, _ = strings.Cut(f[2], "-")
+	f[2], _, _ = strings.Cut(f[2], "+")
+	var n [3]int
+	for i, s := range f {
+		x, err := strconv.Atoi(s)
+		if err != nil {
+			return false
+		}
+		n[i] = x
+	}
+	return slices.Compare(n[:], []int{major, minor, patch}) >= 0
 }
 
 // supported are the drivers the library is tested with, by the package of
@@ -57,7 +120,8 @@ func NewDriver(d driver.Driver) (*Driver, error) {
 		return nil, fmt.Errorf("choose SQLite driver: %T is not one the library supports (github.com/mattn/go-sqlite3, modernc.org/sqlite, github.com/ncruces/go-sqlite3/driver); "+
 			"if it wraps one of them, pass the driver it wraps: %w", d, ErrUnsupportedDriver)
 	}
-	return &Driver{drv: d, Name: name, columnsFirst: name == "github.com/ncruces/go-sqlite3"}, nil
+	return &Driver{drv: d, Name: name, columnsFirst: name == "github.com/ncruces/go-sqlite3",
+		leaksCancelled: name == "modernc.org/sqlite" && moderncLeaksCancelled()}, nil
 }
 
 // pkgPath is the package of d's type (through pointers).

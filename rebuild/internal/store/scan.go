@@ -215,7 +215,7 @@ func (c *Conn) Empty(ctx context.Context, s *Source) (bool, error) {
 // pool: a bare count(*), which SQLite answers from page headers.
 func (db *DB) CountAll(ctx context.Context, s *Source) (int64, error) {
 	var n int64
-	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM `+s.QTable).Scan(&n); err != nil {
+	if err := db.r.QueryRowContext(db.Driver.QueryContext(ctx), `SELECT count(*) FROM `+s.QTable).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count rows: %w", err)
 	}
 	return n, nil

@@ -29,7 +29,7 @@ func (db *DB) update(ctx context.Context, what string, fn func(*Tx) error) (err 
 		discard(c)
 		return err
 	}
-	tx := &Tx{Conn: c, ctx: ctx}
+	tx := &Tx{Conn: c, ctx: ctx, drv: db.Driver}
 	defer tx.rollback()
 	if err := fn(tx); err != nil {
 		return err
@@ -42,6 +42,17 @@ type Tx struct {
 	*sql.Conn
 	ctx  context.Context // the context update was given
 	done bool
+	drv  *Driver
+}
+
+// QueryRowContext runs a query in the transaction (Driver.QueryContext).
+func (t *Tx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return t.Conn.QueryRowContext(t.drv.QueryContext(ctx), q, args...)
+}
+
+// QueryContext runs a query in the transaction (Driver.QueryContext).
+func (t *Tx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.Conn.QueryContext(t.drv.QueryContext(ctx), q, args...)
 }
 
 // exec runs q with args.

@@ -1,6 +1,6 @@
 // Command secondcopy is an app that links a second copy of SQLite
-// (github.com/ncruces/go-sqlite3, without registering a database/sql
-// driver) beside the library's default, mattn/go-sqlite3, and opens a
+// (modernc.org/sqlite's transpiled SQLite, modernc.org/sqlite/lib, without
+// registering a database/sql driver) beside the library's default, mattn/go-sqlite3, and opens a
 // database without naming its driver: OpenDB must refuse it, seeing the
 // copy in the build information Go records in the binary. It prints the
 // error and exits 0 if the refusal is ErrSecondSQLite.
@@ -12,8 +12,8 @@ import (
 	"fmt"
 	"os"
 
-	_ "github.com/ncruces/go-sqlite3"
 	"github.com/syncfilter/syncfilter/rebuild"
+	_ "modernc.org/sqlite/lib"
 )
 
 func main() {

@@ -1,0 +1,7 @@
+// Package ncruces is the module of the tests' ncruces/go-sqlite3 runs:
+// its go.mod requires the driver, which the library's module does not
+// (internal/testdriver/ncruces.go says why); go.work joins the two.
+// Nothing imports this package: it keeps the requirement tidy.
+package ncruces
+
+import _ "github.com/ncruces/go-sqlite3/driver"
