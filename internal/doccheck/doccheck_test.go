@@ -77,8 +77,8 @@ func exported(t *testing.T, dir string) api {
 
 var (
 	goBlock  = regexp.MustCompile("(?s)```go\n(.*?)```")
-	selector = regexp.MustCompile(`\b(rebuild|syncfilter|snapshot|normalize)\.([A-Z]\w*)`)
-	literal  = regexp.MustCompile(`\b(rebuild|syncfilter|snapshot)\.([A-Z]\w*)\{`)
+	selector = regexp.MustCompile(`\b(rebuild|syncfilter|snapshot|normalize|ops)\.([A-Z]\w*)`)
+	literal  = regexp.MustCompile(`\b(rebuild|syncfilter|snapshot|ops)\.([A-Z]\w*)\{`)
 	fieldKey = regexp.MustCompile(`(?m)(?:^\s*|[{,]\s*)([A-Z]\w*):\s`)
 	call     = regexp.MustCompile(`\.([A-Z]\w*)\(`)
 )
@@ -91,8 +91,8 @@ var (
 func TestDocumentsNameWhatExists(t *testing.T) {
 	root := filepath.Join("..", "..")
 	apis := map[string]api{}
-	for _, p := range []string{"rebuild", "syncfilter", "snapshot", "normalize"} {
-		apis[p] = exported(t, filepath.Join(root, p))
+	for _, p := range []string{"rebuild", "syncfilter", "snapshot", "normalize", "rebuild/ops"} {
+		apis[filepath.Base(p)] = exported(t, filepath.Join(root, p))
 	}
 	stdlib := map[string]bool{"Exec": true, "ExecContext": true, "Query": true, "QueryContext": true, "QueryRow": true,
 		"QueryRowContext": true, "Driver": true, "Close": true, "Error": true, "Println": true, "Printf": true,
