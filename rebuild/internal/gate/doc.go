@@ -1,0 +1,18 @@
+// Package gate is the call path: it answers one collection's keys from
+// its filter and SQLite, and owns the collection's state (bypass, a
+// view being loaded or rebuilt, serving, dropped) and the views it serves
+// from.
+//
+// A call reads the state lock-free (Gate.state, an atomic pointer), runs
+// one probe statement through package store that checks the view is
+// current (schema cookie, log head and tag) and confirms the filter's
+// maybes in the same statement, and takes in the log entries the view
+// lacks (catchup.go) when that is cheaper than confirming them. Anything
+// it cannot vouch for is answered from SQLite alone: a wrong "absent" is
+// never returned.
+//
+// Locks: Gate.mu (every state transition, held only to swap the pointer)
+// and the spTurn token (one read of the stored spellings at a time). Files
+// counts the users of the snapshot file mapped under a view (File.refs).
+// It starts no goroutine and imports only store and syncfilter.
+package gate
