@@ -92,11 +92,9 @@ type Source struct {
 	// NoSaveOnClose: Close leaves the snapshot file alone.
 	NoSaveOnClose bool
 
-	// NoAutoRebuild: the index rebuilds only when the app calls Rebuild.
-	// By default it rebuilds when no filter can serve, and (unless
-	// NotWhenDue) when the filter is due: its estimated false-positive
-	// rate exceeds FPR × RebuildFactor (default 2), at most a tenth of the
-	// time and not more often than RebuildEvery.
+	// NoAutoRebuild: the index rebuilds only when the app calls Rebuild,
+	// not when no filter can serve nor when the filter is due (see
+	// docs/INTEGRATION.md, "Rebuilds and sizing").
 	NoAutoRebuild bool
 	NotWhenDue    bool
 	RebuildFactor float64

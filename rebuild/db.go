@@ -72,11 +72,9 @@ func (db *DB) storeOptions(create bool) store.Options {
 		BusyTimeout: db.cfg.BusyTimeout, Knobs: db.cfg.knobs.store, App: db.cfg.DB}
 }
 
-// Suspend stops the background work and lets go of every connection, for
-// an app about to be suspended (iOS ends one that holds a lock on a file
-// of a shared container). It waits, until ctx ends, for the work begun
-// before it; calls made meanwhile are answered exactly and each closes
-// what it opened. Rebuild and Save return ErrSuspended until Resume.
+// Suspend stops the background work, waits (until ctx ends) for the work
+// begun before it and lets go of every connection; calls are still
+// answered exactly. Rebuild and Save return ErrSuspended until Resume.
 func (db *DB) Suspend(ctx context.Context) error { return db.bg.Suspend(ctx) }
 
 // Resume ends a Suspend: the background work goes on where it stopped.

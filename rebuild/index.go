@@ -49,11 +49,9 @@ func Open(ctx context.Context, dcfg DBConfig, src Source) (*Index, error) {
 	return ix, nil
 }
 
-// Index opens the index of one collection. It checks the source before
+// Index opens the index of one collection: it checks the source before
 // the first write and returns; the filter is made ready in the
-// background (the snapshot, if the database vouches for it, caught up;
-// otherwise a scan), SQLite answering every call exactly meanwhile. An
-// empty table and the library's own are scanned before Index returns.
+// background, SQLite answering every call exactly meanwhile.
 func (db *DB) Index(ctx context.Context, src Source) (*Index, error) {
 	return db.index(ctx, src, false)
 }
@@ -95,11 +93,9 @@ func (ix *Index) call(ctx context.Context, verb string, fn func(c *gate.Call) er
 	return nil
 }
 
-// Missing answers, for each id of a page of server ids, whether its record
-// is missing: missing[i] is true when the source holds page[i] under no
-// canonically equivalent spelling (fetch it). Each position is answered
-// on its own. A key that cannot be compared is answered missing and named
-// in an *InvalidKeysError: a partial result, not a failed page.
+// Missing reports for each id of a page whether the source holds it under
+// no canonically equivalent spelling (fetch it). A key that cannot be
+// compared is answered missing and named in an *InvalidKeysError.
 func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
 	p := newPage(keys)
 	var found []bool
@@ -158,16 +154,14 @@ func (ix *Index) MarkFetched(ctx context.Context, keys ...string) error {
 	return ix.call(ctx, "mark fetched", func(c *gate.Call) error { return c.F.St.InsertOwn(ctx, c.Src(), canon) })
 }
 
-// Wait blocks until the background work asked for the index (the opening
-// load or scan, a rebuild) is done and, if a filter serves, until it has
-// taken in every entry logged up to now; or it returns why no filter
-// serves (ErrNotServing). Calls are exact without it.
+// Wait blocks until the background work asked for the index is done and
+// the filter has taken in everything logged up to now, or returns why no
+// filter serves (ErrNotServing). Calls are exact without it.
 func (ix *Index) Wait(ctx context.Context) error { return ix.k.Wait(ctx) }
 
-// Rebuild replaces the filter with one built from a full scan of the
-// source, the collection answered from SQLite meanwhile; if the scan fails
-// the previous filter answers again. Rebuilds of a database's collections
-// take turns. A Progress callback's panic goes on in the caller.
+// Rebuild replaces the filter with one built from a full scan, SQLite
+// answering meanwhile; if the scan fails the previous filter answers
+// again. A Progress callback's panic goes on in the caller.
 func (ix *Index) Rebuild(ctx context.Context) error {
 	if ix.db.cfg.ReadOnly {
 		return fmt.Errorf("rebuild: the database is opened read-only: %w", ErrBadConfig)
@@ -185,10 +179,9 @@ func (ix *Index) Save(ctx context.Context) error {
 	return ix.k.Save(ctx)
 }
 
-// Close stops the index's background work, waits for it and for the calls
-// in progress (ctx bounds the wait), saves the filter if it covers more
-// than the snapshot file (a failed save is its error), and releases it.
-// An index from Open closes its database too.
+// Close stops the index's background work, waits for it and the calls in
+// progress (until ctx ends), saves the filter if it covers more than the
+// snapshot file (returning the save's error); Open's index closes its DB.
 func (ix *Index) Close(ctx context.Context) error {
 	if ix.owned {
 		return ix.db.Close(ctx)
