@@ -1,6 +1,7 @@
 package normalize_test
 
 import (
+	"strings"
 	"testing"
 
 	"golang.org/x/text/unicode/norm"
@@ -16,6 +17,10 @@ var slowKeys = []struct{ name, key string }{
 	{"hangul-jamo", "\u1112\u1161\u11ab\u1100\u1173\u11af-\u1109\u1165\u110b\u116e\u11af"},
 	{"greek-marks", "\u03b1\u0313\u0301\u03b9\u0345\u03b5\u0301\u03bb\u03bb\u03b7\u0342\u03bd"},
 	{"angstrom", "\u212bngstr\u00f6m-7"},
+	// 40 marks after one letter: more than the 30 after which the
+	// Stream-Safe Text Format (golang.org/x/text) inserts U+034F, and
+	// more than the run held on the stack.
+	{"long-run", "zalgo-a" + strings.Repeat("\u0301\u0316\u0334\u0308", 10)},
 }
 
 // BenchmarkSlowPath: String on keys that are not canonical; xtext is

@@ -90,16 +90,48 @@ func TestCompositionTableAgreesWithDecomposition(t *testing.T) {
 	}
 }
 
-// referenceNFC is UAX #15's canonical composition as the standard states
-// it, quadratic and without shortcuts, on golang.org/x/text's NFD: for
-// each code point, every starter before it is tried, the last one only,
-// unblocked.
-func referenceNFC(s string) string {
+// referenceNFD is the full canonical decomposition of s in canonical
+// order, as the standard states it: each code point decomposed on its
+// own (golang.org/x/text's tables, Hangul arithmetically), then adjacent
+// non-starters exchanged while a class is followed by a lower one.
+// golang.org/x/text's NFD is not used: it inserts U+034F after 30
+// non-starters (the Stream-Safe Text Format), which NFC does not.
+func referenceNFD(s string) []rune {
 	var d []rune
-	for _, r := range norm.NFD.String(s) {
+	for _, r := range s {
+		if x := r - hangulSBase; x >= 0 && x < hangulSCount {
+			d = append(d, hangulLBase+x/(hangulVCount*hangulTCount), hangulVBase+x%(hangulVCount*hangulTCount)/hangulTCount)
+			if x%hangulTCount != 0 {
+				d = append(d, hangulTBase+x%hangulTCount)
+			}
+			continue
+		}
+		if m := norm.NFD.PropertiesString(string(r)).Decomposition(); len(m) > 0 {
+			d = append(d, []rune(string(m))...)
+			continue
+		}
 		d = append(d, r)
 	}
-	ccc := func(r rune) uint8 { return norm.NFD.PropertiesString(string(r)).CCC() }
+	for swapped := true; swapped; {
+		swapped = false
+		for i := 1; i < len(d); i++ {
+			if a, b := referenceCCC(d[i-1]), referenceCCC(d[i]); b > 0 && a > b {
+				d[i-1], d[i] = d[i], d[i-1]
+				swapped = true
+			}
+		}
+	}
+	return d
+}
+
+func referenceCCC(r rune) uint8 { return norm.NFD.PropertiesString(string(r)).CCC() }
+
+// referenceNFC is UAX #15's canonical composition as the standard states
+// it, quadratic and without shortcuts, on referenceNFD: for each code
+// point, every starter before it is tried, the last one only, unblocked.
+func referenceNFC(s string) string {
+	d := referenceNFD(s)
+	ccc := referenceCCC
 	removed := make([]bool, len(d))
 	for i := 1; i < len(d); i++ {
 		// The last starter before d[i] still there.

@@ -1,33 +1,41 @@
 package normalize
 
 import (
+	"slices"
 	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
 
-// NFC, computed here: golang.org/x/text/unicode/norm decomposes (NFD and
-// the canonical combining classes), this file
-// composes. Canonical composition (UAX #15, section 3.11) goes through the
-// decomposed code points in order and joins each one that is not blocked
-// from the last starter with it when the two are a primary composite: the
-// table of compose.go (normalize/internal/compgen, from the Unicode
-// Character Database of PinnedUnicode) or a Hangul syllable, composed
-// algorithmically. A code point is blocked when a code point between it
-// and the starter has combining class 0 or one not lower than its own.
+// NFC, computed here: golang.org/x/text/unicode/norm provides the tables
+// (the full canonical decompositions and the canonical combining
+// classes), this file decomposes, orders and composes. It is standard
+// NFC (UAX #15): the full canonical decomposition, the canonical ordering
+// of every run of non-starters whatever its length (a stable sort by
+// class), and the canonical composition. Canonical composition (UAX #15,
+// section 3.11) goes through the decomposed code points in order and
+// joins each one that is not blocked from the last starter with it when
+// the two are a primary composite: the table of compose.go
+// (normalize/internal/compgen, from the Unicode Character Database of
+// PinnedUnicode) or a Hangul syllable, composed algorithmically. A code
+// point is blocked when a code point between it and the starter has
+// combining class 0 or one not lower than its own.
 //
-// golang.org/x/text composed wrongly before v0.42.0 (which asks for Go
-// 1.26): pairs of code points beyond the BMP aliased BMP pairs (U+10041
-// U+0301 became U+00C1), a starter that combines with nothing did not
-// block a later mark from the starter before it, and marks after a
-// Hangul syllable were not composed. Its decomposition, combining classes
-// and quick check are right in every version with Unicode 15.0.0 tables,
-// so only the composition is done here, and c is the same with any
-// golang.org/x/text from the floor of go.mod on. Like golang.org/x/text's
-// NFC, the decomposition follows the Stream-Safe Text Format: after 30
-// non-starters in a row it inserts U+034F, a starter that composes with
-// nothing, so a key's c is what golang.org/x/text v0.42.0 and later give.
+// golang.org/x/text's own NFC and NFD are not used for the result. They
+// follow the Stream-Safe Text Format (UAX #15, section 13): after 30
+// non-starters in a row they insert U+034F COMBINING GRAPHEME JOINER, so
+// two canonically equivalent keys with a long run of marks could get
+// different bytes. c inserts nothing: no U+034F appears in c(s) unless s
+// has it. golang.org/x/text also composed wrongly before v0.42.0 (which
+// asks for Go 1.26): pairs of code points beyond the BMP aliased BMP
+// pairs (U+10041 U+0301 became U+00C1), a starter that combines with
+// nothing did not block a later mark from the starter before it, and
+// marks after a Hangul syllable were not composed. Its decompositions,
+// combining classes and quick check are right in every version with
+// Unicode 15.0.0 tables (its quick check only ever stops early on a long
+// run, sending the key here), so c is the same with any
+// golang.org/x/text from the floor of go.mod on.
 
 // Hangul syllables (Unicode chapter 3.12): S = SBase + (L*VCount + V)*TCount + T.
 const (
@@ -66,52 +74,6 @@ func compose(a, b rune) rune {
 	return -1
 }
 
-// composer composes a stream of decomposed code points in canonical
-// order, appending the result to out.
-type composer struct {
-	out []byte
-	// pend holds the last starter, which may still change, and the code
-	// points after it that did not compose with it (their classes are
-	// non-zero and, in canonical order, not decreasing); n of them.
-	pend [64]rune
-	n    int
-	last uint8 // the class of pend[n-1] (0: only the starter)
-}
-
-func (c *composer) add(r rune, ccc uint8) {
-	if c.n > 0 && (c.n == 1 || c.last < ccc) { // not blocked
-		if x := compose(c.pend[0], r); x >= 0 {
-			c.pend[0] = x
-			return
-		}
-	}
-	switch {
-	case ccc == 0:
-		c.flush()
-	case c.n == 0: // no starter before it: nothing to compose with
-		c.out = utf8.AppendRune(c.out, r)
-		return
-	case c.n == len(c.pend):
-		// Unreachable: the decomposition puts U+034F after 30
-		// non-starters. Writing the starter out keeps the result
-		// canonically equivalent.
-		c.flush()
-		c.out = utf8.AppendRune(c.out, r)
-		return
-	}
-	c.pend[c.n] = r
-	c.n++
-	c.last = ccc
-}
-
-// flush writes the pending code points out.
-func (c *composer) flush() {
-	for _, r := range c.pend[:c.n] {
-		c.out = utf8.AppendRune(c.out, r)
-	}
-	c.n, c.last = 0, 0
-}
-
 // appendNFC appends the NFC of valid UTF-8 s (with the tables' code
 // points; see pinned.go for those unassigned in PinnedUnicode) to dst,
 // on its own: never composed with what dst holds.
@@ -124,108 +86,67 @@ func appendNFC(dst []byte, s string) []byte {
 	if n == len(s) {
 		return dst
 	}
-	if out, ok := composeSegments(dst, s[n:]); ok {
-		return out
-	}
-	// Many non-starters in a row: golang.org/x/text's NFD may put U+034F
-	// among them (stream-safe), as its NFC does.
-	nfd := scratch.Get().(*[]byte)
-	defer scratch.Put(nfd)
-	d := norm.NFD.AppendString((*nfd)[:0], s[n:])
-	*nfd = d[:0]
-	c := composer{out: dst}
-	for i := 0; i < len(d); {
-		if b := d[i]; b < utf8.RuneSelf {
-			c.add(rune(b), 0)
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRune(d[i:])
-		c.add(r, norm.NFD.Properties(d[i:]).CCC())
-		i += size
-	}
-	c.flush()
-	return c.out
+	return composeSegments(dst, s[n:])
 }
 
-// maxNonStarters is golang.org/x/text's limit of non-starters in a row
-// (the Stream-Safe Text Format's 30) before it inserts U+034F.
-const maxNonStarters = 30
+// mark is a non-starter (a code point of non-zero canonical combining
+// class) of the decomposition, waiting for the end of its run.
+type mark struct {
+	r   rune
+	ccc uint8
+}
 
-// composeSegments appends the NFC of s to dst, decomposing each code
+// composeSegments appends the NFC of s to dst: it decomposes each code
 // point with the tables' full canonical decomposition (Hangul syllables
-// algorithmically) and putting each run of non-starters in canonical
-// order (a stable sort by class): NFD, one segment at a time, without
-// allocating. It reports false, having appended garbage, when
-// golang.org/x/text's NFD might insert U+034F (stream-safe), which the
-// caller then leaves to it.
-func composeSegments(dst []byte, s string) ([]byte, bool) {
-	c := composer{out: dst}
-	var seg [maxNonStarters + 1]struct {
-		r   rune
-		ccc uint8
-	}
-	k := 0  // seg[:k]: a starter (or none, at the start) and its non-starters
-	ns := 0 // of them, the non-starters
-	ok := true
+// algorithmically), puts each run of non-starters, however long, in
+// canonical order (a stable sort by class) and composes it with the
+// starter before it (UAX #15, sections 3.11 and 3.12: standard NFC, with
+// no stream-safe limit, so no U+034F is ever inserted). A run is kept in
+// an array on the stack while it is short; a longer one grows on the
+// heap.
+func composeSegments(out []byte, s string) []byte {
+	var buf [32]mark
+	marks := buf[:0]    // the run of non-starters after starter, in input order
+	starter := rune(-1) // the last starter, which may still change; -1: none yet
+	// emit takes the next code point of the decomposition.
 	emit := func(r rune, ccc uint8) {
-		if ccc == 0 {
-			for _, x := range seg[:k] {
-				c.add(x.r, x.ccc)
+		if ccc != 0 {
+			marks = append(marks, mark{r, ccc})
+			return
+		}
+		// A starter ends the run: compose it, then r joins the last
+		// starter only when nothing is left between them.
+		var rest []mark
+		starter, rest = composeRun(starter, marks)
+		if len(rest) == 0 && starter >= 0 {
+			if x := compose(starter, r); x >= 0 {
+				starter, marks = x, marks[:0]
+				return
 			}
-			seg[0].r, seg[0].ccc, k, ns = r, 0, 1, 0
-			return
 		}
-		if ns == maxNonStarters {
-			ok = false
-			return
-		}
-		ns++
-		j := k
-		for j > 0 && seg[j-1].ccc > ccc {
-			seg[j] = seg[j-1]
-			j--
-		}
-		seg[j].r, seg[j].ccc = r, ccc
-		k++
+		out = appendSegment(out, starter, rest)
+		starter, marks = r, marks[:0]
 	}
-	run := 0 // code points since the last that restarts the count (see below)
-	for i := 0; i < len(s) && ok; {
+	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
 			emit(rune(b), 0)
-			run = 0
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		// golang.org/x/text counts toward its limit the leading code
-		// points of each code point's compatibility decomposition that
-		// are not starters or combine backward (Hangul V and T jamo,
-		// some vowel signs), at most 3 each, and restarts at one with
-		// none (then at most 3 trailing ones count). A code point whose
-		// compatibility decomposition starts with a starter that does not
-		// combine backward restarts the count: 9 others after it cannot
-		// reach 30, a tenth might, and then the whole is left to
-		// golang.org/x/text's NFD, which inserts U+034F where it counts 30.
-		if p := norm.NFKC.PropertiesString(s[i:]); p.BoundaryBefore() && p.LeadCCC() == 0 {
-			run = 0
-		} else if run++; run == 10 {
-			return dst, false
-		}
+		i += size
 		if x := r - hangulSBase; x >= 0 && x < hangulSCount {
 			emit(hangulLBase+x/(hangulVCount*hangulTCount), 0)
 			emit(hangulVBase+x%(hangulVCount*hangulTCount)/hangulTCount, 0)
 			if t := x % hangulTCount; t != 0 {
 				emit(hangulTBase+t, 0)
 			}
-			i += size
 			continue
 		}
-		p := norm.NFD.PropertiesString(s[i:])
+		p := norm.NFD.PropertiesString(s[i-size:])
 		d := p.Decomposition()
 		if len(d) == 0 {
 			emit(r, p.CCC())
-			i += size
 			continue
 		}
 		for j := 0; j < len(d); {
@@ -234,16 +155,68 @@ func composeSegments(dst []byte, s string) ([]byte, bool) {
 			emit(dr, q.CCC())
 			j += dsize
 		}
-		i += size
 	}
-	if !ok {
-		return dst, false
+	starter, rest := composeRun(starter, marks)
+	return appendSegment(out, starter, rest)
+}
+
+// composeRun puts run, the non-starters after starter (-1: none), in
+// canonical order and composes each that is not blocked with the
+// starter: in canonical order a mark is blocked exactly when the mark
+// left before it has the same class. It returns the starter, perhaps
+// now a composite, and the marks left, in order: a prefix of run, which
+// it reuses.
+func composeRun(starter rune, run []mark) (rune, []mark) {
+	if len(run) > 1 {
+		sortMarks(run)
 	}
-	for _, x := range seg[:k] {
-		c.add(x.r, x.ccc)
+	if starter < 0 {
+		return starter, run
 	}
-	c.flush()
-	return c.out, true
+	w := 0
+	var last uint8 // the class of run[w-1]
+	for _, m := range run {
+		if w == 0 || last < m.ccc {
+			if x := compose(starter, m.r); x >= 0 {
+				starter = x
+				continue
+			}
+		}
+		run[w] = m
+		w++
+		last = m.ccc
+	}
+	return starter, run[:w]
+}
+
+// sortMarks sorts a run of non-starters stably by class, the canonical
+// ordering algorithm: an insertion sort for the short runs of real text,
+// a merge sort (O(n log n) comparisons) for long ones.
+func sortMarks(run []mark) {
+	if len(run) > 16 {
+		slices.SortStableFunc(run, func(a, b mark) int { return int(a.ccc) - int(b.ccc) })
+		return
+	}
+	for i := 1; i < len(run); i++ {
+		m := run[i]
+		j := i
+		for j > 0 && run[j-1].ccc > m.ccc {
+			run[j] = run[j-1]
+			j--
+		}
+		run[j] = m
+	}
+}
+
+// appendSegment appends starter (unless -1) and the marks after it.
+func appendSegment(out []byte, starter rune, marks []mark) []byte {
+	if starter >= 0 {
+		out = utf8.AppendRune(out, starter)
+	}
+	for _, m := range marks {
+		out = utf8.AppendRune(out, m.r)
+	}
+	return out
 }
 
 // quickPrefix returns the length of the longest prefix of s made of ASCII

@@ -9,10 +9,10 @@
 // assigned, its NFC quick-check value is Yes (nothing before it can
 // compose with it), its canonical combining class is 0 (no reordering
 // around it) and its canonical decomposition starts with a starter (so
-// golang.org/x/text's stream-safe counting restarts at it and never
-// inserts U+034F). A valid UTF-8 string made only of ASCII and quick code
-// points is in NFC (UAX #15, quick check: every character Yes, combining
-// classes in order), and golang.org/x/text returns it unchanged.
+// no part of it is reordered with the marks before it). A valid UTF-8
+// string made only of ASCII and quick code points is in NFC (UAX #15,
+// quick check: every character Yes, combining classes in order): it has
+// no non-starters at all, so standard NFC returns it unchanged.
 //
 // By Unicode's stability policy these properties of assigned characters,
 // and the NFC of strings made of them, never change in later versions, so
