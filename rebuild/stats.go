@@ -1,10 +1,6 @@
 package rebuild
 
-import (
-	"time"
-
-	"github.com/syncfilter/syncfilter/rebuild/internal/gate"
-)
+import "time"
 
 // Stats are the index's measures. Every key asked lands in exactly one of
 // LookupsAvoided, ConfirmedPositives, FalsePositives, BypassLookups and
@@ -61,4 +57,3 @@ func (ix *Index) Stats() Stats {
 	return st
 }
 
-var _ gate.Mode
