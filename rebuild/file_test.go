@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
@@ -648,5 +649,61 @@ func TestSymlinkedPathWithAStaleShmStaysFresh(t *testing.T) {
 		insertInto(t, app, "records", norm.NFD.String(nfc), fmt.Sprintf("plain-link-%d", round))
 		fetched[nfc], fetched[norm.NFD.String(nfc)], fetched[fmt.Sprintf("plain-link-%d", round)] = true, true, true
 		expect(t, ix, fetched, []string{nfc, fmt.Sprintf("plain-link-%d", round), norm.NFD.String(nfc), "seed-0000007", fmt.Sprintf("never-link-%d", round)})
+	}
+}
+
+// TestReplacedByACopyWithTriggers: a copy of the database, the library's
+// triggers and tables in it, renamed over the path while the index is
+// open (a restore by rename). The old file's filter covers nothing of the
+// new file: it is dropped and a filter of the new file is built, every
+// call meanwhile answered from SQLite, promptly, for keys of every
+// spelling.
+func TestReplacedByACopyWithTriggers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, ids("old", 200)...)
+	ix := open(t, appConfig(path))
+	waitServing(t, ix)
+	if err := checkpoint(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := path + ".copy"
+	if err := os.WriteFile(cp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, cp)
+	insertIDs(t, db, "added-1", "café-1")
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, s := range []string{"-wal", "-shm"} {
+		_ = os.Remove(cp + s)
+	}
+	if err := os.Rename(cp, path); err != nil {
+		t.Fatal(err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	page := []string{"added-1", "cafe\u0301-1", "naïve", "old-0000001", "nope"}
+	want := []string{"naïve", "nope"}
+	for _, step := range []string{"first call", "after Wait"} {
+		got, err := missingList(tctx, ix, page)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("%s: missing %q, %v; want %q", step, got, err, want)
+		}
+		if step == "first call" {
+			if err := ix.Wait(tctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	v := serving(ix)
+	if v == nil || v.File.N != ix.db.bg.Files.Current().N {
+		t.Fatalf("no filter of the new file serves: %+v", v)
 	}
 }

@@ -56,4 +56,3 @@ func (ix *Index) Stats() Stats {
 	}
 	return st
 }
-

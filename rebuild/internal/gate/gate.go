@@ -184,6 +184,7 @@ func (g *Gate) Look(ctx context.Context) (_ *Call, err error) {
 			return nil, c.b.err
 		}
 	}
+	c.dropOlder()
 	return c, nil
 }
 

@@ -25,7 +25,8 @@ func (g *Gate) spellingsTable() bool { return g.hasSp.Load() }
 // when no filter serves it: the one held, or a new one of the spellings
 // alone (built once, by one caller; the others wait for it).
 func (c *Call) spellingsView(ctx context.Context) (*View, error) {
-	for {
+	for range retries {
+		c.dropOlder()
 		if v := c.usable(ctx); v != nil {
 			return v, nil
 		}
@@ -58,6 +59,16 @@ func (c *Call) spellingsView(ctx context.Context) (*View, error) {
 				return nil, c.rebind(ctx)
 			}
 		}
+	}
+	return nil, errors.New("read stored spellings: the collection's state keeps changing under the call")
+}
+
+// dropOlder drops the view held if it covers a file the path no longer
+// names (the app replaced the database): it can serve no call again, and
+// a rebuild makes one for the file there now.
+func (c *Call) dropOlder() {
+	if v := c.g.Held(); v != nil && v.File.N < c.F.N {
+		c.g.drop(v, errors.New("the database file was replaced"), true)
 	}
 }
 
