@@ -539,3 +539,55 @@ func TestSuspendInterruptsARebuildThatAttached(t *testing.T) {
 	insertIDs(t, rawDB(t, path), "after")
 	expect(t, ix, set(seed, []string{"after"}), []string{seed[1], "after", "never"})
 }
+
+// TestTwoSuspendsAtOnce: two Suspend calls while a scan runs both see the
+// background stop, and return nil.
+func TestTwoSuspendsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 1000)...)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{
+		store: store.Knobs{ScanChunk: 16},
+		scanRow: func(n int64) error {
+			if n == 0 {
+				once.Do(func() { close(started); <-release })
+			}
+			return nil
+		},
+	}}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
+	db, err := OpenDB(ctx, cfg.DBConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	ix, err := db.Index(ctx, cfg.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(callBound):
+		t.Fatal("the first scan never started")
+	}
+	tctx, cancel := context.WithTimeout(ctx, callBound)
+	defer cancel()
+	suspended := make(chan error, 2)
+	for range 2 {
+		go func() { suspended <- db.Suspend(tctx) }()
+	}
+	waitFor(t, "Suspend waiting for the scan", db.bg.Paused)
+	time.Sleep(20 * time.Millisecond) // the second Suspend waits too
+	close(release)
+	for range 2 {
+		if err := <-suspended; err != nil {
+			t.Fatalf("Suspend: %v", err)
+		}
+	}
+	db.Resume()
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatalf("after Resume: %v", err)
+	}
+	expect(t, ix, set(ids("seed", 1000)), slices.Concat(ids("seed", 30), ids("never", 30)))
+}

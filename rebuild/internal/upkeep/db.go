@@ -103,11 +103,15 @@ func (db *DB) Suspend(ctx context.Context) error {
 		if db.mu.current != nil {
 			db.mu.current(errSuspended)
 		}
-		db.mu.stopped = make(chan struct{})
+		if db.mu.stopped == nil { // a Suspend already waiting shares it
+			db.mu.stopped = make(chan struct{})
+		}
 		stopped = append(stopped, db.mu.stopped)
 	}
 	if f := &db.mu.follow; f.running {
-		f.stopped = make(chan struct{})
+		if f.stopped == nil {
+			f.stopped = make(chan struct{})
+		}
 		stopped = append(stopped, f.stopped)
 		f.cancel()
 	}
@@ -137,7 +141,12 @@ func (db *DB) Suspend(ctx context.Context) error {
 	if db.life.Idle(ctx) != nil {
 		late = append(late, "the database's calls")
 	}
-	db.quiesce(true) // what the work released while it stopped
+	db.mu.Lock()
+	paused := db.mu.paused
+	db.mu.Unlock()
+	if paused { // not if Resume came meanwhile
+		db.quiesce(true) // what the work released while it stopped
+	}
 	if len(late) > 0 {
 		return fmt.Errorf("suspend: %s did not stop in time: %w", strings.Join(late, ", "), context.Cause(ctx))
 	}

@@ -130,7 +130,9 @@ func (db *DB) remove(j *job) {
 			break
 		}
 	}
-	j.k.mu.queued[j.kind] = nil
+	if j.k.mu.queued[j.kind] == j { // an app's job is never registered there
+		j.k.mu.queued[j.kind] = nil
+	}
 }
 
 // start starts the worker if a job is queued and it does not run.
@@ -230,8 +232,12 @@ func (db *DB) finish(j *job, ctx context.Context, r result) {
 	j.k.mu.running = nil
 	if r.err != nil && interrupted(ctx) && j.k.ctx.Err() == nil && db.ctx.Err() == nil {
 		if j.app == nil {
-			db.mu.queue = append([]*job{j}, db.mu.queue...)
-			j.k.mu.queued[j.kind] = j
+			if q := j.k.mu.queued[j.kind]; q != nil { // asked again meanwhile: that one does it
+				db.done(j, result{err: r.err})
+			} else {
+				db.mu.queue = append([]*job{j}, db.mu.queue...)
+				j.k.mu.queued[j.kind] = j
+			}
 			db.mu.Unlock()
 			return
 		}
