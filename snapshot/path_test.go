@@ -22,13 +22,13 @@ func TestWriteFileThroughALink(t *testing.T) {
 	}
 	img, _ := build(t, testParams(t, 100), keys("k", 10))
 	for gen := uint64(1); gen <= 2; gen++ { // creates the file the link names, then replaces it
-		if err := WriteFile(link, Header{Generation: gen}, img); err != nil {
+		if err := WriteFile(link, Header{Generation: gen}, img, WithKey(testKey)); err != nil {
 			t.Fatal(err)
 		}
 		if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
 			t.Fatalf("the link was replaced: %v, %v", info, err)
 		}
-		if s, err := ReadFile(real); err != nil || s.Generation != gen {
+		if s, err := ReadFile(real, WithKey(testKey)); err != nil || s.Generation != gen {
 			t.Fatalf("the file the link names: %v, %v", s, err)
 		}
 	}

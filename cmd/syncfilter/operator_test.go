@@ -24,7 +24,7 @@ func TestVersion(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		r := run(t, "", args...).must(t, 0)
-		for _, want := range []string{"syncfilter ", "module", "github.com/syncfilter/syncfilter", "go1.", "reads format [1]", "writes format 1", "nfc/1", "Unicode 15.0.0", "sqlite         3."} {
+		for _, want := range []string{"syncfilter ", "module", "github.com/syncfilter/syncfilter", "go1.", "reads format [1 2]", "writes format 2", "nfc/1", "Unicode 15.0.0", "sqlite         3."} {
 			if !strings.Contains(r.stdout, want) {
 				t.Fatalf("%v: %q lacks %q", args, r.stdout, want)
 			}
@@ -32,7 +32,7 @@ func TestVersion(t *testing.T) {
 	}
 	var v versionInfo
 	r := run(t, "", "version", "--json").must(t, 0)
-	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.SQLite == "" || v.Go == "" || v.FormatWritten != 1 {
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.SQLite == "" || v.Go == "" || v.FormatWritten != 2 {
 		t.Fatalf("version --json: %q, %v", r.stdout, err)
 	}
 }
