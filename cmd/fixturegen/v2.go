@@ -37,6 +37,35 @@ type DatabaseKey struct {
 	HashKey string `json:"hash_key"`
 }
 
+// ConformanceV2 is fixtures/v2/conformance.json. docs/FORMAT.md
+// ("Conformance") documents every field.
+type ConformanceV2 struct {
+	Policy         string           `json:"policy"`
+	UnicodeVersion string           `json:"unicode_version"`
+	AssignedFile   string           `json:"unicode_assigned"`
+	Positions      string           `json:"positions"` // the vector sets of version 1: the derivation is the same
+	KeyIDMessage   string           `json:"key_id_message_hex"`
+	KeyIDs         []KeyIDVector    `json:"key_ids"`
+	VectorSets     []VectorSet      `json:"vector_sets"`
+	WrongKeys      []WrongKey       `json:"wrong_keys"`
+	Damaged        []DamagedVariant `json:"damaged"`
+}
+
+// KeyIDVector pins the key id of one key.
+type KeyIDVector struct {
+	Why     string `json:"why"`
+	HashKey string `json:"hash_key"`
+	KeyID   string `json:"key_id"`
+}
+
+// WrongKey is a file and a key it must be refused with (kind wrong_key).
+type WrongKey struct {
+	File    string `json:"file"`
+	HashKey string `json:"hash_key"` // "": no key
+	Why     string `json:"why"`
+	Kind    string `json:"kind"`
+}
+
 // headerV2 is what every version 2 fixture's header says besides its
 // filter.
 func headerV2(unicodeVersion string) snapshot.Header {
@@ -93,10 +122,90 @@ func generateV2(unicodeVersion string) (map[string][]byte, error) {
 		})
 		db.Keys = append(db.Keys, DatabaseKey{File: fx.name, HashKey: hex.EncodeToString(fx.params.Key[:])})
 	}
-	for name, v := range map[string]any{"manifest.json": man, man.Database: db} {
+	conf, err := conformanceV2(out, fs)
+	if err != nil {
+		return nil, err
+	}
+	for name, v := range map[string]any{"manifest.json": man, man.Database: db, "conformance.json": conf} {
 		if out[name], err = marshal(v); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+func conformanceV2(files map[string][]byte, fs []fixture) (ConformanceV2, error) {
+	c := ConformanceV2{
+		Policy: normalize.Policy, UnicodeVersion: normalize.PinnedUnicode,
+		AssignedFile: "../v1/unicode-15.0.0-assigned.txt",
+		Positions:    "../v1/conformance.json",
+		KeyIDMessage: hex.EncodeToString([]byte("\xffsyncfilter snapshot key id")),
+	}
+	ascii := fs[0].params
+	if fs[0].name != "ascii.sfb" {
+		return c, fmt.Errorf("the first fixture is %s, not ascii.sfb", fs[0].name)
+	}
+	var ones [32]byte
+	for i := range ones {
+		ones[i] = 0xff
+	}
+	keyIDs := []struct {
+		why string
+		key [32]byte
+	}{
+		{"the all-zero key", [32]byte{}},
+		{"the all-ones key", ones},
+		{"the key version 1's ascii.sfb publishes in its header", fixedKey(0)},
+	}
+	for _, fx := range fs {
+		keyIDs = append(keyIDs, struct {
+			why string
+			key [32]byte
+		}{"the database's key of " + fx.name, fx.params.Key})
+	}
+	for _, k := range keyIDs {
+		id := snapshot.KeyID(k.key)
+		c.KeyIDs = append(c.KeyIDs, KeyIDVector{Why: k.why, HashKey: hex.EncodeToString(k.key[:]), KeyID: hex.EncodeToString(id[:])})
+	}
+
+	// Positions under a key a reader gets from the database, not the file.
+	set, err := fillSet(VectorSet{Name: "ascii.sfb's parameters under the database's key", Layout: ascii.Layout.String(), Hash: ascii.Hash.String(),
+		HashKey: hex.EncodeToString(ascii.Key[:]), M: ascii.M, K: ascii.K, Blocks: ascii.M / syncfilter.BlockBits})
+	if err != nil {
+		return c, err
+	}
+	c.VectorSets = []VectorSet{set}
+
+	flipped := ascii.Key
+	flipped[31] ^= 0x80
+	id := snapshot.KeyID(ascii.Key)
+	var padded [32]byte
+	copy(padded[:], id[:])
+	v1Key := fixedKey(0)
+	for _, w := range []struct {
+		file string
+		key  []byte
+		why  string
+	}{
+		{"ascii.sfb", v1Key[:], "the key version 1's ascii.sfb publishes in its header: a copy of an old file opens none of the new ones"},
+		{"ascii.sfb", flipped[:], "the database's key with its last bit flipped"},
+		{"ascii.sfb", make([]byte, 32), "the all-zero key"},
+		{"ascii.sfb", padded[:], "the file's key id, padded with zeros: the key id is not the key"},
+		{"ascii.sfb", fs[2].params.Key[:], "the database's key of another file (tiny.sfb)"},
+		{"ascii.sfb", nil, "no key: the payload is decoded only with the database's key (verifying the checksums needs none)"},
+		{"../v1/ascii.sfb", ascii.Key[:], "a version 1 file given the database's new key (and below the lowest version the database accepts)"},
+	} {
+		c.WrongKeys = append(c.WrongKeys, WrongKey{File: w.file, HashKey: hex.EncodeToString(w.key), Why: w.why, Kind: "wrong_key"})
+	}
+
+	tiny := files["tiny.sfb"]
+	if c.Damaged, err = damagedVariants("tiny.sfb", tiny); err != nil {
+		return c, err
+	}
+	c.Damaged = append(c.Damaged,
+		DamagedVariant{Base: "tiny.sfb", Edit: "xor", At: 8, Hex: "03", Kind: "corrupt_header", Why: "version 1 claimed: the header checksum covers the version"},
+		DamagedVariant{Base: "tiny.sfb", Edit: "xor", At: 32, Hex: "01", Kind: "corrupt_header", Why: "the key id, covered by the header checksum"},
+		DamagedVariant{Base: "tiny.sfb", Edit: "xor", At: 50, Hex: "01", Kind: "corrupt_header", Why: "bytes [48, 64), zero in version 2"},
+	)
+	return c, nil
 }
