@@ -166,7 +166,8 @@ func readHeader(r io.Reader) (Header, []byte, error) {
 	if !bytes.Equal(prefix[:len(Magic)], Magic[:]) {
 		return Header{}, nil, ErrNotSnapshot
 	}
-	f, err := formatOf(Version(binary.LittleEndian.Uint16(prefix[offVersion:])))
+	v := Version(binary.LittleEndian.Uint16(prefix[offVersion:]))
+	f, err := formatOf(v)
 	if err != nil {
 		return Header{}, nil, err
 	}
@@ -175,7 +176,7 @@ func readHeader(r io.Reader) (Header, []byte, error) {
 	if _, err := io.ReadFull(r, head[prefixLen:]); err != nil {
 		return Header{}, nil, readError("header", err)
 	}
-	h, err := unmarshalHeader(head, Version(binary.LittleEndian.Uint16(prefix[offVersion:])), f)
+	h, err := unmarshalHeader(head, v, f)
 	if err != nil {
 		return Header{}, nil, err
 	}

@@ -198,7 +198,7 @@ func unmarshalHeader(b []byte, v Version, f format) (Header, error) {
 		Generation: le.Uint64(b[offGeneration:]),
 		Created:    time.Unix(0, int64(le.Uint64(b[offCreated:]))).UTC(),
 	}
-	reservedKeyBytes := b[0:0]
+	var reservedKeyBytes []byte // version 2: the bytes after the key id
 	if f.keyInHeader {
 		copy(h.Params.Key[:], b[offHashKey:])
 		h.KeyID = KeyID(h.Params.Key)

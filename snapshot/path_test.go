@@ -55,9 +55,15 @@ func TestWriteFileNeverReplacesAProtectedFile(t *testing.T) {
 		t.Skip(err)
 	}
 	img, _ := build(t, testParams(t, 100), keys("k", 10))
-	err := WriteFileCommit(link, Header{}, img, 0, nil, fsafe.DatabaseFiles(db)...)
-	if !errors.Is(err, fsafe.ErrProtected) {
-		t.Fatalf("WriteFileCommit over the -wal = %v, want fsafe.ErrProtected", err)
+	for name, write := range map[string]func() error{
+		"WriteFile": func() error {
+			return WriteFile(link, Header{}, img, WithKey(testKey), WithProtected(fsafe.DatabaseFiles(db)...))
+		},
+		"WriteFileCommit": func() error { return WriteFileCommit(link, Header{}, img, 0, nil, fsafe.DatabaseFiles(db)...) },
+	} {
+		if err := write(); !errors.Is(err, fsafe.ErrProtected) {
+			t.Fatalf("%s over the -wal = %v, want fsafe.ErrProtected", name, err)
+		}
 	}
 	if got, _ := os.ReadFile(db + "-wal"); !bytes.Equal(got, wal) {
 		t.Fatal("the -wal changed")

@@ -437,6 +437,43 @@ func TestWriteFileIsAtomicAndPrivate(t *testing.T) {
 	}
 }
 
+// TestWriteFileOptions: WithCommit sees the checksum of the complete file
+// before it replaces the old one, and its error leaves the old one;
+// WithMode sets the permission.
+func TestWriteFileOptions(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "filter.sfb")
+	img, _ := build(t, testParams(t, 100), keys("k", 10))
+	var recorded [32]byte
+	record := func(sum [32]byte) error {
+		if _, err := os.Stat(path); err == nil {
+			t.Error("the file was in place before the commit")
+		}
+		recorded = sum
+		return nil
+	}
+	if err := WriteFile(path, Header{Generation: 1}, img, WithKey(testKey), WithCommit(record), WithMode(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	if !bytes.Equal(recorded[:], raw[len(raw)-checksumLen:]) {
+		t.Fatalf("commit got %x, the file ends with %x", recorded, raw[len(raw)-checksumLen:])
+	}
+	if st, _ := os.Stat(path); runtime.GOOS != "windows" && st.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v, want 0640", st.Mode().Perm())
+	}
+	refuse := errors.New("the database refused the record")
+	if err := WriteFile(path, Header{Generation: 2}, img, WithKey(testKey), WithCommit(func([32]byte) error { return refuse })); !errors.Is(err, refuse) {
+		t.Fatalf("a failing commit: %v", err)
+	}
+	if s, err := ReadFile(path, WithKey(testKey)); err != nil || s.Generation != 1 {
+		t.Fatalf("after a failing commit: %+v, %v; want the previous file", s, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("a failing commit left %d entries", len(entries))
+	}
+}
+
 func TestWriteFileCleansUpOnError(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "filter.sfb")
