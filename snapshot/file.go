@@ -72,17 +72,6 @@ func WriteFile(path string, h Header, img *syncfilter.Image, opts ...Option) err
 	return writeFile(path, h, img, collect(opts))
 }
 
-// WriteFileCommit is WriteFile(path, h, img, WithMode(mode),
-// WithCommit(commit), WithProtected(protected...)) writing version 1 when
-// h.Version is zero: its header holds the key of the positions. It
-// remains until package rebuild passes the database's key to WriteFile.
-func WriteFileCommit(path string, h Header, img *syncfilter.Image, mode os.FileMode, commit func(sum [32]byte) error, protected ...string) error {
-	if h.Version == 0 {
-		h.Version = Version1
-	}
-	return writeFile(path, h, img, options{mode: mode, commit: commit, protected: protected})
-}
-
 func writeFile(path string, h Header, img *syncfilter.Image, o options) (err error) {
 	mode, protected := o.mode, o.protected
 	if mode == 0 {

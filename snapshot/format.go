@@ -24,8 +24,7 @@ const (
 	// checksum, the bit array, and a BLAKE3-256 checksum of both. The
 	// header holds the key of the positions: whoever copies the file can
 	// test ids against its bits. Read forever; written only in memory
-	// (Encode), for the released fixtures, and by WriteFileCommit until
-	// package rebuild passes the key. See docs/FORMAT.md.
+	// (Encode), for the released fixtures. See docs/FORMAT.md.
 	Version1 Version = 1
 
 	// Version2 is Version1 without the key: header bytes [32, 48) hold

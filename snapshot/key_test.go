@@ -186,8 +186,7 @@ func TestAVersion1KeyOpensNoVersion2File(t *testing.T) {
 }
 
 // TestWritersTakeTheDatabasesKey: version 2 is written only with the key
-// of the image's positions; WriteFile writes no version 1 file;
-// WriteFileCommit, until package rebuild passes the key, writes version 1.
+// of the image's positions; WriteFile writes no version 1 file.
 func TestWritersTakeTheDatabasesKey(t *testing.T) {
 	p := testParams(t, 1000)
 	img, _ := build(t, p, keys("k", 10))
@@ -205,11 +204,5 @@ func TestWritersTakeTheDatabasesKey(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("refused writes left %d files", len(entries))
-	}
-	if err := WriteFileCommit(path, Header{Generation: 5}, img, 0, nil); err != nil {
-		t.Fatal(err)
-	}
-	if s, err := ReadFile(path); err != nil || s.Version != Version1 || s.Generation != 5 || s.Params.Key != testKey {
-		t.Fatalf("WriteFileCommit's file: %+v, %v", s, err)
 	}
 }

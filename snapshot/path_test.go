@@ -59,7 +59,6 @@ func TestWriteFileNeverReplacesAProtectedFile(t *testing.T) {
 		"WriteFile": func() error {
 			return WriteFile(link, Header{}, img, WithKey(testKey), WithProtected(fsafe.DatabaseFiles(db)...))
 		},
-		"WriteFileCommit": func() error { return WriteFileCommit(link, Header{}, img, 0, nil, fsafe.DatabaseFiles(db)...) },
 	} {
 		if err := write(); !errors.Is(err, fsafe.ErrProtected) {
 			t.Fatalf("%s over the -wal = %v, want fsafe.ErrProtected", name, err)
