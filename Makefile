@@ -151,8 +151,8 @@ unicode-newer:
 	SYNCFILTER_WANT_TABLES=17.0.0 GOTOOLCHAIN=$(NEWER_GO) $(GO) test -modfile="$$tmp/go.mod" -count=1 ./normalize/... ./syncfilter ./snapshot ./fixtures; \
 	GOTOOLCHAIN=$(NEWER_GO) $(GO) run -modfile="$$tmp/go.mod" ./cmd/fixturegen -out fixtures -check
 
-# Regenerate the fixtures of the current format version (refuses to change
-# released files), or check byte for byte that this code still produces them.
+# Regenerate the fixtures of every format version (refuses to change released
+# files), or check byte for byte that this code still produces them.
 fixtures:
 	$(GO) run ./cmd/fixturegen -out fixtures
 
@@ -289,7 +289,7 @@ lint: fmt-check
 # fixtures and vectors are little-endian by specification.
 # - The packages that build without cgo (normalize, syncfilter's portable
 #   path, snapshot, fixtures with the known-answer and conformance vectors,
-#   cmd/fixturegen's byte-for-byte check of fixtures/v1) on linux/arm64
+#   cmd/fixturegen's byte-for-byte check of fixtures/v1 and v2) on linux/arm64
 #   and linux/s390x.
 # - rebuild and cmd/syncfilter built for linux/arm64 with cgo
 #   (aarch64-linux-gnu-gcc compiles the SQLite driver's C).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/snapshot"
 )
 
 // appDB creates a SQLite file with an app table, records(id TEXT PRIMARY
@@ -298,4 +299,32 @@ func readOnlyIndex(t *testing.T, path string, attached, snapshot bool) *Index {
 		t.Fatalf("attached %v, serving %v", st.Attached, st.Serving)
 	}
 	return ix
+}
+
+// readSnap reads the snapshot at snap with the key of the positions that
+// the database at path holds for the source of the file's dataset id.
+func readSnap(t testing.TB, path, snap string) (*snapshot.Snapshot, error) {
+	t.Helper()
+	return snapshot.ReadFile(snap, snapshot.WithKey(dbKey(t, path, snap)))
+}
+
+// dbKey returns the key the database at path holds for the source of the
+// snapshot at snap (by its dataset id); zero if it holds none.
+func dbKey(t testing.TB, path, snap string) (key [32]byte) {
+	t.Helper()
+	h, err := snapshot.ReadHeader(snap)
+	if err != nil {
+		return key // the read with the zero key says what is wrong
+	}
+	db, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var raw []byte
+	if err := db.QueryRow(`SELECT positions_key FROM syncfilter_sources WHERE dataset_id = ?`, h.DatasetID[:]).Scan(&raw); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		t.Fatal(err)
+	}
+	copy(key[:], raw)
+	return key
 }

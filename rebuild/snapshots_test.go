@@ -212,7 +212,7 @@ func TestUnusableSnapshotsServeFromSQLiteAndRebuild(t *testing.T) {
 			expect(t, ix, set(seed), probe) // in bypass or already rebuilt: correct either way
 			waitServing(t, ix)
 			expect(t, ix, set(seed), probe)
-			if _, err := snapshot.ReadFile(cfg.Snapshot); err != nil {
+			if _, err := readSnap(t, cfg.Path, cfg.Snapshot); err != nil {
 				t.Fatalf("rebuild did not replace the unusable snapshot: %v", err)
 			}
 		})

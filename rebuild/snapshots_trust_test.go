@@ -92,11 +92,12 @@ func insertClosing(t *testing.T, path string, keys ...string) {
 }
 
 // forge rewrites the snapshot at path with other bits or parameters and
-// recomputes both checksums, as anyone can: BLAKE3 is public. The dataset
-// id and generation are kept, so only the database's record can tell.
-func forge(t *testing.T, path string, how string) {
+// recomputes both checksums, as anyone holding the database's key can:
+// BLAKE3 is public. The dataset id and generation are kept, so only the
+// database's record can tell (or the key id, for another key).
+func forge(t *testing.T, db, path string, how string) {
 	t.Helper()
-	s, err := snapshot.ReadFile(path)
+	s, err := readSnap(t, db, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func forge(t *testing.T, path string, how string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := snapshot.Encode(f, s.Header, img); err != nil {
+	if err := snapshot.Encode(f, s.Header, img, snapshot.WithKey(p.Key)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -143,19 +144,23 @@ func TestForgedSnapshotsAreRefused(t *testing.T) {
 			if err := first.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
-			forge(t, cfg.Snapshot, how)
-			if _, err := snapshot.ReadFile(cfg.Snapshot); err != nil {
-				t.Fatalf("the forgery does not even decode: %v", err)
+			forge(t, cfg.Path, cfg.Snapshot, how)
+			if _, _, _, err := snapshot.VerifyFile(cfg.Snapshot); err != nil {
+				t.Fatalf("the forgery does not even verify: %v", err)
+			}
+			want := ErrNotVouched
+			if how == "another hash key" { // refused from its header
+				want = snapshot.ErrWrongKey
 			}
 			c := cfg
 			c.NoAutoRebuild = true
 			ix := open(t, c)
-			if err := stats(ix).SnapshotError; !errors.Is(err, ErrNotVouched) {
-				t.Fatalf("SnapshotError = %v, want ErrNotVouched", err)
+			if err := stats(ix).SnapshotError; !errors.Is(err, want) {
+				t.Fatalf("SnapshotError = %v, want %v", err, want)
 			}
 			expect(t, ix, set(seed), append(slices.Clone(seed[:500]), ids("never", 500)...))
-			if err := ix.k.Reload(ctx); !errors.Is(err, ErrNotVouched) {
-				t.Fatalf("Reload = %v, want ErrNotVouched", err)
+			if err := ix.k.Reload(ctx); !errors.Is(err, want) {
+				t.Fatalf("Reload = %v, want %v", err, want)
 			}
 		})
 	}

@@ -244,7 +244,7 @@ func TestSnapshotThroughALink(t *testing.T) {
 		if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
 			t.Fatalf("round %d: the link was replaced", round)
 		}
-		if _, err := snapshot.ReadFile(real); err != nil {
+		if _, err := readSnap(t, path, real); err != nil {
 			t.Fatalf("round %d: the file the link names: %v", round, err)
 		}
 		if _, err := app.Exec(`INSERT INTO records VALUES (?)`, fmt.Sprint("later-", round)); err != nil {
@@ -374,7 +374,7 @@ func TestSnapshotTargetRefusals(t *testing.T) {
 					if jobErr != nil {
 						t.Fatalf("forced: BuildSnapshot = %v", jobErr)
 					}
-					if _, err := snapshot.ReadFile(tc.target); err != nil {
+					if _, err := readSnap(t, path, tc.target); err != nil {
 						t.Fatalf("forced: %v", err)
 					}
 					return // the forced writes changed the files on purpose

@@ -8,20 +8,27 @@ import (
 	"github.com/syncfilter/syncfilter/normalize"
 )
 
-// CheckNormalization reports whether keys canonicalized by this program
-// land where they landed when the snapshot was built: the normalization
-// policy and the Unicode version that defines it must both match. Under
+// CheckNormalization is CheckPolicy with this program's policy and
+// Unicode version (normalize.Policy, normalize.UnicodeVersion()). Under
 // policy nfc/1 that version is pinned to 15.0.0 whatever tables the
 // program is built with (package normalize reproduces 15.0.0's NFC with
 // newer tables), so a toolchain upgrade does not invalidate snapshots.
-// Anything else is refused (ErrIncompatible) rather than trusted;
-// rebuilding costs one scan of the source.
 func (h *Header) CheckNormalization() error {
-	if h.Policy != normalize.Policy {
-		return fmt.Errorf("normalization policy %q, this program uses %q: %w", h.Policy, normalize.Policy, ErrIncompatible)
+	return h.CheckPolicy(normalize.Policy, normalize.UnicodeVersion())
+}
+
+// CheckPolicy reports whether keys canonicalized under the given
+// normalization policy and Unicode version land where they landed when
+// the snapshot was built: both must match the header's, byte for byte.
+// Anything else is refused (ErrIncompatible) rather than trusted;
+// rebuilding costs one scan of the source. The format accepts any policy
+// name: which ones a reader implements is its own choice.
+func (h *Header) CheckPolicy(policy, unicodeVersion string) error {
+	if h.Policy != policy {
+		return fmt.Errorf("normalization policy %q, the reader uses %q: %w", h.Policy, policy, ErrIncompatible)
 	}
-	if v := normalize.UnicodeVersion(); h.UnicodeVersion != v {
-		return fmt.Errorf("unicode version %s, this program uses %s: %w", h.UnicodeVersion, v, ErrIncompatible)
+	if h.UnicodeVersion != unicodeVersion {
+		return fmt.Errorf("unicode version %s, the reader uses %s: %w", h.UnicodeVersion, unicodeVersion, ErrIncompatible)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ func TestCrashHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Key = testKey
 	f, err := syncfilter.New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func TestCrashHelper(t *testing.T) {
 		fmt.Println("chunk")
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := WriteFile(path, Header{Generation: 999}, img); err != nil {
+	if err := WriteFile(path, Header{Generation: 999}, img, WithKey(testKey)); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("done")
@@ -53,7 +54,7 @@ func TestKilledWriterLeavesPreviousFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "filter.sfb")
 	prev, _ := build(t, testParams(t, 1000), keys("prev", 500))
-	if err := WriteFile(path, Header{Generation: 1}, prev); err != nil {
+	if err := WriteFile(path, Header{Generation: 1}, prev, WithKey(testKey)); err != nil {
 		t.Fatal(err)
 	}
 	for _, killAfter := range []int{1, 3, 10, 20, 31} {
@@ -77,7 +78,7 @@ func TestKilledWriterLeavesPreviousFile(t *testing.T) {
 		if chunks < killAfter {
 			t.Fatalf("child wrote %d chunks before exiting, want %d", chunks, killAfter)
 		}
-		s, err := ReadFile(path)
+		s, err := ReadFile(path, WithKey(testKey))
 		if err != nil {
 			t.Fatalf("killed after %d chunks: previous snapshot unreadable: %v", killAfter, err)
 		}
@@ -94,7 +95,7 @@ func TestKilledWriterLeavesPreviousFile(t *testing.T) {
 	for _, name := range temps {
 		_ = os.Chtimes(name, old, old)
 	}
-	if err := WriteFile(path, Header{Generation: 2}, prev); err != nil {
+	if err := WriteFile(path, Header{Generation: 2}, prev, WithKey(testKey)); err != nil {
 		t.Fatal(err)
 	}
 	entries, _ := os.ReadDir(dir)

@@ -20,28 +20,29 @@ type Snapshot struct {
 }
 
 // Decode reads one snapshot from r and verifies it completely before
-// returning it: magic, version, header checksum and fields, payload length,
-// the BLAKE3 checksum, and the absence of trailing bytes, in that order.
-// It returns a nil Snapshot exactly when it returns an error. It allocates
+// returning it: magic, version, header checksum and fields, the key,
+// payload length, the BLAKE3 checksum, and the absence of trailing bytes,
+// in that order. A version 2 snapshot needs WithKey (see there). It
+// returns a nil Snapshot exactly when it returns an error. It allocates
 // no more than about twice the bytes r actually delivers: a short input
 // claiming a huge filter is refused as truncated, not allocated.
-func Decode(r io.Reader) (*Snapshot, error) {
-	return decode(r, -1)
+func Decode(r io.Reader, opts ...Option) (*Snapshot, error) {
+	return decode(r, -1, collect(opts))
 }
 
 // decode is Decode with the input size when known (size >= 0), so that a
 // file of the wrong length is refused before the payload is read.
-func decode(r io.Reader, size int64) (*Snapshot, error) {
-	s, err := decodeAll(r, size)
+func decode(r io.Reader, size int64, o options) (*Snapshot, error) {
+	s, err := decodeAll(r, size, o)
 	if err != nil {
 		return nil, fmt.Errorf("decode snapshot: %w", err)
 	}
 	return s, nil
 }
 
-func decodeAll(r io.Reader, size int64) (*Snapshot, error) {
+func decodeAll(r io.Reader, size int64, o options) (*Snapshot, error) {
 	var words []uint64
-	h, sum, err := stream(r, size, func(h *Header, chunk []byte) {
+	h, sum, err := stream(r, size, o, true, func(h *Header, chunk []byte) {
 		if words == nil {
 			// Unless the length is known to be there (sized), grow with the
 			// bytes read rather than with what the header claims.
@@ -71,18 +72,22 @@ func decodeAll(r io.Reader, size int64) (*Snapshot, error) {
 }
 
 // stream reads one snapshot from r in order: the header (checked), the
-// payload in chunks of at most chunkBytes handed to each, the checksum
-// (compared), and nothing after it. With size >= 0, a length that does not
-// match the header is refused before the payload is read. It returns the
-// header and the file's checksum.
+// key (o.readKey; need: the caller wants the bits), the payload in chunks
+// of at most chunkBytes handed to each, the checksum (compared), and
+// nothing after it. With size >= 0, a length that does not match the
+// header is refused before the payload is read. It returns the header and
+// the file's checksum.
 //
 // Only bytes that were read and are wrong are corruption: an input that
 // ends early is ErrTruncated, and any other read error is returned
 // wrapped, as it came (errors.Is finds it).
-func stream(r io.Reader, size int64, each func(h *Header, chunk []byte)) (Header, [checksumLen]byte, error) {
+func stream(r io.Reader, size int64, o options, need bool, each func(h *Header, chunk []byte)) (Header, [checksumLen]byte, error) {
 	var want [checksumLen]byte
 	h, head, err := readHeader(r)
 	if err != nil {
+		return Header{}, want, err
+	}
+	if err := o.readKey(&h, need); err != nil {
 		return Header{}, want, err
 	}
 	if size >= 0 {
@@ -161,7 +166,8 @@ func readHeader(r io.Reader) (Header, []byte, error) {
 	if !bytes.Equal(prefix[:len(Magic)], Magic[:]) {
 		return Header{}, nil, ErrNotSnapshot
 	}
-	f, err := formatOf(Version(binary.LittleEndian.Uint16(prefix[offVersion:])))
+	v := Version(binary.LittleEndian.Uint16(prefix[offVersion:]))
+	f, err := formatOf(v)
 	if err != nil {
 		return Header{}, nil, err
 	}
@@ -170,7 +176,7 @@ func readHeader(r io.Reader) (Header, []byte, error) {
 	if _, err := io.ReadFull(r, head[prefixLen:]); err != nil {
 		return Header{}, nil, readError("header", err)
 	}
-	h, err := f.unmarshal(head)
+	h, err := unmarshalHeader(head, v, f)
 	if err != nil {
 		return Header{}, nil, err
 	}
@@ -180,15 +186,17 @@ func readHeader(r io.Reader) (Header, []byte, error) {
 // Verify reads one snapshot from r and checks it completely, as Decode
 // does, without keeping its bits: memory stays constant whatever m the
 // header claims. It returns the header, the filter's health computed on
-// the way, and the file's BLAKE3-256 checksum.
-func Verify(r io.Reader) (Header, syncfilter.Stats, [32]byte, error) {
-	return verify(r, -1)
+// the way, and the file's BLAKE3-256 checksum. Neither the checksum nor
+// the health depends on the key: a version 2 snapshot is verified without
+// one (given one, Verify checks it too).
+func Verify(r io.Reader, opts ...Option) (Header, syncfilter.Stats, [32]byte, error) {
+	return verify(r, -1, collect(opts))
 }
 
-func verify(r io.Reader, size int64) (Header, syncfilter.Stats, [32]byte, error) {
+func verify(r io.Reader, size int64, o options) (Header, syncfilter.Stats, [32]byte, error) {
 	var meter *syncfilter.HealthMeter
 	var words []uint64
-	h, sum, err := stream(r, size, func(h *Header, chunk []byte) {
+	h, sum, err := stream(r, size, o, false, func(h *Header, chunk []byte) {
 		if meter == nil {
 			meter = syncfilter.NewHealthMeter(h.Params)
 			words = make([]uint64, chunkBytes/8)

@@ -16,32 +16,47 @@ import (
 // enough that a reader never allocates far ahead of the bytes it has seen.
 const chunkBytes = 1 << 20
 
-// Encode writes img as a version 1 snapshot. Params and Items are taken
-// from img; an empty Policy or UnicodeVersion in h means this program's
-// (normalize.Policy, normalize.UnicodeVersion()). Take img with
-// Filter.Image so that no insert is half applied in it.
-func Encode(w io.Writer, h Header, img *syncfilter.Image) error {
-	_, err := encode(w, h, img)
+// Encode writes img as a snapshot of version h.Version (zero: MaxVersion).
+// Params and Items are taken from img; an empty Policy or UnicodeVersion
+// in h means this program's (normalize.Policy,
+// normalize.UnicodeVersion()). Version 2 needs WithKey with the key of
+// img's positions, the one the database holds; the file gets its KeyID.
+// Version 1 writes that key into the header: it is for the released
+// fixtures (cmd/fixturegen) and tests. Take img with Filter.Image so that
+// no insert is half applied in it.
+func Encode(w io.Writer, h Header, img *syncfilter.Image, opts ...Option) error {
+	_, err := encode(w, h, img, collect(opts))
 	return err
 }
 
 // encode is Encode, returning the checksum it wrote.
-func encode(w io.Writer, h Header, img *syncfilter.Image) (sum [checksumLen]byte, err error) {
+func encode(w io.Writer, h Header, img *syncfilter.Image, o options) (sum [checksumLen]byte, err error) {
 	if img == nil {
 		return sum, fmt.Errorf("encode snapshot: no image")
 	}
+	if h.Version == 0 {
+		h.Version = MaxVersion
+	}
+	f, err := formatOf(h.Version)
+	if err != nil {
+		return sum, fmt.Errorf("encode snapshot: %w", err)
+	}
 	h.Params, h.Items = img.Params(), img.Items()
+	switch {
+	case o.key != nil && *o.key != h.Params.Key:
+		return sum, fmt.Errorf("encode snapshot: the image's positions were placed with another key than the one given "+
+			"(key id %x, given %x): build the filter with the database's key: %w", KeyID(h.Params.Key), KeyID(*o.key), ErrWrongKey)
+	case o.key == nil && !f.keyInHeader:
+		return sum, fmt.Errorf("encode snapshot: version %d is written with the key the database holds, and none was given (WithKey): %w", h.Version, ErrWrongKey)
+	}
+	h.KeyID = KeyID(h.Params.Key)
 	if h.Policy == "" {
 		h.Policy = normalize.Policy
 	}
 	if h.UnicodeVersion == "" {
 		h.UnicodeVersion = normalize.UnicodeVersion()
 	}
-	f, err := formatOf(MaxVersion)
-	if err != nil {
-		return sum, fmt.Errorf("encode snapshot: %w", err)
-	}
-	head, err := f.marshal(&h)
+	head, err := marshalHeader(&h)
 	if err != nil {
 		return sum, fmt.Errorf("encode snapshot: %w", err)
 	}

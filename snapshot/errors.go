@@ -29,6 +29,15 @@ var (
 	// payload length disagreeing, non-zero reserved bytes).
 	ErrCorruptHeader = errors.New("corrupt snapshot header")
 
+	// ErrWrongKey: the key given (WithKey) is not the one the snapshot's
+	// positions were placed with (a version 1 header holds another key; a
+	// version 2 key id does not match), or a version 2 snapshot was to
+	// be decoded or written without a key. Found from the header alone,
+	// before the payload is read; the file may be intact, and belong to
+	// another key (a version 1 file from before the database took its
+	// key, say).
+	ErrWrongKey = errors.New("wrong snapshot key")
+
 	// ErrChecksum: the BLAKE3 checksum over header and payload does not
 	// match.
 	ErrChecksum = errors.New("snapshot checksum mismatch")

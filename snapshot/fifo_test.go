@@ -44,7 +44,7 @@ func TestNonRegularFilesAreNamed(t *testing.T) {
 		t.Fatal("a reader blocked on a FIFO")
 	}
 	img, _ := build(t, testParams(t, 100), keys("k", 10))
-	if err := WriteFile(fifo, Header{}, img); !errors.Is(err, ErrNotRegular) {
+	if err := WriteFile(fifo, Header{}, img, WithKey(testKey)); !errors.Is(err, ErrNotRegular) {
 		t.Fatalf("WriteFile over a FIFO = %v, want ErrNotRegular", err)
 	}
 	if info, err := os.Lstat(fifo); err != nil || info.Mode()&os.ModeNamedPipe == 0 {
@@ -64,18 +64,18 @@ func TestWriteFileKeepsTheOwner(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "filter.sfb")
 	img, _ := build(t, testParams(t, 100), keys("k", 10))
-	if err := WriteFile(path, Header{Generation: 1}, img); err != nil {
+	if err := WriteFile(path, Header{Generation: 1}, img, WithKey(testKey)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chown(path, 65534, 65533); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(path, Header{Generation: 2}, img); err != nil {
+	if err := WriteFile(path, Header{Generation: 2}, img, WithKey(testKey)); err != nil {
 		t.Fatal(err)
 	}
 	info, _ := os.Stat(path)
 	st := info.Sys().(*syscall.Stat_t)
-	if s, err := ReadFile(path); err != nil || s.Generation != 2 || st.Uid != 65534 || st.Gid != 65533 {
+	if s, err := ReadFile(path, WithKey(testKey)); err != nil || s.Generation != 2 || st.Uid != 65534 || st.Gid != 65533 {
 		t.Fatalf("after the save: owner %d:%d, generation %v (%v)", st.Uid, st.Gid, s, err)
 	}
 }

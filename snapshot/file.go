@@ -13,8 +13,9 @@ import (
 	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
-// FileMode is the permission of snapshot files: the hash key in the header
-// is a secret if adversaries choose record ids.
+// FileMode is the permission of snapshot files. A version 2 file holds no
+// key, but its counts (items, generation, creation time) tell how much the
+// database holds and when it changed; a version 1 file holds the key.
 const FileMode = 0o600
 
 // StaleTemp is how long a temporary file must have gone unmodified before
@@ -45,7 +46,10 @@ func sweepTemp(t fsafe.Target) []string {
 
 // WriteFile writes a snapshot to path atomically: it writes a temporary
 // file in the same directory, syncs it, renames it over path and syncs the
-// directory. A crash at any moment leaves either the previous file or the
+// directory. It writes version h.Version (zero: MaxVersion), 2 or later:
+// give the database's key with WithKey (see Encode). WithMode,
+// WithCommit and WithProtected set the file's permission, a step before
+// the rename and the files path must never be. A crash at any moment leaves either the previous file or the
 // new one at path, never a mix; the temporary file is removed on error,
 // and ones left by crashed writers are swept (see StaleTemp).
 //
@@ -58,24 +62,18 @@ func sweepTemp(t fsafe.Target) []string {
 // holding a snapshot's magic or nothing, never by prefix. The new file
 // gets the owner and group of the file it replaces where the process may
 // (as root; a group of its own otherwise).
-func WriteFile(path string, h Header, img *syncfilter.Image) error {
-	return WriteFileCommit(path, h, img, FileMode, nil)
+func WriteFile(path string, h Header, img *syncfilter.Image, opts ...Option) error {
+	if h.Version == 0 {
+		h.Version = MaxVersion
+	}
+	if f, ok := formats[h.Version]; ok && f.keyInHeader {
+		return fmt.Errorf("write snapshot: version %d puts the key of the positions in the file: WriteFile writes version 2 or later", h.Version)
+	}
+	return writeFile(path, h, img, collect(opts))
 }
 
-// WriteFileCommit is WriteFile with the file's permission (mode; 0 means
-// FileMode) and a last step before the rename: commit
-// receives the checksum of the complete, synced temporary file, and an
-// error from it removes the file and leaves path as it was. A loader that
-// trusts only snapshots it has a record of (package rebuild records them
-// in the database) records the checksum there: a crash after the record
-// and before the rename leaves a record of a file that never appeared,
-// which vouches for nothing.
-//
-// protected names files that path must never be, under any spelling
-// (symbolic links, "..", hard links): package rebuild passes the
-// database and its -wal, -shm and -journal files. Such a path is refused
-// before anything is written, and checked again just before the rename.
-func WriteFileCommit(path string, h Header, img *syncfilter.Image, mode os.FileMode, commit func(sum [32]byte) error, protected ...string) (err error) {
+func writeFile(path string, h Header, img *syncfilter.Image, o options) (err error) {
+	mode, protected := o.mode, o.protected
 	if mode == 0 {
 		mode = FileMode
 	}
@@ -105,7 +103,7 @@ func WriteFileCommit(path string, h Header, img *syncfilter.Image, mode os.FileM
 	if testHookChunkWritten != nil {
 		w = hookWriter{tmp}
 	}
-	sum, err := encode(w, h, img) // encode buffers by chunkBytes
+	sum, err := encode(w, h, img, o) // encode buffers by chunkBytes
 	if err != nil {
 		return fmt.Errorf("write temp file: %w", err)
 	}
@@ -123,8 +121,8 @@ func WriteFileCommit(path string, h Header, img *syncfilter.Image, mode os.FileM
 		}
 		return fmt.Errorf("check snapshot path: %w", err)
 	}
-	if commit != nil {
-		if err := commit(sum); err != nil {
+	if o.commit != nil {
+		if err := o.commit(sum); err != nil {
 			return err
 		}
 	}
@@ -145,15 +143,16 @@ func (w hookWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// ReadFile reads and verifies the snapshot at path. The file's size is
-// checked against its header before the payload is read.
-func ReadFile(path string) (*Snapshot, error) {
+// ReadFile reads and verifies the snapshot at path (see Decode; a version
+// 2 snapshot needs WithKey). The file's size and the key are checked
+// against its header before the payload is read.
+func ReadFile(path string, opts ...Option) (*Snapshot, error) {
 	f, size, err := openSized(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	s, err := decode(bufio.NewReaderSize(f, chunkBytes), size)
+	s, err := decode(bufio.NewReaderSize(f, chunkBytes), size, collect(opts))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -161,15 +160,20 @@ func ReadFile(path string) (*Snapshot, error) {
 }
 
 // ReadHeader reads and checks only the header of the snapshot at path
-// (magic, version, header checksum and fields): what the file claims, not
-// yet verified against its payload. It reads at most a few hundred bytes.
-func ReadHeader(path string) (Header, error) {
+// (magic, version, header checksum and fields; the key if WithKey is
+// given): what the file claims, not yet verified against its payload. It
+// reads at most a few hundred bytes.
+func ReadHeader(path string, opts ...Option) (Header, error) {
 	f, _, err := fsafe.OpenRegular(path)
 	if err != nil {
 		return Header{}, fmt.Errorf("open snapshot: %w", err)
 	}
 	defer f.Close()
 	h, _, err := readHeader(f)
+	if err == nil {
+		o := collect(opts)
+		err = o.readKey(&h, false)
+	}
 	if err != nil {
 		return Header{}, fmt.Errorf("read header of %s: %w", path, err)
 	}
@@ -178,14 +182,15 @@ func ReadHeader(path string) (Header, error) {
 
 // VerifyFile checks the snapshot at path completely, streaming: constant
 // memory whatever its header claims (see Verify). The file's size is
-// checked against its header before the payload is read.
-func VerifyFile(path string) (Header, syncfilter.Stats, [32]byte, error) {
+// checked against its header before the payload is read. A version 2
+// snapshot is verified without its key (given one, VerifyFile checks it).
+func VerifyFile(path string, opts ...Option) (Header, syncfilter.Stats, [32]byte, error) {
 	f, size, err := openSized(path)
 	if err != nil {
 		return Header{}, syncfilter.Stats{}, [32]byte{}, err
 	}
 	defer f.Close()
-	h, st, sum, err := verify(bufio.NewReaderSize(f, chunkBytes), size)
+	h, st, sum, err := verify(bufio.NewReaderSize(f, chunkBytes), size, collect(opts))
 	if err != nil {
 		return Header{}, syncfilter.Stats{}, sum, fmt.Errorf("%s: %w", path, err)
 	}
@@ -204,14 +209,19 @@ type Claim struct {
 // path, and checks that the file's length is the one the header
 // announces; it reads no payload. A loader compares the claim with what
 // it trusts (the database's record of the snapshots it saved, the size
-// the source needs) before it reads and allocates the payload.
-func ReadClaim(path string) (Claim, error) {
+// the source needs, its key: WithKey or Header.CheckKey, and the lowest
+// version it accepts) before it reads and allocates the payload.
+func ReadClaim(path string, opts ...Option) (Claim, error) {
 	f, size, err := openSized(path)
 	if err != nil {
 		return Claim{}, err
 	}
 	defer f.Close()
 	h, _, err := readHeader(f)
+	if err == nil {
+		o := collect(opts)
+		err = o.readKey(&h, false)
+	}
 	if err != nil {
 		return Claim{}, fmt.Errorf("read %s: %w", path, err)
 	}

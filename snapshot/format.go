@@ -21,29 +21,36 @@ type Version uint16
 
 const (
 	// Version1 is the first format: a fixed 192-byte header with its own
-	// checksum, the bit array, and a BLAKE3-256 checksum of both. See
-	// docs/FORMAT.md.
+	// checksum, the bit array, and a BLAKE3-256 checksum of both. The
+	// header holds the key of the positions: whoever copies the file can
+	// test ids against its bits. Read forever; written only in memory
+	// (Encode), for the released fixtures. See docs/FORMAT.md.
 	Version1 Version = 1
 
+	// Version2 is Version1 without the key: header bytes [32, 48) hold
+	// the key id (KeyID), [48, 64) are zero. The key is kept by the
+	// database and given to readers and writers with WithKey.
+	Version2 Version = 2
+
 	MinVersion = Version1 // oldest version this package reads
-	MaxVersion = Version1 // newest version this package reads and the one it writes
+	MaxVersion = Version2 // newest version this package reads, and the one WriteFile writes
 )
 
 // format is what this package knows of one version: the length of its
-// header and how to write and parse it. Reading dispatches on the version
-// through formats, so a new version is an entry here, not a fork of the
-// decoder (pebble's sstable TableFormat is the model). Everything after the
-// header (payload of m/8 bytes, 32-byte BLAKE3-256 checksum over header
-// and payload) is the same in every version so far.
+// header and what bytes [32, 64) hold. Reading and writing dispatch on the
+// version through formats, so a new version is an entry here, not a fork
+// of the codec (pebble's sstable TableFormat is the model). Everything
+// after the header (payload of m/8 bytes, 32-byte BLAKE3-256 checksum over
+// header and payload) is the same in every version so far.
 type format struct {
-	headerLen int
-	marshal   func(h *Header) ([]byte, error)
-	unmarshal func(b []byte) (Header, error)
+	headerLen   int
+	keyInHeader bool // bytes [32, 64): the key (version 1), or the key id and zeros
 }
 
 // formats maps every version from MinVersion to MaxVersion to its format.
 var formats = map[Version]format{
-	Version1: {headerLen: headerLenV1, marshal: marshalV1, unmarshal: unmarshalV1},
+	Version1: {headerLen: headerLen, keyInHeader: true},
+	Version2: {headerLen: headerLen},
 }
 
 // formatOf returns the format of v, or ErrUnsupportedVersion.
@@ -59,18 +66,20 @@ func formatOf(v Version) (format, error) {
 // tail (after PNG) catch text-mode transfers and truncation to 7 bits.
 var Magic = [8]byte{0x89, 'S', 'F', 'B', '\r', '\n', 0x1a, '\n'}
 
-// Offsets of the version 1 header; all integers little-endian.
+// Offsets of the header, the same in versions 1 and 2 but for bytes
+// [32, 64); all integers little-endian.
 const (
 	offMagic       = 0   // [8]byte Magic
 	offVersion     = 8   // uint16 format version
-	offHeaderLen   = 10  // uint16 header length, 192 in version 1
+	offHeaderLen   = 10  // uint16 header length, 192
 	offLayout      = 12  // uint8 syncfilter.Layout
 	offHash        = 13  // uint8 syncfilter.Hash
-	offFlags       = 14  // uint16, zero in version 1
+	offFlags       = 14  // uint16, zero
 	offM           = 16  // uint64 bits
 	offK           = 24  // uint32 positions per key
 	offReserved1   = 28  // uint32, zero
-	offHashKey     = 32  // [32]byte BLAKE3 key
+	offHashKey     = 32  // version 1: [32]byte BLAKE3 key of the positions
+	offKeyID       = 32  // version 2: [16]byte KeyID of that key, then [16]byte zero
 	offItems       = 64  // uint64 keys inserted, repeats included
 	offCapacity    = 72  // uint64 keys the filter was sized for, 0 if unknown
 	offGeneration  = 80  // uint64 source generation the filter covers
@@ -81,17 +90,22 @@ const (
 	offUnicode     = 136 // [16]byte Unicode version, ASCII, NUL-padded
 	offReserved2   = 152 // [32]byte, zero
 	offHeaderSum   = 184 // [8]byte first 8 bytes of BLAKE3-256 of bytes [0, 184)
-	headerLenV1    = 192
+	headerLen      = 192
+	keyIDLen       = 16
 	checksumLen    = 32 // BLAKE3-256 of header and payload, after the payload
 	prefixLen      = 12 // magic, version, header length: the same in every version
 	maxNameLen     = 16
-	minSnapshotLen = headerLenV1 + 64 + checksumLen // one 512-bit block
+	minSnapshotLen = headerLen + 64 + checksumLen // one 512-bit block
 )
 
 // Header is everything a snapshot says about its filter besides the bits.
 type Header struct {
-	Version        Version
+	Version Version
+	// Params are the filter's parameters. Params.Key is the key of the
+	// positions: read from a version 1 header; for version 2, the key
+	// given with WithKey once KeyID matched it, zero when none was given.
 	Params         syncfilter.Params
+	KeyID          [16]byte  // KeyID(Params.Key): stored in version 2, computed in version 1
 	Items          uint64    // keys inserted, repeats included
 	Capacity       uint64    // keys the filter was sized for (0: unknown)
 	Generation     uint64    // the source state the filter covers (package rebuild)
@@ -105,7 +119,7 @@ type Header struct {
 func (h *Header) PayloadLen() uint64 { return h.Params.M / 8 }
 
 // Size is the total encoded length: header, payload and checksum. A zero
-// Version means the version this package writes.
+// Version means MaxVersion.
 func (h *Header) Size() uint64 {
 	v := h.Version
 	if v == 0 {
@@ -118,9 +132,14 @@ func (h *Header) Size() uint64 {
 	return uint64(f.headerLen) + h.PayloadLen() + checksumLen
 }
 
-// marshalV1 writes the version 1 header, header checksum included.
-func marshalV1(h *Header) ([]byte, error) {
-	b := make([]byte, headerLenV1)
+// marshalHeader writes the header of version h.Version (known), header
+// checksum included. A version 2 header stores h.KeyID in place of the key.
+func marshalHeader(h *Header) ([]byte, error) {
+	b := make([]byte, headerLen)
+	f, err := formatOf(h.Version)
+	if err != nil {
+		return b, fmt.Errorf("encode header: %w", err)
+	}
 	if err := h.Params.Validate(); err != nil {
 		return b, fmt.Errorf("encode header: %w", err)
 	}
@@ -129,13 +148,17 @@ func marshalV1(h *Header) ([]byte, error) {
 	}
 	le := binary.LittleEndian
 	copy(b[offMagic:], Magic[:])
-	le.PutUint16(b[offVersion:], uint16(Version1))
-	le.PutUint16(b[offHeaderLen:], headerLenV1)
+	le.PutUint16(b[offVersion:], uint16(h.Version))
+	le.PutUint16(b[offHeaderLen:], uint16(f.headerLen))
 	b[offLayout] = byte(h.Params.Layout)
 	b[offHash] = byte(h.Params.Hash)
 	le.PutUint64(b[offM:], h.Params.M)
 	le.PutUint32(b[offK:], h.Params.K)
-	copy(b[offHashKey:], h.Params.Key[:])
+	if f.keyInHeader {
+		copy(b[offHashKey:], h.Params.Key[:])
+	} else {
+		copy(b[offKeyID:], h.KeyID[:])
+	}
 	le.PutUint64(b[offItems:], h.Items)
 	le.PutUint64(b[offCapacity:], h.Capacity)
 	le.PutUint64(b[offGeneration:], h.Generation)
@@ -149,20 +172,20 @@ func marshalV1(h *Header) ([]byte, error) {
 	return b, nil
 }
 
-// unmarshalV1 parses a version 1 header (len(b) == headerLenV1) whose
-// magic and version were checked, in a fixed order: header length, header
-// checksum, then each field.
-func unmarshalV1(b []byte) (Header, error) {
+// unmarshalHeader parses a header of version v, format f (len(b) ==
+// f.headerLen), whose magic and version were checked, in a fixed order:
+// header length, header checksum, then each field.
+func unmarshalHeader(b []byte, v Version, f format) (Header, error) {
 	le := binary.LittleEndian
-	if n := le.Uint16(b[offHeaderLen:]); n != headerLenV1 {
-		return Header{}, fmt.Errorf("header length %d, version 1 has %d: %w", n, headerLenV1, ErrCorruptHeader)
+	if n := le.Uint16(b[offHeaderLen:]); int(n) != f.headerLen {
+		return Header{}, fmt.Errorf("header length %d, version %d has %d: %w", n, v, f.headerLen, ErrCorruptHeader)
 	}
 	sum := blake3.Sum256(b[:offHeaderSum])
-	if !bytes.Equal(sum[:8], b[offHeaderSum:headerLenV1]) {
+	if !bytes.Equal(sum[:8], b[offHeaderSum:f.headerLen]) {
 		return Header{}, fmt.Errorf("header checksum: %w", ErrCorruptHeader)
 	}
 	h := Header{
-		Version: Version1,
+		Version: v,
 		Params: syncfilter.Params{
 			Layout: syncfilter.Layout(b[offLayout]),
 			Hash:   syncfilter.Hash(b[offHash]),
@@ -174,7 +197,14 @@ func unmarshalV1(b []byte) (Header, error) {
 		Generation: le.Uint64(b[offGeneration:]),
 		Created:    time.Unix(0, int64(le.Uint64(b[offCreated:]))).UTC(),
 	}
-	copy(h.Params.Key[:], b[offHashKey:])
+	var reservedKeyBytes []byte // version 2: the bytes after the key id
+	if f.keyInHeader {
+		copy(h.Params.Key[:], b[offHashKey:])
+		h.KeyID = KeyID(h.Params.Key)
+	} else {
+		copy(h.KeyID[:], b[offKeyID:])
+		reservedKeyBytes = b[offKeyID+keyIDLen : offItems]
+	}
 	copy(h.DatasetID[:], b[offDatasetID:])
 	if err := h.Params.Validate(); err != nil {
 		return Header{}, fmt.Errorf("%v: %w", err, ErrCorruptHeader)
@@ -182,7 +212,7 @@ func unmarshalV1(b []byte) (Header, error) {
 	if n := le.Uint64(b[offPayloadLen:]); n != h.PayloadLen() {
 		return Header{}, fmt.Errorf("payload length %d for m = %d: %w", n, h.Params.M, ErrCorruptHeader)
 	}
-	if le.Uint16(b[offFlags:]) != 0 || le.Uint32(b[offReserved1:]) != 0 || !allZero(b[offReserved2:offHeaderSum]) {
+	if le.Uint16(b[offFlags:]) != 0 || le.Uint32(b[offReserved1:]) != 0 || !allZero(reservedKeyBytes) || !allZero(b[offReserved2:offHeaderSum]) {
 		return Header{}, fmt.Errorf("reserved bytes set: %w", ErrCorruptHeader)
 	}
 	var err error

@@ -22,13 +22,13 @@ func TestWriteFileThroughALink(t *testing.T) {
 	}
 	img, _ := build(t, testParams(t, 100), keys("k", 10))
 	for gen := uint64(1); gen <= 2; gen++ { // creates the file the link names, then replaces it
-		if err := WriteFile(link, Header{Generation: gen}, img); err != nil {
+		if err := WriteFile(link, Header{Generation: gen}, img, WithKey(testKey)); err != nil {
 			t.Fatal(err)
 		}
 		if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
 			t.Fatalf("the link was replaced: %v, %v", info, err)
 		}
-		if s, err := ReadFile(real); err != nil || s.Generation != gen {
+		if s, err := ReadFile(real, WithKey(testKey)); err != nil || s.Generation != gen {
 			t.Fatalf("the file the link names: %v, %v", s, err)
 		}
 	}
@@ -55,9 +55,14 @@ func TestWriteFileNeverReplacesAProtectedFile(t *testing.T) {
 		t.Skip(err)
 	}
 	img, _ := build(t, testParams(t, 100), keys("k", 10))
-	err := WriteFileCommit(link, Header{}, img, 0, nil, fsafe.DatabaseFiles(db)...)
-	if !errors.Is(err, fsafe.ErrProtected) {
-		t.Fatalf("WriteFileCommit over the -wal = %v, want fsafe.ErrProtected", err)
+	for name, write := range map[string]func() error{
+		"WriteFile": func() error {
+			return WriteFile(link, Header{}, img, WithKey(testKey), WithProtected(fsafe.DatabaseFiles(db)...))
+		},
+	} {
+		if err := write(); !errors.Is(err, fsafe.ErrProtected) {
+			t.Fatalf("%s over the -wal = %v, want fsafe.ErrProtected", name, err)
+		}
 	}
 	if got, _ := os.ReadFile(db + "-wal"); !bytes.Equal(got, wal) {
 		t.Fatal("the -wal changed")

@@ -22,15 +22,29 @@ import (
 
 var created = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 
+// testKey is the key of every test filter (testParams): in package
+// rebuild, the one the database holds.
+var testKey = func() (k [32]byte) {
+	for i := range k {
+		k[i] = byte(100 + i)
+	}
+	return k
+}()
+
+// keyed is WithKey(testKey) as decode's options.
+var keyed = collect([]Option{WithKey(testKey)})
+
+// versions are the versions this package writes, each test's cases run
+// on both.
+var versions = []Version{Version1, Version2}
+
 func testParams(t testing.TB, n uint64) syncfilter.Params {
 	t.Helper()
 	p, err := syncfilter.NewParams(n, 0.01)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range p.Key {
-		p.Key[i] = byte(100 + i)
-	}
+	p.Key = testKey
 	return p
 }
 
@@ -42,8 +56,14 @@ func keys(prefix string, n int) []string {
 	return out
 }
 
-// build returns an image holding ks, and its encoding.
+// build returns an image holding ks, and its encoding as version 2.
 func build(t testing.TB, p syncfilter.Params, ks []string) (*syncfilter.Image, []byte) {
+	t.Helper()
+	return buildVersion(t, p, ks, Version2)
+}
+
+// buildVersion is build writing version v.
+func buildVersion(t testing.TB, p syncfilter.Params, ks []string, v Version) (*syncfilter.Image, []byte) {
 	t.Helper()
 	f, err := syncfilter.New(p)
 	if err != nil {
@@ -58,27 +78,33 @@ func build(t testing.TB, p syncfilter.Params, ks []string) (*syncfilter.Image, [
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	h := Header{Capacity: 1000, Generation: 42, DatasetID: [16]byte{1, 2, 3}, Created: created}
-	if err := Encode(&buf, h, img); err != nil {
+	h := Header{Version: v, Capacity: 1000, Generation: 42, DatasetID: [16]byte{1, 2, 3}, Created: created}
+	if err := Encode(&buf, h, img, WithKey(p.Key)); err != nil {
 		t.Fatal(err)
 	}
 	return img, buf.Bytes()
 }
 
 func TestRoundTripAnswersLikeTheFilter(t *testing.T) {
+	for _, v := range versions {
+		t.Run(fmt.Sprint("version ", v), func(t *testing.T) { testRoundTrip(t, v) })
+	}
+}
+
+func testRoundTrip(t *testing.T, v Version) {
 	p := testParams(t, 5000)
 	in := keys("in", 5000)
-	img, enc := build(t, p, in)
-	if got, want := uint64(len(enc)), (&Header{Params: p}).Size(); got != want {
+	img, enc := buildVersion(t, p, in, v)
+	if got, want := uint64(len(enc)), (&Header{Version: v, Params: p}).Size(); got != want {
 		t.Fatalf("encoded %d bytes, Size() says %d", got, want)
 	}
-	s, err := Decode(bytes.NewReader(enc))
+	s, err := Decode(bytes.NewReader(enc), WithKey(testKey))
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := s.Header
-	if h.Params != p || h.Items != 5000 || h.Capacity != 1000 || h.Generation != 42 ||
-		h.DatasetID != [16]byte{1, 2, 3} || !h.Created.Equal(created) || h.Version != Version1 {
+	if h.Params != p || h.KeyID != KeyID(p.Key) || h.Items != 5000 || h.Capacity != 1000 || h.Generation != 42 ||
+		h.DatasetID != [16]byte{1, 2, 3} || !h.Created.Equal(created) || h.Version != v {
 		t.Fatalf("header round trip: %+v", h)
 	}
 	if err := h.CheckNormalization(); err != nil {
@@ -107,7 +133,7 @@ func TestReinsertingKeepsBytesIdentical(t *testing.T) {
 	_, again := build(t, p, append(slices.Clone(ks), ks...))
 	// Items counts repeats; everything else, bits and checksum included,
 	// must be the same once the count is equal.
-	s, err := Decode(bytes.NewReader(again))
+	s, err := Decode(bytes.NewReader(again), WithKey(testKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +142,7 @@ func TestReinsertingKeepsBytesIdentical(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := Encode(&buf, s.Header, img); err != nil {
+	if err := Encode(&buf, s.Header, img, WithKey(testKey)); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(buf.Bytes(), first) {
@@ -139,10 +165,10 @@ func TestAllOnesPayloadAnswersMaybeForEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := Encode(&buf, Header{Created: created}, img); err != nil {
+	if err := Encode(&buf, Header{Created: created}, img, WithKey(testKey)); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Decode(&buf)
+	s, err := Decode(&buf, WithKey(testKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,28 +186,30 @@ func TestAllOnesPayloadAnswersMaybeForEverything(t *testing.T) {
 	}
 }
 
-// smallSnapshot is one block with a few keys: small enough to flip every
-// bit.
-func smallSnapshot(t testing.TB) []byte {
+// smallSnapshot is one block with a few keys, as version v: small enough
+// to flip every bit.
+func smallSnapshot(t testing.TB, v Version) []byte {
 	p := testParams(t, 1)
 	p.M, p.K = 512, 7
-	_, enc := build(t, p, []string{"a", "b", "c"})
+	_, enc := buildVersion(t, p, []string{"a", "b", "c"}, v)
 	return enc
 }
 
 func TestEverySingleBitFlipIsRefused(t *testing.T) {
-	enc := smallSnapshot(t)
-	for bit := 0; bit < 8*len(enc); bit++ {
-		bad := slices.Clone(enc)
-		bad[bit/8] ^= 1 << (bit % 8)
-		want := expectedFlipError(bit / 8)
-		s, err := Decode(bytes.NewReader(bad))
-		if s != nil || !errors.Is(err, want) {
-			t.Fatalf("bit %d (byte %d) flipped: %v, want %v", bit, bit/8, err, want)
-		}
-		s, err = decode(bytes.NewReader(bad), int64(len(bad)))
-		if s != nil || err == nil {
-			t.Fatalf("bit %d flipped, sized decode accepted it", bit)
+	for _, v := range versions {
+		enc := smallSnapshot(t, v)
+		for bit := 0; bit < 8*len(enc); bit++ {
+			bad := slices.Clone(enc)
+			bad[bit/8] ^= 1 << (bit % 8)
+			want := expectedFlipError(bit / 8)
+			s, err := Decode(bytes.NewReader(bad), WithKey(testKey))
+			if s != nil || !errors.Is(err, want) {
+				t.Fatalf("version %d, bit %d (byte %d) flipped: %v, want %v", v, bit, bit/8, err, want)
+			}
+			s, err = decode(bytes.NewReader(bad), int64(len(bad)), keyed)
+			if s != nil || err == nil {
+				t.Fatalf("version %d, bit %d flipped, sized decode accepted it", v, bit)
+			}
 		}
 	}
 }
@@ -193,31 +221,33 @@ func expectedFlipError(i int) error {
 		return ErrNotSnapshot
 	case i < offHeaderLen:
 		return ErrUnsupportedVersion
-	case i < headerLenV1:
+	case i < headerLen:
 		return ErrCorruptHeader
 	}
 	return ErrChecksum
 }
 
 func TestEveryTruncationIsRefused(t *testing.T) {
-	enc := smallSnapshot(t)
-	for n := 0; n < len(enc); n++ {
-		s, err := Decode(bytes.NewReader(enc[:n]))
-		if s != nil || !errors.Is(err, ErrTruncated) {
-			t.Fatalf("first %d of %d bytes: %v, want ErrTruncated", n, len(enc), err)
+	for _, v := range versions {
+		enc := smallSnapshot(t, v)
+		for n := 0; n < len(enc); n++ {
+			s, err := Decode(bytes.NewReader(enc[:n]), WithKey(testKey))
+			if s != nil || !errors.Is(err, ErrTruncated) {
+				t.Fatalf("version %d, first %d of %d bytes: %v, want ErrTruncated", v, n, len(enc), err)
+			}
+			s, err = decode(bytes.NewReader(enc[:n]), int64(n), keyed)
+			if s != nil || !errors.Is(err, ErrTruncated) {
+				t.Fatalf("version %d, first %d of %d bytes, sized: %v, want ErrTruncated", v, n, len(enc), err)
+			}
 		}
-		s, err = decode(bytes.NewReader(enc[:n]), int64(n))
-		if s != nil || !errors.Is(err, ErrTruncated) {
-			t.Fatalf("first %d of %d bytes, sized: %v, want ErrTruncated", n, len(enc), err)
-		}
-	}
-	for _, extra := range [][]byte{{0}, []byte("more"), enc} {
-		bad := append(slices.Clone(enc), extra...)
-		if s, err := Decode(bytes.NewReader(bad)); s != nil || !errors.Is(err, ErrTrailingData) {
-			t.Fatalf("%d bytes appended: %v, want ErrTrailingData", len(extra), err)
-		}
-		if s, err := decode(bytes.NewReader(bad), int64(len(bad))); s != nil || !errors.Is(err, ErrTrailingData) {
-			t.Fatalf("%d bytes appended, sized: %v, want ErrTrailingData", len(extra), err)
+		for _, extra := range [][]byte{{0}, []byte("more"), enc} {
+			bad := append(slices.Clone(enc), extra...)
+			if s, err := Decode(bytes.NewReader(bad), WithKey(testKey)); s != nil || !errors.Is(err, ErrTrailingData) {
+				t.Fatalf("version %d, %d bytes appended: %v, want ErrTrailingData", v, len(extra), err)
+			}
+			if s, err := decode(bytes.NewReader(bad), int64(len(bad)), keyed); s != nil || !errors.Is(err, ErrTrailingData) {
+				t.Fatalf("version %d, %d bytes appended, sized: %v, want ErrTrailingData", v, len(extra), err)
+			}
 		}
 	}
 }
@@ -230,12 +260,12 @@ func TestNotASnapshot(t *testing.T) {
 	}
 }
 
-// forgeHeader returns a version 1 header with a correct header checksum
-// whose m field says m (valid or not).
-func forgeHeader(t testing.TB, m uint64) []byte {
+// forgeHeader returns a header of version v, key testKey, with a correct
+// header checksum, whose m field says m (valid or not).
+func forgeHeader(t testing.TB, v Version, m uint64) []byte {
 	p := testParams(t, 1)
-	h := Header{Params: p, Created: created, Policy: "nfc/1", UnicodeVersion: "15.0.0"}
-	b, err := marshalV1(&h)
+	h := Header{Version: v, Params: p, KeyID: KeyID(p.Key), Created: created, Policy: "nfc/1", UnicodeVersion: "15.0.0"}
+	b, err := marshalHeader(&h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,20 +279,24 @@ func forgeHeader(t testing.TB, m uint64) []byte {
 // TestHugeClaimsAllocateNothing: a header claiming an enormous filter,
 // followed by almost nothing, is refused without allocating for the claim.
 func TestHugeClaimsAllocateNothing(t *testing.T) {
-	for _, tc := range []struct {
+	type claim struct {
 		name string
 		in   []byte
 		want error
-	}{
-		{"40 bytes claiming m = 2^60", forgeHeader(t, 1<<60)[:40], ErrTruncated},
-		{"full header claiming m = 2^60", forgeHeader(t, 1<<60), ErrCorruptHeader},
-		{"valid header claiming 8 GiB, no payload", forgeHeader(t, syncfilter.MaxBits), ErrTruncated},
-		{"valid header claiming 8 GiB, 100 payload bytes", append(forgeHeader(t, syncfilter.MaxBits), make([]byte, 100)...), ErrTruncated},
-	} {
+	}
+	var claims []claim
+	for _, v := range versions {
+		claims = append(claims,
+			claim{fmt.Sprintf("v%d: 40 bytes claiming m = 2^60", v), forgeHeader(t, v, 1<<60)[:40], ErrTruncated},
+			claim{fmt.Sprintf("v%d: full header claiming m = 2^60", v), forgeHeader(t, v, 1<<60), ErrCorruptHeader},
+			claim{fmt.Sprintf("v%d: valid header claiming 8 GiB, no payload", v), forgeHeader(t, v, syncfilter.MaxBits), ErrTruncated},
+			claim{fmt.Sprintf("v%d: valid header claiming 8 GiB, 100 payload bytes", v), append(forgeHeader(t, v, syncfilter.MaxBits), make([]byte, 100)...), ErrTruncated})
+	}
+	for _, tc := range claims {
 		t.Run(tc.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			s, err := Decode(bytes.NewReader(tc.in))
+			s, err := Decode(bytes.NewReader(tc.in), WithKey(testKey))
 			runtime.ReadMemStats(&after)
 			if s != nil || !errors.Is(err, tc.want) {
 				t.Fatalf("%v, want %v", err, tc.want)
@@ -275,18 +309,25 @@ func TestHugeClaimsAllocateNothing(t *testing.T) {
 }
 
 func TestHeaderFieldsAreChecked(t *testing.T) {
-	enc := smallSnapshot(t)
+	for _, v := range versions {
+		t.Run(fmt.Sprint("version ", v), func(t *testing.T) { testHeaderFields(t, v) })
+	}
+}
+
+func testHeaderFields(t *testing.T, v Version) {
+	enc := smallSnapshot(t, v)
 	reseal := func(b []byte) []byte {
 		sum := blake3.Sum256(b[:offHeaderSum])
 		copy(b[offHeaderSum:], sum[:8])
 		return b
 	}
-	for _, tc := range []struct {
+	type mutation struct {
 		name   string
 		mutate func(b []byte)
 		want   error
-	}{
-		{"future version", func(b []byte) { b[offVersion] = 2 }, ErrUnsupportedVersion},
+	}
+	cases := []mutation{
+		{"future version", func(b []byte) { b[offVersion] = byte(MaxVersion) + 1 }, ErrUnsupportedVersion},
 		{"version zero", func(b []byte) { b[offVersion] = 0 }, ErrUnsupportedVersion},
 		{"header length", func(b []byte) { b[offHeaderLen] = 200; reseal(b) }, ErrCorruptHeader},
 		{"unknown layout", func(b []byte) { b[offLayout] = 7; reseal(b) }, ErrCorruptHeader},
@@ -302,11 +343,19 @@ func TestHeaderFieldsAreChecked(t *testing.T) {
 		{"unprintable unicode version", func(b []byte) { b[offUnicode] = '\n'; reseal(b) }, ErrCorruptHeader},
 		{"generation changed without resealing", func(b []byte) { b[offGeneration]++ }, ErrCorruptHeader},
 		{"generation changed and resealed", func(b []byte) { b[offGeneration]++; reseal(b) }, ErrChecksum},
-	} {
+		// The key step comes after the header's checks and before the
+		// payload: another key, resealed, is a wrong key, not damage.
+		{"key field changed and resealed", func(b []byte) { b[offHashKey+3] ^= 1; reseal(b) }, ErrWrongKey},
+		{"key field changed and resealed, payload and checksum zeroed", func(b []byte) { b[offHashKey+3] ^= 1; reseal(b); clear(b[headerLen:]) }, ErrWrongKey},
+	}
+	if v == Version2 {
+		cases = append(cases, mutation{"bytes after the key id", func(b []byte) { b[offKeyID+keyIDLen+7] = 1; reseal(b) }, ErrCorruptHeader})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := slices.Clone(enc)
 			tc.mutate(bad)
-			if s, err := Decode(bytes.NewReader(bad)); s != nil || !errors.Is(err, tc.want) {
+			if s, err := Decode(bytes.NewReader(bad), WithKey(testKey)); s != nil || !errors.Is(err, tc.want) {
 				t.Fatalf("%v, want %v", err, tc.want)
 			}
 		})
@@ -314,7 +363,7 @@ func TestHeaderFieldsAreChecked(t *testing.T) {
 }
 
 func TestCompatibilityChecks(t *testing.T) {
-	s, err := Decode(bytes.NewReader(smallSnapshot(t)))
+	s, err := Decode(bytes.NewReader(smallSnapshot(t, MaxVersion)), WithKey(testKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,6 +386,14 @@ func TestCompatibilityChecks(t *testing.T) {
 	if err := h.CheckNormalization(); !errors.Is(err, ErrIncompatible) {
 		t.Fatalf("other policy: %v", err)
 	}
+	// A policy is a name to the format: the reader says which it expects.
+	h = s.Header
+	if err := h.CheckPolicy("nfc/1", "15.0.0"); err != nil {
+		t.Fatalf("CheckPolicy with the file's own: %v", err)
+	}
+	if err := h.CheckPolicy("bytes/1", "15.0.0"); !errors.Is(err, ErrIncompatible) {
+		t.Fatalf("CheckPolicy with another policy: %v", err)
+	}
 }
 
 func TestWriteFileIsAtomicAndPrivate(t *testing.T) {
@@ -357,10 +414,10 @@ func TestWriteFileIsAtomicAndPrivate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteFile(path, Header{Generation: uint64(round)}, img); err != nil {
+		if err := WriteFile(path, Header{Generation: uint64(round)}, img, WithKey(testKey)); err != nil {
 			t.Fatal(err)
 		}
-		s, err := ReadFile(path)
+		s, err := ReadFile(path, WithKey(testKey))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -380,18 +437,58 @@ func TestWriteFileIsAtomicAndPrivate(t *testing.T) {
 	}
 }
 
+// TestWriteFileOptions: WithCommit sees the checksum of the complete file
+// before it replaces the old one, and its error leaves the old one;
+// WithMode sets the permission.
+func TestWriteFileOptions(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "filter.sfb")
+	img, _ := build(t, testParams(t, 100), keys("k", 10))
+	var recorded [32]byte
+	record := func(sum [32]byte) error {
+		if _, err := os.Stat(path); err == nil {
+			t.Error("the file was in place before the commit")
+		}
+		recorded = sum
+		return nil
+	}
+	if err := WriteFile(path, Header{Generation: 1}, img, WithKey(testKey), WithCommit(record), WithMode(0o640)); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	if !bytes.Equal(recorded[:], raw[len(raw)-checksumLen:]) {
+		t.Fatalf("commit got %x, the file ends with %x", recorded, raw[len(raw)-checksumLen:])
+	}
+	if st, _ := os.Stat(path); runtime.GOOS != "windows" && st.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v, want 0640", st.Mode().Perm())
+	}
+	refuse := errors.New("the database refused the record")
+	if err := WriteFile(path, Header{Generation: 2}, img, WithKey(testKey), WithCommit(func([32]byte) error { return refuse })); !errors.Is(err, refuse) {
+		t.Fatalf("a failing commit: %v", err)
+	}
+	if s, err := ReadFile(path, WithKey(testKey)); err != nil || s.Generation != 1 {
+		t.Fatalf("after a failing commit: %+v, %v; want the previous file", s, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("a failing commit left %d entries", len(entries))
+	}
+}
+
 func TestWriteFileCleansUpOnError(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "filter.sfb")
 	img, _ := build(t, testParams(t, 100), keys("k", 10))
 	bad := Header{Policy: "a policy name far longer than sixteen bytes"}
-	if err := WriteFile(path, bad, img); err == nil {
+	if err := WriteFile(path, bad, img, WithKey(testKey)); err == nil {
 		t.Fatal("WriteFile accepted an unencodable header")
+	}
+	if err := WriteFile(path, Header{}, img); !errors.Is(err, ErrWrongKey) {
+		t.Fatalf("WriteFile without the key = %v, want ErrWrongKey", err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("failed write left %d files behind", len(entries))
 	}
-	if err := WriteFile(filepath.Join(dir, "missing", "filter.sfb"), Header{}, img); err == nil {
+	if err := WriteFile(filepath.Join(dir, "missing", "filter.sfb"), Header{}, img, WithKey(testKey)); err == nil {
 		t.Fatal("WriteFile into a missing directory succeeded")
 	}
 }
@@ -435,7 +532,7 @@ func TestWriteFileSweepsStaleTempFiles(t *testing.T) {
 	}
 	img, _ := build(t, testParams(t, 100), keys("k", 10))
 	for range 2 { // every save sweeps
-		if err := WriteFile(path, Header{}, img); err != nil {
+		if err := WriteFile(path, Header{}, img, WithKey(testKey)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -456,12 +553,12 @@ func TestReadFileErrors(t *testing.T) {
 	if _, err := ReadFile(filepath.Join(dir, "none.sfb")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
 	}
-	enc := smallSnapshot(t)
+	enc := smallSnapshot(t, MaxVersion)
 	path := filepath.Join(dir, "cut.sfb")
 	if err := os.WriteFile(path, enc[:len(enc)-1], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadFile(path); !errors.Is(err, ErrTruncated) {
+	if _, err := ReadFile(path, WithKey(testKey)); !errors.Is(err, ErrTruncated) {
 		t.Fatalf("truncated file: %v", err)
 	}
 }
@@ -476,37 +573,49 @@ func firstDiff(a, b []byte) int {
 }
 
 // FuzzDecode: no input panics, and a snapshot comes back exactly when no
-// error does. Inputs that decode must encode back to the same bytes.
+// error does, with the key (testKey) and without. Inputs that decode must
+// encode back to the same bytes; a version 2 input never decodes without
+// its key; Verify, which needs no key, agrees with the keyed decode.
 func FuzzDecode(f *testing.F) {
-	f.Add(smallSnapshot(f))
-	f.Add(forgeHeader(f, 1<<60))
+	for _, v := range versions {
+		enc := smallSnapshot(f, v)
+		f.Add(enc)
+		f.Add(forgeHeader(f, v, 1<<60))
+		r := rand.New(rand.NewPCG(5, uint64(v)))
+		for i := 0; i < 20; i++ {
+			b := slices.Clone(enc)
+			b[r.IntN(len(b))] ^= byte(1 + r.IntN(255))
+			f.Add(b)
+		}
+	}
 	f.Add([]byte{})
 	for _, name := range fixtureFiles(f) {
 		if b, err := os.ReadFile(name); err == nil && len(b) < 1<<16 {
 			f.Add(b)
 		}
 	}
-	r := rand.New(rand.NewPCG(5, 6))
-	enc := smallSnapshot(f)
-	for i := 0; i < 20; i++ {
-		b := slices.Clone(enc)
-		b[r.IntN(len(b))] ^= byte(1 + r.IntN(255))
-		f.Add(b)
-	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		s, err := Decode(bytes.NewReader(in))
-		if (s == nil) == (err == nil) {
-			t.Fatalf("Decode returned %v and %v", s, err)
-		}
-		if err != nil {
-			return
-		}
-		var out bytes.Buffer
-		if err := Encode(&out, s.Header, s.Image); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(out.Bytes(), in) {
-			t.Fatalf("decoded input re-encodes differently at byte %d", firstDiff(out.Bytes(), in))
+		for _, opts := range [][]Option{nil, {WithKey(testKey)}} {
+			s, err := Decode(bytes.NewReader(in), opts...)
+			if (s == nil) == (err == nil) {
+				t.Fatalf("Decode returned %v and %v", s, err)
+			}
+			if err != nil {
+				continue
+			}
+			if opts == nil && s.Version >= Version2 {
+				t.Fatalf("version %d decoded without its key", s.Version)
+			}
+			if _, _, _, verr := Verify(bytes.NewReader(in)); verr != nil {
+				t.Fatalf("Decode accepted what Verify refuses: %v", verr)
+			}
+			var out bytes.Buffer
+			if err := Encode(&out, s.Header, s.Image, WithKey(s.Params.Key)); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out.Bytes(), in) {
+				t.Fatalf("decoded input re-encodes differently at byte %d", firstDiff(out.Bytes(), in))
+			}
 		}
 	})
 }

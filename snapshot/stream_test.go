@@ -24,10 +24,10 @@ func sparseSnapshot(t testing.TB, m uint64) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.Write(forgeHeader(t, m)); err != nil {
+	if _, err := f.Write(forgeHeader(t, Version2, m)); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(int64(headerLenV1 + m/8 + checksumLen)); err != nil {
+	if err := f.Truncate(int64(headerLen + m/8 + checksumLen)); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -88,21 +88,29 @@ func TestVerifyStreamsInConstantMemory(t *testing.T) {
 }
 
 // TestVerifyAgreesWithDecode: on a valid file, Verify returns the header,
-// health and checksum that decoding does.
+// health and checksum that decoding does; without the key, the same but
+// for the key itself, which a version 2 file does not hold.
 func TestVerifyAgreesWithDecode(t *testing.T) {
 	data := encodeTestSnapshot(t)
-	s, err := Decode(bytes.NewReader(data))
+	s, err := Decode(bytes.NewReader(data), WithKey(testKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, st, sum, err := Verify(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
+	keyless := s.Header
+	keyless.Params.Key = [32]byte{}
+	for _, tc := range []struct {
+		opts []Option
+		want Header
+	}{{[]Option{WithKey(testKey)}, s.Header}, {nil, keyless}} {
+		h, st, sum, err := Verify(bytes.NewReader(data), tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h != tc.want || sum != s.Checksum || st != s.Image.Stats() {
+			t.Fatalf("Verify %+v %+v %x\nDecode %+v %+v %x", h, st, sum, tc.want, s.Image.Stats(), s.Checksum)
+		}
 	}
-	if h != s.Header || sum != s.Checksum || st != s.Image.Stats() {
-		t.Fatalf("Verify %+v %+v %x\nDecode %+v %+v %x", h, st, sum, s.Header, s.Image.Stats(), s.Checksum)
-	}
-	if !bytes.Equal(sum[:], data[len(data)-checksumLen:]) {
+	if !bytes.Equal(s.Checksum[:], data[len(data)-checksumLen:]) {
 		t.Fatal("checksum is not the file's last 32 bytes")
 	}
 	path := filepath.Join(t.TempDir(), "s.sfb")
@@ -110,10 +118,13 @@ func TestVerifyAgreesWithDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := ReadClaim(path)
-	if err != nil || c.Header != s.Header || c.Checksum != s.Checksum {
+	if err != nil || c.Header != keyless || c.Checksum != s.Checksum {
 		t.Fatalf("ReadClaim = %+v, %v", c, err)
 	}
-	for _, cut := range []int{len(data) - 1, headerLenV1 + 3} {
+	if c, err := ReadClaim(path, WithKey(testKey)); err != nil || c.Header != s.Header {
+		t.Fatalf("ReadClaim with the key = %+v, %v", c, err)
+	}
+	for _, cut := range []int{len(data) - 1, headerLen + 3} {
 		_ = os.WriteFile(path, data[:cut], 0o600)
 		if _, err := ReadClaim(path); !errors.Is(err, ErrTruncated) {
 			t.Fatalf("ReadClaim of %d bytes = %v", cut, err)
@@ -145,10 +156,10 @@ func (r *failingReader) Read(p []byte) (int, error) {
 // end is still ErrTruncated.
 func TestReadErrorsAreNotCorruption(t *testing.T) {
 	data := encodeTestSnapshot(t)
-	verdicts := []error{ErrNotSnapshot, ErrUnsupportedVersion, ErrTruncated, ErrCorruptHeader, ErrChecksum, ErrTrailingData}
-	for _, at := range []int{0, 5, prefixLen, headerLenV1 - 1, headerLenV1 + 10, len(data) - 5, len(data)} {
+	verdicts := []error{ErrNotSnapshot, ErrUnsupportedVersion, ErrTruncated, ErrCorruptHeader, ErrWrongKey, ErrChecksum, ErrTrailingData}
+	for _, at := range []int{0, 5, prefixLen, headerLen - 1, headerLen + 10, len(data) - 5, len(data)} {
 		for name, dec := range map[string]func(io.Reader) error{
-			"Decode": func(r io.Reader) error { _, err := Decode(r); return err },
+			"Decode": func(r io.Reader) error { _, err := Decode(r, WithKey(testKey)); return err },
 			"Verify": func(r io.Reader) error { _, _, _, err := Verify(r); return err },
 		} {
 			err := dec(&failingReader{data: data[:at], err: syscall.EIO})
@@ -182,7 +193,7 @@ func kindOf(err error) string {
 		name string
 		err  error
 	}{{"not_a_snapshot", ErrNotSnapshot}, {"unsupported_version", ErrUnsupportedVersion}, {"truncated", ErrTruncated},
-		{"corrupt_header", ErrCorruptHeader}, {"checksum_mismatch", ErrChecksum}, {"trailing_data", ErrTrailingData}} {
+		{"corrupt_header", ErrCorruptHeader}, {"wrong_key", ErrWrongKey}, {"checksum_mismatch", ErrChecksum}, {"trailing_data", ErrTrailingData}} {
 		if errors.Is(err, k.err) {
 			return k.name
 		}
@@ -194,11 +205,17 @@ func kindOf(err error) string {
 }
 
 // TestErrorKindDoesNotDependOnHowBytesAreRead: for every truncation,
-// insertion, append and many bit flips of a real snapshot, decoding a
-// stream of unknown size and reading the same bytes as a file (size known
-// first) name the same kind.
+// insertion, append and many bit flips of a real snapshot of each
+// version, decoding a stream of unknown size and reading the same bytes as
+// a file (size known first) name the same kind.
 func TestErrorKindDoesNotDependOnHowBytesAreRead(t *testing.T) {
-	data := encodeTestSnapshot(t)
+	for _, v := range versions {
+		_, data := buildVersion(t, testParams(t, 5000), keys("stream", 5000), v)
+		testErrorKinds(t, data)
+	}
+}
+
+func testErrorKinds(t *testing.T, data []byte) {
 	path := filepath.Join(t.TempDir(), "s.sfb")
 	var variants [][]byte
 	for n := 0; n <= len(data); n += max(1, len(data)/300) {
@@ -211,7 +228,7 @@ func TestErrorKindDoesNotDependOnHowBytesAreRead(t *testing.T) {
 		}
 	}
 	for i := 0; i < len(data)*8; i += 7 {
-		if payload := i/8 >= headerLenV1 && i/8 < len(data)-checksumLen; payload && testing.Short() && i%(7*67) != 0 {
+		if payload := i/8 >= headerLen && i/8 < len(data)-checksumLen; payload && testing.Short() && i%(7*67) != 0 {
 			continue // -short (make cross, emulated): one payload flip in 67; all end at the checksum
 		}
 		v := bytes.Clone(data)
@@ -219,13 +236,13 @@ func TestErrorKindDoesNotDependOnHowBytesAreRead(t *testing.T) {
 		variants = append(variants, v)
 	}
 	for _, v := range variants {
-		_, streamErr := Decode(bytes.NewReader(v))
-		_, _, _, verifyErr := Verify(bytes.NewReader(v))
+		_, streamErr := Decode(bytes.NewReader(v), WithKey(testKey))
+		_, _, _, verifyErr := Verify(bytes.NewReader(v), WithKey(testKey))
 		if err := os.WriteFile(path, v, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, fileErr := ReadFile(path)
-		_, _, _, vfErr := VerifyFile(path)
+		_, fileErr := ReadFile(path, WithKey(testKey))
+		_, _, _, vfErr := VerifyFile(path, WithKey(testKey))
 		kinds := []string{kindOf(streamErr), kindOf(verifyErr), kindOf(fileErr), kindOf(vfErr)}
 		if kinds[0] != kinds[1] || kinds[0] != kinds[2] || kinds[0] != kinds[3] {
 			t.Fatalf("%d bytes: stream %s, verify %s, file %s, verify file %s", len(v), kinds[0], kinds[1], kinds[2], kinds[3])
@@ -239,6 +256,7 @@ func TestErrorKindDoesNotDependOnHowBytesAreRead(t *testing.T) {
 // TestShortInputsFollowTheDecisionTable: the first steps of FORMAT.md's
 // table, for inputs shorter than a header.
 func TestShortInputsFollowTheDecisionTable(t *testing.T) {
+	v3 := append(Magic[:], 3, 0)
 	v2 := append(Magic[:], 2, 0)
 	v1 := append(Magic[:], 1, 0)
 	for _, tc := range []struct {
@@ -250,10 +268,13 @@ func TestShortInputsFollowTheDecisionTable(t *testing.T) {
 		{[]byte("hello"), "not_a_snapshot"},
 		{[]byte("hello, world"), "not_a_snapshot"},
 		{Magic[:], "truncated"},
-		{v2, "unsupported_version"},
-		{append(v2, 0xc0), "unsupported_version"},
+		{v3, "unsupported_version"},
+		{append(v3, 0xc0), "unsupported_version"},
+		{append(Magic[:], 0, 0), "unsupported_version"},
 		{v1, "truncated"},
 		{append(v1, 192, 0, 1), "truncated"},
+		{v2, "truncated"},
+		{append(v2, 192, 0, 1), "truncated"},
 	} {
 		_, err := Decode(bytes.NewReader(tc.in))
 		if got := kindOf(err); got != tc.want {

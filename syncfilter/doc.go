@@ -65,7 +65,9 @@
 // github.com/zeebo/blake3. Every path gives the bytes of the BLAKE3
 // reference, which the tests check for every length and kernel.
 // The hash key is random by default: ids chosen by an adversary cannot be
-// aimed at one block. Fixtures pass a fixed key for reproducible output.
+// aimed at one block, and bits without their key test no id (package
+// snapshot keeps the key out of its files). Fixtures pass a fixed key for
+// reproducible output.
 //
 // # Deletion
 //

@@ -57,7 +57,7 @@ type Params struct {
 	Hash   Hash
 	M      uint64   // number of bits: a multiple of BlockBits, at most MaxBits
 	K      uint32   // bits per key, 1..MaxK
-	Key    [32]byte // BLAKE3 key; secret if adversaries choose record ids
+	Key    [32]byte // BLAKE3 key: whoever holds it can test ids against the bits; kept in the database, out of snapshot files
 }
 
 // NewParams sizes a filter for n distinct keys at false-positive rate fpr,

@@ -63,6 +63,14 @@ type DamagedVariant struct {
 	At   int    `json:"at"`   // byte offset (truncate: the new length)
 	Hex  string `json:"hex,omitempty"`
 	Kind string `json:"kind"`
+	Why  string `json:"why,omitempty"`
+}
+
+// largeK is the fixture with the largest k, so that a reader's field
+// extraction is tested on real bits, not only on vectors.
+func largeK(p syncfilter.Params) fixture {
+	keys := asciiIDs(1000)
+	return fixture{name: "large-k.sfb", keysFile: "keys-large-k.json", inserted: "every key, once", keys: keys, insert: keys, params: p, capacity: 1000, generation: 1000}
 }
 
 // conformanceKeys are the keys of every vector set, with why each is there.
@@ -160,25 +168,63 @@ func digest(p syncfilter.Params, key string) [32]byte {
 	return d
 }
 
+// fillSet computes the entries of set: the conformance keys and the edge
+// keys of its parameters.
+func fillSet(set VectorSet) (VectorSet, error) {
+	var key [32]byte
+	b, _ := hex.DecodeString(set.HashKey)
+	copy(key[:], b)
+	p := syncfilter.Params{Layout: syncfilter.LayoutBlocked512, Hash: syncfilter.HashBLAKE3Keyed, M: set.M, K: set.K, Key: key}
+	for _, kw := range append(conformanceKeys(), edgeKeys(p)...) {
+		pos, err := p.Positions(kw[0])
+		if err != nil {
+			return set, fmt.Errorf("vector set %q: %w", set.Name, err)
+		}
+		canon, _ := normalize.String(kw[0])
+		d := digest(p, kw[0])
+		block, _ := bits.Mul64(binary.LittleEndian.Uint64(d[:8]), set.Blocks)
+		set.Entries = append(set.Entries, SetVector{Why: kw[1], KeyHex: hex.EncodeToString([]byte(kw[0])),
+			Canonical: hex.EncodeToString([]byte(canon)), Digest: hex.EncodeToString(d[:]), Block: block, Positions: pos})
+	}
+	return set, nil
+}
+
+// damagedVariants are the edits of base (its bytes b) every reader must
+// refuse, each with its kind.
+func damagedVariants(base string, b []byte) ([]DamagedVariant, error) {
+	n := len(b)
+	d := []DamagedVariant{
+		{Base: base, Edit: "truncate", At: 0, Kind: "truncated"},
+		{Base: base, Edit: "truncate", At: 5, Kind: "truncated"},
+		{Base: base, Edit: "truncate", At: 10, Kind: "truncated"},
+		{Base: base, Edit: "truncate", At: 100, Kind: "truncated"},
+		{Base: base, Edit: "truncate", At: n - 1, Kind: "truncated"},
+		{Base: base, Edit: "xor", At: 0, Hex: "01", Kind: "not_a_snapshot"},
+		{Base: base, Edit: "xor", At: 8, Hex: "02", Kind: "unsupported_version"},
+		{Base: base, Edit: "xor", At: 16, Hex: "01", Kind: "corrupt_header"},
+		{Base: base, Edit: "xor", At: 185, Hex: "80", Kind: "corrupt_header"},
+		{Base: base, Edit: "xor", At: 200, Hex: "01", Kind: "checksum_mismatch"},
+		{Base: base, Edit: "xor", At: n - 1, Hex: "01", Kind: "checksum_mismatch"},
+		{Base: base, Edit: "append", At: n, Hex: "00", Kind: "trailing_data"},
+		{Base: base, Edit: "insert", At: 200, Hex: "0000000000000000", Kind: "trailing_data"},
+		{Base: base, Edit: "insert", At: 192, Hex: "ff", Kind: "trailing_data"},
+	}
+	for i, v := range d {
+		if v.At > n {
+			return nil, fmt.Errorf("damaged variant %d: offset %d past %d bytes", i, v.At, n)
+		}
+	}
+	return d, nil
+}
+
 func conformance(released map[string][]byte) (Conformance, map[string][]byte, error) {
 	files := map[string][]byte{}
 	c := Conformance{Policy: normalize.Policy, UnicodeVersion: normalize.PinnedUnicode, AssignedFile: "unicode-15.0.0-assigned.txt"}
 	c.Snapshots = []string{"large-k.sfb"}
 	for _, set := range vectorSets() {
-		var key [32]byte
-		b, _ := hex.DecodeString(set.HashKey)
-		copy(key[:], b)
-		p := syncfilter.Params{Layout: syncfilter.LayoutBlocked512, Hash: syncfilter.HashBLAKE3Keyed, M: set.M, K: set.K, Key: key}
-		for _, kw := range append(conformanceKeys(), edgeKeys(p)...) {
-			pos, err := p.Positions(kw[0])
-			if err != nil {
-				return c, nil, fmt.Errorf("vector set %q: %w", set.Name, err)
-			}
-			canon, _ := normalize.String(kw[0])
-			d := digest(p, kw[0])
-			block, _ := bits.Mul64(binary.LittleEndian.Uint64(d[:8]), set.Blocks)
-			set.Entries = append(set.Entries, SetVector{Why: kw[1], KeyHex: hex.EncodeToString([]byte(kw[0])),
-				Canonical: hex.EncodeToString([]byte(canon)), Digest: hex.EncodeToString(d[:]), Block: block, Positions: pos})
+		set, err := fillSet(set)
+		if err != nil {
+			return c, nil, err
 		}
 		c.VectorSets = append(c.VectorSets, set)
 	}
@@ -190,11 +236,9 @@ func conformance(released map[string][]byte) (Conformance, map[string][]byte, er
 		{hex.EncodeToString([]byte("\xf4\x90\x80\x80")), "above U+10FFFF"},
 	}
 
-	// A fixture with the largest k, so that a reader's field extraction
-	// is tested on real bits, not only on vectors.
 	p := syncfilter.Params{Layout: syncfilter.LayoutBlocked512, Hash: syncfilter.HashBLAKE3Keyed, M: 64 * 512, K: syncfilter.MaxK, Key: fixedKey(200)}
-	keys := asciiIDs(1000)
-	snap, err := build(fixture{name: "large-k.sfb", keys: keys, insert: keys, params: p, capacity: 1000, generation: 1000}, normalize.PinnedUnicode)
+	keys := largeK(p).keys
+	snap, err := build(largeK(p), headerV1(normalize.PinnedUnicode))
 	if err != nil {
 		return c, nil, err
 	}
@@ -204,28 +248,8 @@ func conformance(released map[string][]byte) (Conformance, map[string][]byte, er
 	}
 
 	// Damaged variants of released files, one edit each.
-	tiny := released["tiny.sfb"]
-	n := len(tiny)
-	c.Damaged = []DamagedVariant{
-		{Base: "tiny.sfb", Edit: "truncate", At: 0, Kind: "truncated"},
-		{Base: "tiny.sfb", Edit: "truncate", At: 5, Kind: "truncated"},
-		{Base: "tiny.sfb", Edit: "truncate", At: 10, Kind: "truncated"},
-		{Base: "tiny.sfb", Edit: "truncate", At: 100, Kind: "truncated"},
-		{Base: "tiny.sfb", Edit: "truncate", At: n - 1, Kind: "truncated"},
-		{Base: "tiny.sfb", Edit: "xor", At: 0, Hex: "01", Kind: "not_a_snapshot"},
-		{Base: "tiny.sfb", Edit: "xor", At: 8, Hex: "02", Kind: "unsupported_version"},
-		{Base: "tiny.sfb", Edit: "xor", At: 16, Hex: "01", Kind: "corrupt_header"},
-		{Base: "tiny.sfb", Edit: "xor", At: 185, Hex: "80", Kind: "corrupt_header"},
-		{Base: "tiny.sfb", Edit: "xor", At: 200, Hex: "01", Kind: "checksum_mismatch"},
-		{Base: "tiny.sfb", Edit: "xor", At: n - 1, Hex: "01", Kind: "checksum_mismatch"},
-		{Base: "tiny.sfb", Edit: "append", At: n, Hex: "00", Kind: "trailing_data"},
-		{Base: "tiny.sfb", Edit: "insert", At: 200, Hex: "0000000000000000", Kind: "trailing_data"},
-		{Base: "tiny.sfb", Edit: "insert", At: 192, Hex: "ff", Kind: "trailing_data"},
-	}
-	for i, d := range c.Damaged {
-		if d.At > len(tiny) {
-			return c, nil, fmt.Errorf("damaged variant %d: offset %d past %d bytes", i, d.At, len(tiny))
-		}
+	if c.Damaged, err = damagedVariants("tiny.sfb", released["tiny.sfb"]); err != nil {
+		return c, nil, err
 	}
 
 	// The code points assigned in Unicode 15.0.0, for readers with newer

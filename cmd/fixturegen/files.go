@@ -17,8 +17,25 @@ import (
 
 var errMismatch = errors.New("fixtures differ from what this program generates")
 
-func versionDir(root string) string {
-	return filepath.Join(root, "v"+strconv.Itoa(int(snapshot.MaxVersion)))
+// generators builds every file of each version folder in memory, from
+// the Unicode version recorded in headers and manifest.
+var generators = map[snapshot.Version]func(unicodeVersion string) (map[string][]byte, error){
+	snapshot.Version1: generateV1,
+	snapshot.Version2: generateV2,
+}
+
+// versions lists the folders this program generates, oldest first.
+func versions() []snapshot.Version {
+	var vs []snapshot.Version
+	for v := range generators {
+		vs = append(vs, v)
+	}
+	slices.Sort(vs)
+	return vs
+}
+
+func versionDir(root string, v snapshot.Version) string {
+	return filepath.Join(root, "v"+strconv.Itoa(int(v)))
 }
 
 // recordedUnicode returns the Unicode version in an existing manifest, so
@@ -39,8 +56,17 @@ func recordedUnicode(dir string) (string, error) {
 	return m.UnicodeVersion, nil
 }
 
+// checkDir regenerates every version folder and compares it with root's.
 func checkDir(root string, stdout io.Writer) error {
-	dir := versionDir(root)
+	var errs []error
+	for _, v := range versions() {
+		errs = append(errs, checkVersion(root, v, stdout))
+	}
+	return errors.Join(errs...)
+}
+
+func checkVersion(root string, v snapshot.Version, stdout io.Writer) error {
+	dir := versionDir(root, v)
 	uv, err := recordedUnicode(dir)
 	if err != nil {
 		return err
@@ -51,7 +77,7 @@ func checkDir(root string, stdout io.Writer) error {
 	if uv != normalize.UnicodeVersion() {
 		fmt.Fprintf(stdout, "note: fixtures record Unicode %s, this program has %s; checking that the keys still land on the same bits\n", uv, normalize.UnicodeVersion())
 	}
-	want, err := generate(uv)
+	want, err := generators[v](uv)
 	if err != nil {
 		return err
 	}
@@ -84,8 +110,19 @@ func checkDir(root string, stdout io.Writer) error {
 	return nil
 }
 
+// writeDir writes every version folder into root, refusing to change a
+// file that exists with other bytes unless force.
 func writeDir(root string, force bool, stdout io.Writer) error {
-	dir := versionDir(root)
+	for _, v := range versions() {
+		if err := writeVersion(root, v, force, stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeVersion(root string, v snapshot.Version, force bool, stdout io.Writer) error {
+	dir := versionDir(root, v)
 	uv, err := recordedUnicode(dir)
 	if err != nil {
 		return err
@@ -93,7 +130,7 @@ func writeDir(root string, force bool, stdout io.Writer) error {
 	if uv == "" {
 		uv = normalize.UnicodeVersion()
 	}
-	files, err := generate(uv)
+	files, err := generators[v](uv)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,8 @@ type Manifest struct {
 	Policy         string         `json:"policy"`
 	UnicodeVersion string         `json:"unicode_version"`
 	Files          []ManifestFile `json:"files"`
-	Vectors        string         `json:"vectors"`
+	Vectors        string         `json:"vectors,omitempty"`  // version 1: position vectors
+	Database       string         `json:"database,omitempty"` // version 2: the keys, as the database holds them
 }
 
 // ManifestFile is one snapshot and the keys it was built from.
@@ -48,13 +49,14 @@ type ManifestFile struct {
 	Hash          string `json:"hash"`
 	M             uint64 `json:"m"`
 	K             uint32 `json:"k"`
-	HashKey       string `json:"hash_key"`
+	HashKey       string `json:"hash_key,omitempty"` // version 1: in the file's header
+	KeyID         string `json:"key_id,omitempty"`   // version 2: in the header; the key is in Manifest.Database
 	Items         uint64 `json:"items"`
 	Capacity      uint64 `json:"capacity"`
 	Generation    uint64 `json:"generation"`
 	DatasetID     string `json:"dataset_id"`
 	Created       string `json:"created"`
-	Keys          string `json:"keys"`     // JSON array of every key that must answer maybe
+	Keys          string `json:"keys"`     // JSON array of every key that must answer maybe (a path relative to the folder)
 	Inserted      string `json:"inserted"` // how the keys went in
 	Blake3        string `json:"blake3"`   // BLAKE3-256 of the snapshot file
 	Bytes         int    `json:"bytes"`
@@ -140,23 +142,23 @@ func fixtures() ([]fixture, error) {
 	}, nil
 }
 
-// generate builds every file of the current version folder in memory.
-// unicodeVersion is the version recorded in headers and manifest.
-func generate(unicodeVersion string) (map[string][]byte, error) {
+// generateV1 builds every file of fixtures/v1 in memory. unicodeVersion
+// is the version recorded in headers and manifest.
+func generateV1(unicodeVersion string) (map[string][]byte, error) {
 	fs, err := fixtures()
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]byte{}
 	man := Manifest{
-		FormatVersion:  int(snapshot.MaxVersion),
+		FormatVersion:  int(snapshot.Version1),
 		Generator:      "go run ./cmd/fixturegen -out fixtures",
 		Policy:         normalize.Policy,
 		UnicodeVersion: unicodeVersion,
 		Vectors:        "vectors.json",
 	}
 	for _, fx := range fs {
-		snap, err := build(fx, unicodeVersion)
+		snap, err := build(fx, headerV1(unicodeVersion))
 		if err != nil {
 			return nil, fmt.Errorf("build %s: %w", fx.name, err)
 		}
@@ -167,7 +169,7 @@ func generate(unicodeVersion string) (map[string][]byte, error) {
 		out[fx.name], out[fx.keysFile] = snap, keys
 		sum := blake3.Sum256(snap)
 		man.Files = append(man.Files, ManifestFile{
-			File: fx.name, FormatVersion: int(snapshot.MaxVersion),
+			File: fx.name, FormatVersion: int(snapshot.Version1),
 			Layout: fx.params.Layout.String(), Hash: fx.params.Hash.String(),
 			M: fx.params.M, K: fx.params.K, HashKey: hex.EncodeToString(fx.params.Key[:]),
 			Items: uint64(len(fx.insert)), Capacity: fx.capacity, Generation: fx.generation,
@@ -200,7 +202,16 @@ func generate(unicodeVersion string) (map[string][]byte, error) {
 	return out, nil
 }
 
-func build(fx fixture, unicodeVersion string) ([]byte, error) {
+// headerV1 is what every version 1 fixture's header says besides its
+// filter.
+func headerV1(unicodeVersion string) snapshot.Header {
+	return snapshot.Header{Version: snapshot.Version1, DatasetID: fixedDataset, Created: fixedCreated,
+		Policy: normalize.Policy, UnicodeVersion: unicodeVersion}
+}
+
+// build encodes a filter holding fx.insert under fx.params, with h's
+// version, dataset, time and policy.
+func build(fx fixture, h snapshot.Header) ([]byte, error) {
 	f, err := syncfilter.New(fx.params)
 	if err != nil {
 		return nil, err
@@ -215,11 +226,8 @@ func build(fx fixture, unicodeVersion string) ([]byte, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	h := snapshot.Header{
-		Capacity: fx.capacity, Generation: fx.generation, DatasetID: fixedDataset,
-		Created: fixedCreated, Policy: normalize.Policy, UnicodeVersion: unicodeVersion,
-	}
-	if err := snapshot.Encode(&buf, h, img); err != nil {
+	h.Capacity, h.Generation = fx.capacity, fx.generation
+	if err := snapshot.Encode(&buf, h, img, snapshot.WithKey(fx.params.Key)); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

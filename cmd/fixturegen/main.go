@@ -1,12 +1,13 @@
 // Command fixturegen writes, or checks, the committed snapshot fixtures of
-// the current format version.
+// every format version.
 //
 //	go run ./cmd/fixturegen -out fixtures          write fixtures/v<N>/ (refuses to change released files)
 //	go run ./cmd/fixturegen -out fixtures -check   regenerate in memory and compare byte for byte
 //
 // The fixtures are built from fixed keys, hash keys, dataset id and time,
 // so the output is the same on every machine. Released fixtures are never
-// rewritten: a format change adds a version folder.
+// rewritten: a format change adds a version folder, and the folders of
+// older versions are still regenerated and compared.
 package main
 
 import (

@@ -117,8 +117,8 @@ func init() {
 			[]string{"syncfilter inspect records.sfb", "syncfilter inspect records.sfb --json"}, (*app).inspect},
 		{"verify", "FILE", "exit 0 if the snapshot is valid and usable by this build, else print why and exit 3",
 			[]string{"syncfilter verify records.sfb && echo ok"}, (*app).verify},
-		{"query", "FILE [-0] [--json] [KEY...]", "print maybe or absent for each key (arguments, or stdin as it arrives)",
-			[]string{"syncfilter query records.sfb id-1 id-2", "cut -f1 ids.tsv | syncfilter query records.sfb --json"}, (*app).query},
+		{"query", "FILE [--db PATH] [-0] [--json] [KEY...]", "print maybe or absent for each key (arguments, or stdin as it arrives)",
+			[]string{"syncfilter query records.sfb --db app.db id-1 id-2", "cut -f1 ids.tsv | syncfilter query records.sfb --db app.db --json"}, (*app).query},
 		{"check", "--db PATH --table NAME --column NAME [--snapshot FILE] [-0] [--json] [--exit-code] [--busy-timeout D] [KEY...]",
 			"print fetched or missing for each key: the definitive answer (read-only)",
 			[]string{
@@ -248,7 +248,7 @@ func shortDuration(d time.Duration) string {
 // to a failure to read it.
 func isInvalidSnapshot(err error) bool {
 	for _, s := range []error{snapshot.ErrNotSnapshot, snapshot.ErrUnsupportedVersion, snapshot.ErrTruncated,
-		snapshot.ErrCorruptHeader, snapshot.ErrChecksum, snapshot.ErrTrailingData, snapshot.ErrIncompatible} {
+		snapshot.ErrCorruptHeader, snapshot.ErrWrongKey, snapshot.ErrChecksum, snapshot.ErrTrailingData, snapshot.ErrIncompatible} {
 		if errors.Is(err, s) {
 			return true
 		}

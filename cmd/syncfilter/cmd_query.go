@@ -3,10 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/syncfilter/syncfilter/normalize"
+	"github.com/syncfilter/syncfilter/rebuild"
+	"github.com/syncfilter/syncfilter/rebuild/ops"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
 
@@ -14,6 +18,9 @@ func (a *app) query(ctx context.Context, args []string) error {
 	fs := a.flags("query")
 	nul := fs.Bool("0", false, "keys on stdin are NUL-separated; so are the output records")
 	asJSON := fs.Bool("json", false, `print one JSON object per key: {"key": ..., "answer": ...}`)
+	db := fs.String("db", "", "SQLite database `path` holding the key of the snapshot's positions (a version 2 snapshot is read only with it)")
+	busy := 5 * time.Second
+	fs.Var(duration{&busy}, "busy-timeout", "how long SQLite waits for a lock another connection (the app) holds, a duration `D` such as 30s")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -29,7 +36,16 @@ func (a *app) query(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	s, err := snapshot.ReadFile(pos[0])
+	var s *snapshot.Snapshot
+	if *db == "" {
+		if s, err = snapshot.ReadFile(pos[0]); errors.Is(err, snapshot.ErrWrongKey) {
+			err = fmt.Errorf("%w (give --db: the database holds the key)", err)
+		}
+	} else if err = checkDB(*db); err == nil {
+		a.opens(*db, busy)
+		s, err = ops.ReadSnapshot(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, pos[0])
+		err = explainReadOnly(*db, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -174,7 +174,7 @@ func TestSymlinkedOut(t *testing.T) {
 		if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
 			t.Fatalf("round %d: the link was replaced by a file", round)
 		}
-		if _, err := snapshot.ReadFile(real); err != nil {
+		if _, _, _, err := snapshot.VerifyFile(real); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := sqlDB(t, db).Exec(`INSERT INTO records (id) VALUES (?)`, "late-"+string(rune('a'+round))); err != nil {

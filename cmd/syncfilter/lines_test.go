@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -9,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/syncfilter/syncfilter/snapshot"
+	"github.com/syncfilter/syncfilter/rebuild"
+	"github.com/syncfilter/syncfilter/rebuild/ops"
 )
 
 // line is one input line of check and what it must be answered.
@@ -163,8 +165,8 @@ func TestEveryLineAnsweredOnItsOwn(t *testing.T) {
 // spelling, an invalid key "invalid" without moving any other answer.
 func TestEveryQueryLineAnsweredOnItsOwn(t *testing.T) {
 	t.Parallel()
-	_, snap := linesDB(t)
-	s, err := snapshot.ReadFile(snap)
+	db, snap := linesDB(t)
+	s, err := ops.ReadSnapshot(context.Background(), rebuild.DBConfig{Path: db}, snap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func TestEveryQueryLineAnsweredOnItsOwn(t *testing.T) {
 		}
 		return "absent"
 	}
-	r := run(t, "a\nnever-1\nnever-1\n", "query", snap).must(t, 0)
+	r := run(t, "a\nnever-1\nnever-1\n", "query", "--db", db, snap).must(t, 0)
 	if want := "maybe\ta\n" + alone("never-1") + "\tnever-1\n" + alone("never-1") + "\tnever-1\n"; r.stdout != want {
 		t.Fatalf("query: %q, want %q", r.stdout, want)
 	}
@@ -194,5 +196,5 @@ func TestEveryQueryLineAnsweredOnItsOwn(t *testing.T) {
 		want = append(want, l)
 		stdin.WriteString(l.key + "\n")
 	}
-	checkLines(t, "query", run(t, stdin.String(), "query", snap).must(t, exitInvalid), want)
+	checkLines(t, "query", run(t, stdin.String(), "query", "--db", db, snap).must(t, exitInvalid), want)
 }

@@ -32,7 +32,7 @@ func TestEveryStderrLineIsStamped(t *testing.T) {
 		{"", append([]string{"rebuild", "--table", "nope"}, "--db", db, "--column", "id", "--out", snap)},
 		{"", []string{"verify", filepath.Join(dir, "missing.sfb")}},
 		{"", []string{"query", db, "k"}},
-		{"rec-1\nbad\xff\n", []string{"query", snap}},
+		{"rec-1\nbad\xff\n", []string{"query", "--db", db, snap}},
 		{"rec-1\nbad\xff\n", append([]string{"check", "--snapshot", db}, src...)},
 		{"", append([]string{"detach", "--snapshot", db}, src...)},
 		{"", append([]string{"status", "--table", "nope"}, "--db", db, "--column", "id")},

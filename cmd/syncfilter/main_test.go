@@ -151,22 +151,22 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("inspect --json lacks %q: %s", name, r.stdout)
 		}
 	}
-	if fields["items"].(float64) != 3003 || fields["normalization"] != "nfc/1" || fields["format_version"].(float64) != 1 {
+	if fields["items"].(float64) != 3003 || fields["normalization"] != "nfc/1" || fields["format_version"].(float64) != 2 {
 		t.Fatalf("inspect --json: %s", r.stdout)
 	}
 	run(t, "", "inspect", out).must(t, 0)
 
 	// query: arguments, stdin lines, NUL-separated stdin; NFD finds NFC.
-	r = run(t, "", "query", out, "rec-1", "nope-1", "cafe\u0301", "rec-2999").must(t, 0)
+	r = run(t, "", "query", "--db", db, out, "rec-1", "nope-1", "cafe\u0301", "rec-2999").must(t, 0)
 	wantQuery := "maybe\trec-1\nabsent\tnope-1\nmaybe\tcafe\u0301\nmaybe\trec-2999\n"
 	if r.stdout != wantQuery {
 		t.Fatalf("query: %q, want %q", r.stdout, wantQuery)
 	}
-	r = run(t, "rec-1\r\nnope-1\ncafe\u0301\nrec-2999\n", "query", out).must(t, 0)
+	r = run(t, "rec-1\r\nnope-1\ncafe\u0301\nrec-2999\n", "query", "--db", db, out).must(t, 0)
 	if r.stdout != wantQuery {
 		t.Fatalf("query from stdin lines: %q", r.stdout)
 	}
-	r = run(t, "rec-1\x00line\nbreak\x00", "query", "-0", out).must(t, 0)
+	r = run(t, "rec-1\x00line\nbreak\x00", "query", "--db", db, "-0", out).must(t, 0)
 	if r.stdout != "maybe\trec-1\x00absent\tline\nbreak\x00" {
 		t.Fatalf("query -0: %q", r.stdout)
 	}
@@ -215,7 +215,7 @@ func TestDamagedSnapshot(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := filepath.Join(t.TempDir(), "bad.sfb")
 			_ = os.WriteFile(bad, tc.bytes, 0o600)
-			for _, args := range [][]string{{"verify", bad}, {"query", bad, "rec-1"}, {"inspect", bad}} {
+			for _, args := range [][]string{{"verify", bad}, {"query", "--db", db, bad, "rec-1"}, {"inspect", bad}} {
 				r := run(t, "", args...).must(t, 3)
 				if !strings.Contains(r.stderr, tc.reason) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
 					t.Fatalf("%v: stderr %q stdout %q, want one line naming %q", args, r.stderr, r.stdout, tc.reason)
@@ -314,7 +314,7 @@ func TestDemo(t *testing.T) {
 	if strings.Contains(r.stdout+r.stderr, "\r") {
 		t.Fatal("demo output holds carriage returns")
 	}
-	if _, err := snapshot.ReadFile(filepath.Join(dir, "app.db.records.id.sfb")); err != nil {
+	if _, _, _, err := snapshot.VerifyFile(filepath.Join(dir, "app.db.records.id.sfb")); err != nil {
 		t.Fatalf("demo left no valid snapshot: %v", err)
 	}
 	run(t, "", "demo", "--dir", dir).must(t, 2) // refuses to reuse a database
@@ -340,7 +340,7 @@ func TestKilledRebuildLeavesPreviousFile(t *testing.T) {
 		time.Sleep(time.Duration(r.IntN(400)) * time.Millisecond)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		s, err := snapshot.ReadFile(out)
+		s, _, _, err := snapshot.VerifyFile(out)
 		if err != nil {
 			t.Fatalf("kill %d: snapshot unreadable: %v", i, err)
 		}

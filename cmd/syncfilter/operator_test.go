@@ -24,7 +24,7 @@ func TestVersion(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		r := run(t, "", args...).must(t, 0)
-		for _, want := range []string{"syncfilter ", "module", "github.com/syncfilter/syncfilter", "go1.", "reads format [1]", "writes format 1", "nfc/1", "Unicode 15.0.0", "sqlite         3."} {
+		for _, want := range []string{"syncfilter ", "module", "github.com/syncfilter/syncfilter", "go1.", "reads format [1 2]", "writes format 2", "nfc/1", "Unicode 15.0.0", "sqlite         3."} {
 			if !strings.Contains(r.stdout, want) {
 				t.Fatalf("%v: %q lacks %q", args, r.stdout, want)
 			}
@@ -32,7 +32,7 @@ func TestVersion(t *testing.T) {
 	}
 	var v versionInfo
 	r := run(t, "", "version", "--json").must(t, 0)
-	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.SQLite == "" || v.Go == "" || v.FormatWritten != 1 {
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.SQLite == "" || v.Go == "" || v.FormatWritten != 2 {
 		t.Fatalf("version --json: %q, %v", r.stdout, err)
 	}
 }
@@ -294,7 +294,7 @@ func TestQueryAndCheckAnswerAsKeysArrive(t *testing.T) {
 	db := appDB(t, 100)
 	snap := filepath.Join(filepath.Dir(db), "r.sfb")
 	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
-	got := answersOf(t, []string{"rec-1", "nope", "rec-2"}, "query", snap)
+	got := answersOf(t, []string{"rec-1", "nope", "rec-2"}, "query", "--db", db, snap)
 	if want := []string{"maybe\trec-1", "absent\tnope", "maybe\trec-2"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("query: %q, want %q", got, want)
 	}
@@ -311,7 +311,7 @@ func TestInvalidKeysDoNotStopTheRun(t *testing.T) {
 	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
 	exact, over := strings.Repeat("k", maxKeyBytes), strings.Repeat("k", maxKeyBytes+1)
 	stdin := "rec-1\nbad\xff\n" + exact + "\n" + over + "\nrec-2\n"
-	r := run(t, stdin, "query", snap)
+	r := run(t, stdin, "query", "--db", db, snap)
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	if r.code != exitInvalid || len(lines) != 5 || lines[0] != "maybe\trec-1" || lines[1] != `invalid	"bad\xff"` ||
 		lines[2] != "absent\t"+exact || !strings.HasPrefix(lines[3], "invalid\t") || lines[4] != "maybe\trec-2" {
@@ -357,7 +357,7 @@ func TestTextOutputIsUnambiguous(t *testing.T) {
 	snap := filepath.Join(filepath.Dir(db), "r.sfb")
 	run(t, "", "rebuild", "--db", db, "--table", "records", "--column", "id", "--out", snap).must(t, 0)
 	keys := []string{"tab\tid", `"tab\tid"`, ` lead`, `trail `, `plain`, `back\slash`, `quo"te`, "line\u2028sep"}
-	r := run(t, "", append([]string{"query", snap, "--"}, keys...)...).must(t, 0)
+	r := run(t, "", append([]string{"query", "--db", db, snap, "--"}, keys...)...).must(t, 0)
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	seen := map[string]bool{}
 	for i, l := range lines {
@@ -483,7 +483,7 @@ func TestStreamingMemoryIsBounded(t *testing.T) {
 		args  []string
 		limit int64
 	}{
-		{[]string{"query", snap}, 64 << 20},
+		{[]string{"query", "--db", db, snap}, 64 << 20},
 		{[]string{"check", "--db", db, "--table", "records", "--column", "id", "--snapshot", snap}, 128 << 20},
 	} {
 		_, rss, answers := peakRSSFeeding(t, n, tc.args...)

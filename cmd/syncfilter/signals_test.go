@@ -29,6 +29,8 @@ func TestSignalsEndEveryCommand(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	big := appDB(t, 1000)
+	bigSnap := filepath.Join(filepath.Dir(big), "big.sfb")
+	run(t, "", "rebuild", "--db", big, "--table", "records", "--column", "id", "--out", bigSnap).must(t, 0)
 	locked := plainApp(t)
 	snap := filepath.Join(filepath.Dir(locked), "r.sfb")
 	prom := filepath.Join(filepath.Dir(locked), "m.prom")
@@ -52,7 +54,8 @@ func TestSignalsEndEveryCommand(t *testing.T) {
 		{"check waiting on a lock", syscall.SIGINT, append([]string{"check", "--busy-timeout", "1h", "rec-1"}, src...)},
 		{"status waiting on a lock", syscall.SIGTERM, append([]string{"status", "--busy-timeout", "1h"}, src...)},
 		{"detach waiting on a lock", syscall.SIGTERM, append([]string{"detach", "--busy-timeout", "1h"}, src...)},
-		{"query reading an open stdin", syscall.SIGTERM, []string{"query", snap}},
+		{"query waiting on a lock", syscall.SIGTERM, []string{"query", "--db", locked, "--busy-timeout", "1h", snap, "rec-1"}},
+		{"query reading an open stdin", syscall.SIGTERM, []string{"query", "--db", big, bigSnap}},
 		{"check reading an open stdin", syscall.SIGINT, []string{"check", "--db", big, "--table", "records", "--column", "id"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

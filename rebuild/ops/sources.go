@@ -2,11 +2,13 @@ package ops
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/syncfilter/syncfilter/rebuild"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/rebuild/internal/upkeep"
+	"github.com/syncfilter/syncfilter/snapshot"
 )
 
 // Attached is a source the database records: a collection some index or
@@ -48,6 +50,39 @@ func list(ctx context.Context, db *upkeep.DB) ([]Attached, error) {
 		}
 	}
 	return out, nil
+}
+
+// ReadSnapshot reads the snapshot file at path with the key of the
+// positions the database holds for the source the file is of (by its
+// dataset id), opening the database read-only. A version 2 file is read
+// only so: its header holds the key's id, never the key. A file of no
+// source the database lists is ErrNotAttached; a source without a key
+// yet reads only a version 1 file, with the key its header holds.
+func ReadSnapshot(ctx context.Context, cfg rebuild.DBConfig, path string) (*snapshot.Snapshot, error) {
+	h, err := snapshot.ReadHeader(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ReadOnly = true
+	db, err := upkeep.OpenDB(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	l, err := db.Sources(ctx)
+	db.Close(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range l {
+		switch {
+		case s.DatasetID != h.DatasetID:
+		case s.Keyed:
+			return snapshot.ReadFile(path, snapshot.WithKey(s.Key))
+		default:
+			return snapshot.ReadFile(path)
+		}
+	}
+	return nil, fmt.Errorf("%s: dataset %x: no source of %s: %w", path, h.DatasetID, cfg.Path, ErrNotAttached)
 }
 
 // DatasetID returns the random id the database gave a source when it was

@@ -58,6 +58,10 @@ func Describe(ctx context.Context, dcfg rebuild.DBConfig, src rebuild.Source) (S
 		return Status{}, err
 	}
 	s := c.Src()
+	var keyed []snapshot.Option // the file's key checked against the database's
+	if s.Keyed {
+		keyed = append(keyed, snapshot.WithKey(s.Key))
+	}
 	out := Status{Table: s.Table, Column: s.Column, Attached: s.Row && s.Logged}
 	if s.Row {
 		out.DatasetID = s.DatasetID
@@ -90,7 +94,7 @@ func Describe(ctx context.Context, dcfg rebuild.DBConfig, src rebuild.Source) (S
 		}
 	}
 	out.Snapshot = snap
-	h, health, _, err := snapshot.VerifyFile(src.Snapshot)
+	h, health, _, err := snapshot.VerifyFile(src.Snapshot, keyed...)
 	if err != nil {
 		if snap.Reason == nil {
 			snap.Reason = err

@@ -23,6 +23,8 @@ var sharedDDL = []string{
 		spellings_gen  INTEGER NOT NULL DEFAULT 0,
 		snapshot   TEXT,
 		tbl_rowid  INTEGER NOT NULL DEFAULT 0,
+		positions_key  BLOB,
+		lowest_version INTEGER NOT NULL DEFAULT 1,
 		UNIQUE (tbl, col))`,
 	`CREATE TABLE IF NOT EXISTS ` + SnapshotsTable + ` (
 		source     INTEGER NOT NULL,
@@ -39,7 +41,20 @@ var sharedDDL = []string{
 		PRIMARY KEY (source, token)) WITHOUT ROWID`,
 }
 
-// AttachInfo says what an Attach did.
+// keyColumns are added to a syncfilter_sources created before them: a
+// row of then has no key (NULL) and accepts snapshots from version 1.
+var keyColumns = []string{
+	`ALTER TABLE ` + SourcesTable + ` ADD COLUMN positions_key BLOB`,
+	`ALTER TABLE ` + SourcesTable + ` ADD COLUMN lowest_version INTEGER NOT NULL DEFAULT 1`,
+}
+
+// KeyedVersion is the first snapshot format version that keeps the key of
+// the positions out of the file: the lowest a source accepts once it was
+// created with its key, or saved one.
+const KeyedVersion = 2
+
+// AttachInfo says what an Attach did (neither, when it only gave a row of
+// before the key its key).
 type AttachInfo struct {
 	// Created: this call created the source's row; Undo removes it all.
 	Created bool
@@ -56,7 +71,7 @@ type AttachInfo struct {
 func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed bool) (s *Source, info AttachInfo, err error) {
 	err = db.update(ctx, "attach source", func(tx *Tx) error {
 		var err error
-		if s, err = Resolve(ctx, tx, table, column, allowUnindexed); err != nil || (s.Row && s.Logged) {
+		if s, err = Resolve(ctx, tx, table, column, allowUnindexed); err != nil || (s.Row && s.Logged && s.Keyed) {
 			return err
 		}
 		return s.attach(ctx, tx, &info)
@@ -68,10 +83,24 @@ func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed b
 }
 
 // attach creates the shared tables, the source's row (with a random
-// dataset id) or resets it, and its log, spellings table and triggers.
+// dataset id and key) or resets it, and its log, spellings table and
+// triggers; a row of before the key gets one.
 func (s *Source) attach(ctx context.Context, tx *Tx, info *AttachInfo) error {
 	if err := tx.execAll(sharedDDL...); err != nil {
 		return err
+	}
+	if keyed, err := hasKeyColumns(ctx, tx); err != nil || !keyed {
+		if err == nil {
+			err = tx.execAll(keyColumns...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if s.Row && !s.Keyed {
+		if err := s.newKey(tx); err != nil || s.Logged {
+			return err
+		}
 	}
 	if s.OwnMissing {
 		if err := tx.exec(`CREATE TABLE ` + Quote(OwnTable) + ` (` + Quote(OwnColumn) + ` TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID`); err != nil {
@@ -115,10 +144,23 @@ func (s *Source) reset(tx *Tx) error {
 	return err
 }
 
-// insertRow creates the source's row, with a new random dataset id.
+// newKey gives a row of before the key a new random one: a version 1
+// file (whose header holds its own key) never opens the snapshots saved
+// with it.
+func (s *Source) newKey(tx *Tx) error {
+	_, _ = rand.Read(s.Key[:])
+	s.Keyed = true
+	return tx.exec(`UPDATE `+SourcesTable+` SET positions_key = ? WHERE id = ?`, s.Key[:], s.ID)
+}
+
+// insertRow creates the source's row, with a new random dataset id and
+// key; it accepts no snapshot older than KeyedVersion.
 func (s *Source) insertRow(ctx context.Context, tx *Tx) error {
 	_, _ = rand.Read(s.DatasetID[:])
-	res, err := tx.ExecContext(ctx, `INSERT INTO `+SourcesTable+` (tbl, col, dataset_id) VALUES (?, ?, ?)`, s.Table, s.Column, s.DatasetID[:])
+	_, _ = rand.Read(s.Key[:])
+	s.Keyed, s.Lowest = true, KeyedVersion
+	res, err := tx.ExecContext(ctx, `INSERT INTO `+SourcesTable+` (tbl, col, dataset_id, positions_key, lowest_version) VALUES (?, ?, ?, ?, ?)`,
+		s.Table, s.Column, s.DatasetID[:], s.Key[:], s.Lowest)
 	if err != nil {
 		return err
 	}

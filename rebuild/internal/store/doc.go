@@ -12,7 +12,8 @@
 // journal mode, which is the app's choice.
 //
 // The library's tables: syncfilter_sources (a row per source: dataset id,
-// log floor, epoch, scan and spellings marks, last snapshot),
+// log floor, epoch, scan and spellings marks, last snapshot, the key of
+// the positions and the lowest snapshot version accepted),
 // syncfilter_log_<n> (keys inserted or re-keyed, in commit order, each
 // with a random tag), syncfilter_spellings_<n> (stored non-NFC spellings
 // by NFC form), syncfilter_snapshots (snapshot files saved),

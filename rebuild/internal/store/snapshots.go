@@ -15,7 +15,9 @@ var errEpoch = errors.New("the source was attached again (its triggers had been 
 // RecordSnapshot records, before the file is renamed into place, that a
 // snapshot of gen with m bits and this checksum is saved at path (where
 // `syncfilter rebuild --all` writes the next); a generation the log has not
-// reached, or a filter of another epoch, is refused.
+// reached, or a filter of another epoch, is refused. The snapshots the
+// library saves are of KeyedVersion: from the first, the source accepts
+// no older one.
 func (db *DB) RecordSnapshot(ctx context.Context, s *Source, epoch uint64, sum [32]byte, gen, m uint64, path string) error {
 	return db.update(ctx, "record snapshot", func(tx *Tx) error {
 		var head, cur int64
@@ -35,7 +37,7 @@ func (db *DB) RecordSnapshot(ctx context.Context, s *Source, epoch uint64, sum [
 		(SELECT checksum FROM `+SnapshotsTable+` WHERE source = ?1 ORDER BY saved_at DESC, generation DESC LIMIT ?2)`, s.ID, keepRecords)
 		}
 		if err == nil {
-			err = tx.exec(`UPDATE `+SourcesTable+` SET snapshot = ? WHERE id = ?`, path, s.ID)
+			err = tx.exec(`UPDATE `+SourcesTable+` SET snapshot = ?, lowest_version = max(lowest_version, ?) WHERE id = ?`, path, KeyedVersion, s.ID)
 		}
 		return err
 	})

@@ -95,6 +95,14 @@ type Source struct {
 	CreatedAt string // when the source was first attached (UTC, RFC 3339)
 	Scanned   bool   // a full scan completed since the last (re)attach
 
+	// Key is the key of the positions of every filter the library builds
+	// for the source (random, made by Attach; never written to a file),
+	// if Keyed: a row of before the key has none until its next attach.
+	// Lowest is the lowest snapshot format version the database accepts.
+	Key    [32]byte
+	Keyed  bool
+	Lowest int
+
 	// Logged: both triggers exist exactly as created, the log and
 	// spellings tables exist, and the table is the one attached: every
 	// write since the attach is in the log.
@@ -158,12 +166,21 @@ func Resolve(ctx context.Context, q querier, table, column string, allowUnindexe
 // findRow reads the source's row in syncfilter_sources (names matched
 // case-insensitively, as SQLite does) and whether its objects are in place.
 func (s *Source) findRow(ctx context.Context, q querier) error {
-	var ds []byte
+	var ds, key []byte
 	var attachedRow int64
+	s.Lowest = 1
 	exists, err := hasTable(ctx, q, SourcesTable)
+	keyed := false
 	if err == nil && exists {
-		err = q.QueryRowContext(ctx, `SELECT id, dataset_id, scanned, created_at, tbl_rowid FROM `+SourcesTable+`
-		WHERE tbl = ? COLLATE NOCASE AND col = ? COLLATE NOCASE ORDER BY id LIMIT 1`, s.Table, s.Column).Scan(&s.ID, &ds, &s.Scanned, &s.CreatedAt, &attachedRow)
+		keyed, err = hasKeyColumns(ctx, q)
+	}
+	if err == nil && exists {
+		cols, dest := `id, dataset_id, scanned, created_at, tbl_rowid`, []any{&s.ID, &ds, &s.Scanned, &s.CreatedAt, &attachedRow}
+		if keyed {
+			cols, dest = cols+`, positions_key, lowest_version`, append(dest, &key, &s.Lowest)
+		}
+		err = q.QueryRowContext(ctx, `SELECT `+cols+` FROM `+SourcesTable+`
+		WHERE tbl = ? COLLATE NOCASE AND col = ? COLLATE NOCASE ORDER BY id LIMIT 1`, s.Table, s.Column).Scan(dest...)
 	}
 	switch {
 	case err != nil && !errors.Is(err, sql.ErrNoRows):
@@ -172,8 +189,11 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 		return nil
 	case len(ds) != len(s.DatasetID):
 		return fmt.Errorf("find source: dataset id of %d bytes in %s", len(ds), SourcesTable)
+	case key != nil && len(key) != len(s.Key):
+		return fmt.Errorf("find source: key of %d bytes in %s", len(key), SourcesTable)
 	}
 	copy(s.DatasetID[:], ds)
+	s.Keyed = copy(s.Key[:], key) == len(s.Key)
 	s.Row = true
 	s.setNames(s.ID)
 	if s.OwnMissing {
@@ -185,6 +205,14 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 	}
 	s.Logged = found == 4 && attachedRow == s.tableRow
 	return nil
+}
+
+// hasKeyColumns reports whether syncfilter_sources has the columns of the
+// key (a table created before them gets them at the next attach).
+func hasKeyColumns(ctx context.Context, q querier) (bool, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?, 'main') WHERE name IN ('positions_key', 'lowest_version')`, SourcesTable).Scan(&n)
+	return n == 2, err
 }
 
 // objectsInPlace counts the source's triggers (as created) and tables.
@@ -231,6 +259,8 @@ type Listed struct {
 	DatasetID     [16]byte
 	CreatedAt     string
 	Snapshot      string // the last snapshot recorded; "" if none
+	Key           [32]byte
+	Keyed         bool // Key is the source's (a row of before the key has none)
 }
 
 // List returns the sources the database records, in the order they were
@@ -239,7 +269,13 @@ func List(ctx context.Context, q querier) ([]Listed, error) {
 	if exists, err := hasTable(ctx, q, SourcesTable); err != nil || !exists {
 		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, `SELECT tbl, col, dataset_id, created_at, coalesce(snapshot, '') FROM `+SourcesTable+` ORDER BY id`)
+	key := `NULL`
+	if keyed, err := hasKeyColumns(ctx, q); err != nil {
+		return nil, fmt.Errorf("list sources: %w", err)
+	} else if keyed {
+		key = `positions_key`
+	}
+	rows, err := q.QueryContext(ctx, `SELECT tbl, col, dataset_id, created_at, coalesce(snapshot, ''), `+key+` FROM `+SourcesTable+` ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list sources: %w", err)
 	}
@@ -247,11 +283,12 @@ func List(ctx context.Context, q querier) ([]Listed, error) {
 	var out []Listed
 	for rows.Next() {
 		var l Listed
-		var ds []byte
-		if err := rows.Scan(&l.Table, &l.Column, &ds, &l.CreatedAt, &l.Snapshot); err != nil {
+		var ds, key []byte
+		if err := rows.Scan(&l.Table, &l.Column, &ds, &l.CreatedAt, &l.Snapshot, &key); err != nil {
 			return nil, fmt.Errorf("list sources: %w", err)
 		}
 		copy(l.DatasetID[:], ds)
+		l.Keyed = copy(l.Key[:], key) == len(l.Key)
 		out = append(out, l)
 	}
 	return out, rows.Err()

@@ -24,8 +24,8 @@ func (k *Keeper) Reload(ctx context.Context) error {
 	return k.db.run(ctx, kindLoad, k, reason{}).err
 }
 
-// rebuildJob attaches the source if its triggers are not in place and
-// rebuilds its filter: bypass, scan, publish, record, save, compact. A
+// rebuildJob attaches the source if its triggers (or its key) are not in
+// place and rebuilds its filter: bypass, scan, publish, record, save, compact. A
 // first attach (by this index's open) whose scan fails is undone, leaving
 // the database as it was.
 func (k *Keeper) rebuildJob(ctx context.Context, why reason) (rep *reporter, err error) {
@@ -57,7 +57,7 @@ func (k *Keeper) rebuildJob(ctx context.Context, why reason) (rep *reporter, err
 	if k.cfg.Snapshot != "" {
 		k.checkTarget(f, src)
 	}
-	if !src.Logged {
+	if !src.Logged || !src.Keyed {
 		if src, err = k.attach(ctx, c); err != nil {
 			return rep, err
 		}
@@ -192,7 +192,7 @@ func (k *Keeper) BuildSnapshot(ctx context.Context) (_ *gate.View, err error) {
 		return nil, k.targetErr()
 	}
 	var info store.AttachInfo
-	if !src.Logged {
+	if !src.Logged || !src.Keyed {
 		if info, err = c.Attach(ctx); err != nil {
 			return nil, err
 		}

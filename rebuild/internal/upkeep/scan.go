@@ -171,7 +171,7 @@ type builderResult struct {
 }
 
 // builder counts the source's rows on a connection of its own, sizes the
-// filter from them, then hashes every batch the scan sends into it (plain
+// filter from them (positions keyed by the source's key), then hashes every batch the scan sends into it (plain
 // stores: nobody queries it yet); it sends its result once batches is
 // closed. A count that fails fails the rebuild.
 func (k *Keeper) builder(ctx context.Context, f *gate.File, src *store.Source, batches <-chan []string, built chan<- builderResult, sizeFor func(int64) uint64) {
@@ -187,6 +187,7 @@ func (k *Keeper) builder(ctx context.Context, f *gate.File, src *store.Source, b
 		r.capacity = sizeFor(r.rows)
 		var p syncfilter.Params
 		if p, r.err = syncfilter.NewParams(r.capacity, k.cfg.FPR); r.err == nil {
+			p.Key = src.Key // the database's: its snapshots hold only its id
 			r.b, r.err = syncfilter.NewBuilder(p)
 		}
 		if r.err != nil {

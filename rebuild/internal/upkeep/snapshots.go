@@ -101,20 +101,31 @@ func (k *Keeper) publishSnapshot(ctx context.Context) error {
 
 // readSnapshot reads Source.Snapshot and checks that it may serve the
 // call's source, cheapest and most decisive first, all before the payload
-// is read: the file's claim, the normalization, the dataset, the
-// database's record of this very file, the size the database warrants
-// and a generation inside the log's range. Nothing here is O(rows).
+// is read: the file's claim, its version (the database's lowest or
+// later), the normalization, the dataset, the database's key (a file of
+// another key, a version 1 file among them, is refused), the database's
+// record of this very file, the size the database warrants and a
+// generation inside the log's range. Nothing here is O(rows).
 func (k *Keeper) readSnapshot(ctx context.Context, c *gate.Call, conn *store.Conn, h store.Head) (*gate.View, error) {
 	path, src := k.cfg.Snapshot, c.Src()
+	if !src.Keyed {
+		return nil, fmt.Errorf("the database holds no key of the positions yet (a rebuild by a writable open or `syncfilter rebuild` makes one): %w", snapshot.ErrWrongKey)
+	}
 	claim, err := snapshot.ReadClaim(path)
 	if err != nil {
 		return nil, err
+	}
+	if int(claim.Version) < src.Lowest {
+		return nil, fmt.Errorf("version %d, the database accepts %d or later: %w", claim.Version, src.Lowest, snapshot.ErrUnsupportedVersion)
 	}
 	if err := claim.CheckNormalization(); err != nil {
 		return nil, err
 	}
 	if err := claim.CheckDataset(src.DatasetID); err != nil {
 		return nil, fmt.Errorf("%w (the database's source was attached at %s; a snapshot of another database, or of this one before it was created again, is never used)", err, src.CreatedAt)
+	}
+	if err := claim.CheckKey(src.Key); err != nil {
+		return nil, err
 	}
 	ok, err := conn.Vouched(ctx, src, claim.Checksum, claim.Generation, claim.Params.M)
 	if err != nil {
@@ -132,7 +143,7 @@ func (k *Keeper) readSnapshot(ctx context.Context, c *gate.Call, conn *store.Con
 	case claim.Generation < h.Floor:
 		return nil, fmt.Errorf("generation %d, log compacted up to %d: %w", claim.Generation, h.Floor, store.ErrCannotCatchUp)
 	}
-	snap, err := snapshot.ReadFile(path)
+	snap, err := snapshot.ReadFile(path, snapshot.WithKey(src.Key))
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +232,8 @@ func (k *Keeper) save(ctx context.Context, v *gate.View) error {
 	record := func(sum [32]byte) error {
 		return f.St.RecordSnapshot(ctx, src, v.Epoch, sum, gen, img.Params().M, k.cfg.Snapshot)
 	}
-	if err := snapshot.WriteFileCommit(k.cfg.Snapshot, h, img, k.cfg.SnapshotMode, record, fsafe.DatabaseFiles(f.St.Path.Real)...); err != nil {
+	if err := snapshot.WriteFile(k.cfg.Snapshot, h, img, snapshot.WithKey(src.Key), snapshot.WithMode(k.cfg.SnapshotMode),
+		snapshot.WithCommit(record), snapshot.WithProtected(fsafe.DatabaseFiles(f.St.Path.Real)...)); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
 	k.db.mu.Lock()
