@@ -118,6 +118,9 @@ func (g *Gate) CatchUp(ctx context.Context) error {
 }
 
 func (c *Call) catchUpHeld(ctx context.Context) error {
+	if err := c.newest(); err != nil { // a binding made since the call began (an attach)
+		return err
+	}
 	v := c.g.Held()
 	if v != nil && (v.File != c.F || !c.b.src.Logged || v.Src.ID != c.b.src.ID) {
 		v = nil
