@@ -96,9 +96,9 @@ type Source struct {
 	// not when no filter can serve nor when the filter is due (see
 	// docs/INTEGRATION.md, "Rebuilds and sizing").
 	NoAutoRebuild bool
-	NotWhenDue    bool
-	RebuildFactor float64
-	RebuildEvery  time.Duration
+	NotWhenDue    bool          // no automatic rebuild when the filter is due (only when none serves)
+	RebuildFactor float64       // due when the estimated FPR exceeds FPR × this (default 2)
+	RebuildEvery  time.Duration // the least time between two automatic rebuilds
 
 	// Progress, if set, is told how far a scan got (keys read, rows),
 	// every ProgressEvery keys and at the end, asynchronously: it must

@@ -90,7 +90,7 @@ type DBStats struct {
 	Indexes      int    // indexes open
 	ReadersInUse int    // reading connections in use
 	ReadersIdle  int    // ... and idle
-	Upkeep       string // the background job running ("" when none)
+	Upkeep       string // "running" while the background runs a job, else ""
 	Suspended    bool
 }
 

@@ -20,7 +20,7 @@ import (
 //     between calls, re-attaching after a migration and rebuilding run in
 //     the background, and SQLite answers exactly meanwhile.
 //   - No lock a call, a callback or Close can wait for is held across SQL
-//     or a callback (docs/ARCHITECTURE.md, "Concurrency").
+//     or a callback (docs/ARCHITECTURE.md, "Locks and goroutines").
 //   - No read (Fetched, Missing, catch-up) writes; writes happen in Open,
 //     the background's jobs, Save and Close.
 //   - Every filter is closed exactly once, by whoever retired it.
@@ -66,10 +66,16 @@ func (db *DB) index(ctx context.Context, src Source, owned bool) (*Index, error)
 		return nil, err
 	}
 	ix := &Index{db: db, k: k, owned: owned}
+	opened := false
+	defer func() { // also when a Progress callback panicked: let go, then panic on
+		if !opened {
+			_ = k.Close(context.WithoutCancel(ctx))
+		}
+	}()
 	if err := k.Open(ctx); err != nil {
-		_ = k.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	opened = true
 	return ix, nil
 }
 

@@ -1,7 +1,6 @@
 // Package gate is the call path: it answers one collection's keys from
-// its filter and SQLite, and owns the collection's state (bypass, a
-// view being loaded or rebuilt, serving, dropped) and the views it serves
-// from.
+// its filter and SQLite, and owns the collection's state (bypass,
+// serving, rebuilding, closed) and the views it serves from.
 //
 // A call reads the state lock-free (Gate.state, an atomic pointer), runs
 // one probe statement through package store that checks the view is
@@ -12,7 +11,7 @@
 // never returned.
 //
 // Locks: Gate.mu (every state transition, held only to swap the pointer)
-// and the spTurn token (one read of the stored spellings at a time). Files
-// counts the users of the snapshot file mapped under a view (File.refs).
-// It starts no goroutine and imports only store and syncfilter.
+// and the spTurn token (one read of the stored spellings at a time). File.refs
+// counts the calls using the database file, which closes after the last.
+// It starts no goroutine and imports store, syncfilter and normalize.
 package gate

@@ -257,7 +257,10 @@ func (c *Call) rebind(ctx context.Context) error {
 			if !errors.Is(err, store.ErrNoSource) && !errors.Is(err, store.ErrInexactColumn) && !errors.Is(err, store.ErrNotIndexed) {
 				return err // not about the source: try again next call
 			}
-			b.err = fmt.Errorf("the source changed: %w", err)
+			b.err = err
+			if prev := g.bound.Load(); prev != nil && prev.err == nil {
+				b.err = fmt.Errorf("the source changed: %w", err)
+			}
 		}
 		old := g.keep(b)
 		c.b = b

@@ -106,10 +106,10 @@ func (c *Call) newSpellingsView(ctx context.Context, old *View) (*View, error) {
 		if h.Scanned {
 			// The table is complete up to SpellingsGen; the probe reads
 			// what was logged since.
-			v = NewView(nil, c.F, src, h.Epoch, Mark{Gen: h.SpellingsGen}, true)
+			v = NewView(nil, c.F, src, h.Epoch, Mark{Gen: h.SpellingsGen})
 			break
 		}
-		v = NewView(nil, c.F, src, h.Epoch, Mark{h.Seq, h.Tag}, false)
+		v = NewView(nil, c.F, src, h.Epoch, Mark{h.Seq, h.Tag})
 		if err := c.readSpellings(ctx, v); err != nil {
 			return nil, err
 		}
@@ -118,7 +118,7 @@ func (c *Call) newSpellingsView(ctx context.Context, old *View) (*View, error) {
 		if err != nil {
 			return nil, err
 		}
-		v = NewView(nil, c.F, src, 0, Mark{}, false)
+		v = NewView(nil, c.F, src, 0, Mark{})
 		v.DV = dv
 		if err := c.readSpellings(ctx, v); err != nil {
 			return nil, err

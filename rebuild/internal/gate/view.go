@@ -21,14 +21,11 @@ type Mark struct {
 // (nil for a view of the stored spellings alone) and the stored spellings
 // that are not NFC, both caught up on the log to one mark.
 type View struct {
-	ID    uint64
-	F     *syncfilter.Filter // nil: spellings only
-	File  *File
-	Src   *store.Source
-	Epoch uint64
-	// SpTable: the spellings table holds every stored non-NFC spelling up
-	// to the view's first mark; else the set was read from the table.
-	SpTable  bool
+	ID       uint64
+	F        *syncfilter.Filter // nil: spellings only
+	File     *File
+	Src      *store.Source
+	Epoch    uint64
 	Capacity uint64        // keys F was sized for
 	Rows     int64         // rows when it was built (0: loaded)
 	Built    time.Time     // when it was built or loaded
@@ -39,8 +36,8 @@ type View struct {
 }
 
 // NewView returns a view at mark m.
-func NewView(f *syncfilter.Filter, file *File, src *store.Source, epoch uint64, m Mark, spTable bool) *View {
-	v := &View{ID: NewID(), F: f, File: file, Src: src, Epoch: epoch, SpTable: spTable, Built: time.Now()}
+func NewView(f *syncfilter.Filter, file *File, src *store.Source, epoch uint64, m Mark) *View {
+	v := &View{ID: NewID(), F: f, File: file, Src: src, Epoch: epoch, Built: time.Now()}
 	v.mark.Store(&m)
 	return v
 }

@@ -11,7 +11,9 @@
 //
 // Locks: DB.mu guards the queue, the follower's set and every Keeper's
 // k.mu fields; it is taken after the store's and the gate's turns and
-// before work.Life.mu. Goroutines: the worker, the follower, a scan's
-// builder and the progress reporter, each ending when its DB or job does
-// (work.Life counts them for Close and Suspend).
+// before work.Life.mu. Goroutines: the worker and the follower (counted
+// by the database's work.Life, which Close and Suspend wait for), a
+// scan's builder (its scan waits for it) and the progress reporter, which
+// nothing waits for: a callback may call Close, so Close does not wait
+// for a callback in progress.
 package upkeep

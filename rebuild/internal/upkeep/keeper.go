@@ -425,9 +425,6 @@ func (k *Keeper) Due(est float64) bool {
 	return est > k.cfg.FPR*k.cfg.RebuildFactor
 }
 
-// SnapshotPath is the snapshot file, resolved at open.
-func (k *Keeper) SnapshotPath() string { return k.cfg.Snapshot }
-
 // FPR is the target false-positive rate.
 func (k *Keeper) FPR() float64 { return k.cfg.FPR }
 

@@ -61,7 +61,7 @@ func (k *Keeper) scan(ctx context.Context, c *gate.Call, src *store.Source, l *s
 	if err != nil {
 		return nil, nil, err
 	}
-	v := gate.NewView(filter, c.F, src, s.head.Epoch, gate.Mark{Gen: s.head.Seq, Tag: s.head.Tag}, true)
+	v := gate.NewView(filter, c.F, src, s.head.Epoch, gate.Mark{Gen: s.head.Seq, Tag: s.head.Tag})
 	v.Capacity, v.Rows = res.capacity, res.rows
 	v.AddSpellings(s.pending)
 	return v, s.pending, nil

@@ -159,7 +159,7 @@ func (k *Keeper) readSnapshot(ctx context.Context, c *gate.Call, conn *store.Con
 		_ = f.Close()
 		return nil, err
 	}
-	v := gate.NewView(f, c.F, src, h.Epoch, gate.Mark{Gen: snap.Generation, Tag: tag}, true)
+	v := gate.NewView(f, c.F, src, h.Epoch, gate.Mark{Gen: snap.Generation, Tag: tag})
 	v.Capacity = snap.Capacity
 	return v, nil
 }
