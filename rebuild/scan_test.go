@@ -5,9 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
 // batchKeys is how many stored spellings a scan gathers before it
@@ -183,4 +188,56 @@ func TestFirstOpenScansOnce(t *testing.T) {
 			t.Fatalf("round %d: %d rebuilds, Progress counted again from the start %d times; want 1 and 0", round, st.Rebuilds, restarts.Load())
 		}
 	}
+}
+
+// TestScanOutlastsTheAppsWriteLock: the app holds the write lock past
+// the library's busy timeout while a rebuild's scan would write the
+// stored spellings it found: the scan keeps them and goes on, and once
+// the lock is free the rebuild completes with every spelling recorded.
+func TestScanOutlastsTheAppsWriteLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var nfd []string
+	for i := range 5000 {
+		nfd = append(nfd, fmt.Sprintf("cafe\u0301-%05d", i)) // stored in NFD: each a spelling to record
+	}
+	path := appDB(t, nfd...)
+	app := rawDB(t, path)
+	lock, err := app.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	var held, released atomic.Bool
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), BusyTimeout: 20 * time.Millisecond, knobs: knobs{
+		store: store.Knobs{ScanChunk: 256},
+		scanRow: func(n int64) error {
+			switch {
+			case n > 0 && n < 4096 && !held.Load(): // before the first batch of spellings is written
+				held.Store(true)
+				_, err := lock.ExecContext(ctx, `BEGIN IMMEDIATE`)
+				return err
+			case n > 4096+512 && held.Load() && !released.Load(): // that batch met the lock
+				released.Store(true)
+				_, err := lock.ExecContext(ctx, `COMMIT`)
+				return err
+			}
+			return nil
+		},
+	}}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
+	ix := open(t, cfg)
+	if err := ix.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !released.Load() {
+		t.Fatal("the scan never held the lock through a batch of spellings")
+	}
+	if st := stats(ix); !st.Serving || st.Rebuilds == 0 {
+		t.Fatalf("no filter serves after the scan: %+v", st)
+	}
+	var n int
+	if err := app.QueryRow(`SELECT count(*) FROM syncfilter_spellings_1`).Scan(&n); err != nil || n != len(nfd) {
+		t.Fatalf("%d spellings recorded (%v), want %d", n, err, len(nfd))
+	}
+	expect(t, ix, set(nfd), slices.Concat(nfd[:20], []string{"café-99999"}))
 }

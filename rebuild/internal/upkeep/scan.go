@@ -138,10 +138,16 @@ func (s *scanning) keys(ctx context.Context, keys []string) error {
 		return err
 	}
 	if len(s.pending) >= batchSpellings {
-		if err := s.f.St.AddSpellings(ctx, s.src, s.head.Epoch, s.pending); err != nil {
+		err := s.f.St.AddSpellings(ctx, s.src, s.head.Epoch, s.pending)
+		switch {
+		case err == nil:
+			s.pending = s.pending[:0]
+		case store.LockHeld(err) && len(s.pending) < 16*batchSpellings:
+			// The app held the write lock past the busy timeout: a later
+			// batch, or the scan's record, writes them.
+		default:
 			return err
 		}
-		s.pending = s.pending[:0]
 	}
 	if s.done-s.shown >= k.cfg.ProgressEvery {
 		s.shown = s.done
