@@ -101,15 +101,40 @@ func ExampleDBConfig_modernc() {
 }
 
 // The sizing and rebuild settings of a collection; zero values take the
-// defaults.
+// defaults. The filter is sized for the table's rows × Headroom.
 func ExampleSource() {
+	dir, _ := os.MkdirTemp("", "source-example")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	path := filepath.Join(dir, "app.db")
+	appDB, err := sql.Open("sqlite3", path)
+	if err != nil {
+		panic(err)
+	}
+	defer appDB.Close()
+	if _, err := appDB.Exec(`CREATE TABLE messages (id TEXT PRIMARY KEY, body TEXT);
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000)
+		INSERT INTO messages (id) SELECT 'm-' || i FROM n`); err != nil {
+		panic(err)
+	}
 	src := rebuild.Source{
-		Table: "messages", Column: "id", Snapshot: "messages.sfb",
+		Table: "messages", Column: "id", Snapshot: path + ".sfb",
 		FPR:           0.01,      // target false-positive rate (default 1%)
-		Headroom:      2,         // size for rows × Headroom (default 2)
+		Headroom:      3,         // size for rows × Headroom (default 2)
 		RebuildFactor: 2,         // due when the estimated rate exceeds FPR × RebuildFactor (default 2, at least 1; NotWhenDue turns it off)
-		RebuildEvery:  time.Hour, // least time between two rebuilds for fill (default: the cost limit alone)
+		RebuildEvery:  time.Hour, // least time between two automatic rebuilds (default: the cost limit alone)
 		// NoAutoRebuild: true    // never rebuild by itself: call Rebuild, or run the cron job
 	}
-	_ = src
+	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: path, DB: appDB}, src)
+	if err != nil {
+		panic(err)
+	}
+	defer ix.Close(ctx)
+	if err := ix.Wait(ctx); err != nil {
+		panic(err)
+	}
+	st := ix.Stats()
+	fmt.Println(st.Items, "ids, sized for", st.Capacity)
+	// Output:
+	// 1000 ids, sized for 3000
 }
