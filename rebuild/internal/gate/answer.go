@@ -67,6 +67,10 @@ func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
 		}
 		if behind && anySpelled(keys) {
 			if extra, err = c.tailSpellings(ctx, sv.Mark().Gen, pr.Head.Seq); err != nil {
+				if errors.Is(err, store.ErrCannotCatchUp) { // compacted past sv meanwhile
+					c.g.drop(sv, err, true)
+					return nil, errStale
+				}
 				return nil, err
 			}
 		}
