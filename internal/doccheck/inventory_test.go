@@ -70,8 +70,7 @@ func readInventory(t *testing.T, root string) inventory {
 				inv.atomics = append(inv.atomics, name)
 			}
 		}
-		var fields func(typ string, st *ast.StructType)
-		fields = func(typ string, st *ast.StructType) {
+		fields := func(typ string, st *ast.StructType) {
 			for _, fl := range st.Fields.List {
 				if inner, ok := fl.Type.(*ast.StructType); ok { // db.mu struct { sync.Mutex; … }
 					for _, n := range fl.Names {
