@@ -27,6 +27,12 @@ func (g *Gate) spellingsTable() bool { return g.hasSp.Load() }
 func (c *Call) spellingsView(ctx context.Context) (*View, error) {
 	for range retries {
 		c.dropOlder()
+		if h := c.g.Held(); h != nil && h.File.N > c.F.N {
+			// The call began on a file the path no longer names: its
+			// answer is about that file, through a view of its spellings
+			// that serves this call alone.
+			return c.buildSpellingsView(ctx)
+		}
 		if v := c.usable(ctx); v != nil {
 			return v, nil
 		}
@@ -68,7 +74,7 @@ func (c *Call) spellingsView(ctx context.Context) (*View, error) {
 // a rebuild makes one for the file there now.
 func (c *Call) dropOlder() {
 	if v := c.g.Held(); v != nil && v.File.N < c.F.N {
-		c.g.drop(v, errors.New("the database file was replaced"), true)
+		c.g.drop(v, errors.New("the database file was replaced"), v.F != nil)
 	}
 }
 
@@ -91,6 +97,16 @@ func (c *Call) usable(ctx context.Context) *View {
 // it in place of old, which cannot serve the call; nil if the state
 // changed meanwhile (the caller looks again).
 func (c *Call) newSpellingsView(ctx context.Context, old *View) (*View, error) {
+	v, err := c.buildSpellingsView(ctx)
+	if err != nil || !c.g.SetSpellings(v, old) {
+		return nil, err
+	}
+	return v, nil
+}
+
+// buildSpellingsView reads the stored spellings of the call's file into
+// a view of them alone.
+func (c *Call) buildSpellingsView(ctx context.Context) (*View, error) {
 	src := c.b.src
 	var v *View
 	switch {
@@ -123,9 +139,6 @@ func (c *Call) newSpellingsView(ctx context.Context, old *View) (*View, error) {
 		if err := c.readSpellings(ctx, v); err != nil {
 			return nil, err
 		}
-	}
-	if !c.g.SetSpellings(v, old) {
-		return nil, nil
 	}
 	return v, nil
 }

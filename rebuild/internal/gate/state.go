@@ -112,7 +112,7 @@ func (g *Gate) Restore() {
 // again).
 func (g *Gate) SetSpellings(v, old *View) (ok bool) {
 	g.swap(func(st *state) (*state, *View) {
-		if ok = st.view == old && (st.mode == Bypass || st.mode == Rebuilding); !ok {
+		if ok = st.view == old && (st.mode == Bypass || st.mode == Rebuilding) && (old == nil || old.File.N <= v.File.N); !ok {
 			return nil, nil
 		}
 		return &state{mode: st.mode, view: v}, nil

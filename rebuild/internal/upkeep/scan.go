@@ -82,6 +82,7 @@ type scanning struct {
 	shown   int64 // keys read at the last Progress
 	invalid int64
 	pending [][2]string // stored spellings not written yet: canonical, stored
+	nextTry int         // pending's length at which they are written (0: batchSpellings)
 	batches chan []string
 	built   chan builderResult
 	began   bool
@@ -137,14 +138,15 @@ func (s *scanning) keys(ctx context.Context, keys []string) error {
 	if err := s.f.St.RenewLease(ctx, s.src, s.lease); err != nil {
 		return err
 	}
-	if len(s.pending) >= batchSpellings {
+	if len(s.pending) >= max(s.nextTry, batchSpellings) {
 		err := s.f.St.AddSpellings(ctx, s.src, s.head.Epoch, s.pending)
 		switch {
 		case err == nil:
-			s.pending = s.pending[:0]
+			s.pending, s.nextTry = s.pending[:0], 0
 		case store.LockHeld(err) && len(s.pending) < 16*batchSpellings:
-			// The app held the write lock past the busy timeout: a later
-			// batch, or the scan's record, writes them.
+			// The app held the write lock past the busy timeout: the next
+			// batch's worth, or the scan's record, writes them.
+			s.nextTry = len(s.pending) + batchSpellings
 		default:
 			return err
 		}
