@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -79,23 +80,13 @@ func TestConnParamsOwnRefused(t *testing.T) {
 			_ = db.Close(ctx)
 		}
 		if !errors.Is(err, ErrBadConfig) {
-			t.Fatalf("OpenDB with %v: %v, want ErrBadConfig", slices.Collect(keysOf(q)), err)
+			t.Fatalf("OpenDB with %v: %v, want ErrBadConfig", slices.Collect(maps.Keys(q)), err)
 		}
 		if strings.Contains(strings.ToLower(err.Error()), testKey) {
 			t.Fatalf("the error shows the key: %v", err)
 		}
 	}
 	sameFiles(t, filepath.Dir(path), before)
-}
-
-func keysOf(q url.Values) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range q {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // A connection parameter the driver or SQLite refuses fails OpenDB; the
@@ -124,10 +115,10 @@ func TestConnParamsNeverInErrors(t *testing.T) {
 		}
 		for _, s := range []string{testKey, strings.ToUpper(testKey), url.QueryEscape(q.Encode())} {
 			if strings.Contains(err.Error(), s) {
-				t.Fatalf("OpenDB with %v: the error shows the key: %v", slices.Collect(keysOf(q)), err)
+				t.Fatalf("OpenDB with %v: the error shows the key: %v", slices.Collect(maps.Keys(q)), err)
 			}
 		}
-		t.Logf("%v: %v%s", slices.Collect(keysOf(q)), err, echoed)
+		t.Logf("%v: %v%s", slices.Collect(maps.Keys(q)), err, echoed)
 	}
 }
 

@@ -94,7 +94,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		db.RemoveCreated()
 		if sqlitecode.Primary(err) == sqlitecode.NotADB { // at the first read, before any write
-			err = fmt.Errorf("the file is not a database, or its key is wrong or missing (DBConfig.ConnParams): %w: %w", ErrBadConfig, err)
+			err = keyError(err)
 		}
 		return nil, fmt.Errorf("open database %s with %s: %w", path, opts.Driver.Name, err)
 	}
@@ -138,9 +138,20 @@ func (db *DB) open(ctx context.Context, opts Options) (err error) {
 	}
 	defer db.Release(c)
 	if err := checkEncoding(ctx, c); err != nil {
+		// A VFS that opened the file and cannot read it: ncruces'
+		// adiantum and xts without a key.
+		if sqlitecode.Primary(err) == sqlitecode.CantOpen && opts.Params.Get("vfs") != "" {
+			return keyError(err)
+		}
 		return err
 	}
 	return opts.Driver.checkEngine(ctx, c)
+}
+
+// keyError is err, from the first read of a file that SQLite does not
+// read as a database: an encrypted one read with a wrong or missing key.
+func keyError(err error) error {
+	return fmt.Errorf("the file is not a database, or its key is wrong or missing (DBConfig.ConnParams): %w: %w", ErrBadConfig, err)
 }
 
 // checkEncoding refuses a database that stores text as UTF-16: ids are
