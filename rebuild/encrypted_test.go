@@ -38,6 +38,52 @@ func TestEncrypted(t *testing.T) {
 				encryptedSync(t, vfs, mode)
 			})
 		}
+		t.Run(vfs+"/own-table", func(t *testing.T) {
+			t.Parallel()
+			encryptedOwnTable(t, vfs)
+		})
+	}
+}
+
+// encryptedOwnTable: the library's own table creates the database, through
+// the VFS and with the key of DBConfig.ConnParams.
+func encryptedOwnTable(t *testing.T, vfs string) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "own.db")
+	cfg := DBConfig{Path: path, Driver: testdriver.Driver(), ConnParams: url.Values{"vfs": {vfs}, "hexkey": {testKey}}}
+	src := Source{Snapshot: path + ".sfb"}
+	fetched := ids("secret-own", 50)
+	ix, err := Open(ctx, cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.MarkFetched(ctx, fetched...); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ix, err = Open(ctx, cfg, src); err != nil {
+		t.Fatal(err)
+	}
+	waitServing(t, ix)
+	page := append(ids("secret-own", 60), ids("secret-other", 10)...)
+	missing, err := ix.Missing(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range page {
+		if want := i >= 50; missing[i] != want {
+			t.Fatalf("Missing(%q) = %v, want %v", id, missing[i], want)
+		}
+	}
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	noLeak(t, dir, path, testKey, fetched)
+	if _, err := Open(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, src); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("Open without the key: %v, want ErrBadConfig", err)
 	}
 }
 
