@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -48,14 +49,7 @@ var ownPragmas = map[string]string{
 // CheckParams refuses connection parameters the library sets itself,
 // with ErrBadConfig; the message names keys and PRAGMAs, never a value.
 func CheckParams(q url.Values) error {
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range q {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if k == "" {
 			return fmt.Errorf("check DBConfig.ConnParams: a parameter without a name: %w", ErrBadConfig)
 		}
