@@ -48,9 +48,9 @@ type DBConfig struct {
 	// own connections. Default 5s.
 	BusyTimeout time.Duration
 
-	// ConnParams are URI parameters added to every connection the library
-	// opens, such as an encrypting VFS and its key (vfs=adiantum&hexkey=…):
-	// never logged, shown in errors or written. Its own (mode, cache…) refused.
+	// ConnParams are URI parameters added to each connection the library
+	// opens: an encrypting VFS and its key (vfs=adiantum&hexkey=…). Never
+	// logged, written or shown in errors; the library's own are refused.
 	ConnParams url.Values
 
 	// Logger receives the background's events: snapshots refused,
