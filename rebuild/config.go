@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/gate"
@@ -45,6 +47,11 @@ type DBConfig struct {
 	// BusyTimeout is how long SQLite waits for a lock on the library's
 	// own connections. Default 5s.
 	BusyTimeout time.Duration
+
+	// ConnParams are URI parameters added to each connection the library
+	// opens: an encrypting VFS and its key (vfs=adiantum&hexkey=…). Never
+	// logged, written or shown in errors; the library's own are refused.
+	ConnParams url.Values
 
 	// Logger receives the background's events: snapshots refused,
 	// rebuilds, filters dropped, saves that failed. nil: none.
@@ -172,6 +179,16 @@ func (c DBConfig) withDefaults() (DBConfig, error) {
 		return c, bad("busy timeout %v", c.BusyTimeout)
 	case c.Readers < 1:
 		return c, bad("readers %d", c.Readers)
+	}
+	if err := store.CheckParams(c.ConnParams); err != nil {
+		return c, err
+	}
+	if c.ConnParams != nil { // the app's map may change after OpenDB
+		q := make(url.Values, len(c.ConnParams))
+		for k, v := range c.ConnParams {
+			q[k] = slices.Clone(v)
+		}
+		c.ConnParams = q
 	}
 	return c, nil
 }

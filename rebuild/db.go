@@ -69,7 +69,7 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 
 func (db *DB) storeOptions(create bool) store.Options {
 	return store.Options{Driver: db.drv, ReadOnly: db.cfg.ReadOnly, Create: create, Readers: db.cfg.Readers,
-		BusyTimeout: db.cfg.BusyTimeout, Knobs: db.cfg.knobs.store, App: db.cfg.DB}
+		BusyTimeout: db.cfg.BusyTimeout, Knobs: db.cfg.knobs.store, App: db.cfg.DB, Params: db.cfg.ConnParams}
 }
 
 // Suspend stops the background work, waits (until ctx ends) for the work

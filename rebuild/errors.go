@@ -15,9 +15,11 @@ import (
 // in package rebuild/ops.
 var (
 	// ErrBadConfig: a DBConfig or Source field is out of range, a name is
-	// not a plain SQL identifier, DBConfig.DB is not a handle on Path, or
-	// the call does not fit the configuration (a write on a read-only
-	// database, MarkFetched on the app's own table).
+	// not a plain SQL identifier, DBConfig.DB is not a handle on Path,
+	// SQLite reads the file as no database (an encrypted one: a wrong or
+	// missing key in DBConfig.ConnParams), or the call does not fit the
+	// configuration (a write on a read-only database, MarkFetched on the
+	// app's own table).
 	ErrBadConfig = store.ErrBadConfig
 
 	// ErrNoSource: the source table or its key column does not exist.

@@ -17,6 +17,7 @@ const (
 	ReadOnly         = 8
 	Interrupt        = 9
 	CantOpen         = 14
+	NotADB           = 26 // not a database file, or an encrypted one read with a wrong or no key
 	Perm             = 3
 	ReadOnlyRollback = ReadOnly | 3<<8 // a read-only connection found a hot journal
 )

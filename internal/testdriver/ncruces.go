@@ -7,11 +7,16 @@
 // stress) build this file through an overlay that puts
 // "//go:build !cgo || syncfilter_nomattn" in place of its first line,
 // in the workspace internal/ncruces/go.work, whose second module
-// requires ncruces.
+// requires ncruces. The encrypting VFSes adiantum and xts are registered
+// too, as in an app that encrypts its database (rebuild's TestEncrypted).
 
 package testdriver
 
-import "github.com/ncruces/go-sqlite3/driver"
+import (
+	"github.com/ncruces/go-sqlite3/driver"
+	_ "github.com/ncruces/go-sqlite3/vfs/adiantum"
+	_ "github.com/ncruces/go-sqlite3/vfs/xts"
+)
 
 func init() {
 	register("ncruces", "pragma", &driver.SQLite{}, func(dst any, src string) error {

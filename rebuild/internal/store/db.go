@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -23,6 +24,7 @@ type Options struct {
 	BusyTimeout time.Duration // how long SQLite waits for a lock
 	Knobs       Knobs         // sizes the tests shrink
 	App         *sql.DB       // the app's own pool on this file, for confirmations (apppool.go)
+	Params      url.Values    // the app's URI parameters on every connection (params.go)
 }
 
 // Knobs are sizes the tests shrink (zero: the defaults).
@@ -91,6 +93,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := db.open(ctx, opts); err != nil {
 		db.Close()
 		db.RemoveCreated()
+		if sqlitecode.Primary(err) == sqlitecode.NotADB { // at the first read, before any write
+			err = keyError(err)
+		}
 		return nil, fmt.Errorf("open database %s with %s: %w", path, opts.Driver.Name, err)
 	}
 	return db, nil
@@ -106,7 +111,7 @@ func (db *DB) open(ctx context.Context, opts Options) (err error) {
 		if db.created {
 			mode = "rwc"
 		}
-		if db.w, err = opts.Driver.pool(db.Path.Real, mode, opts.BusyTimeout); err != nil {
+		if db.w, err = opts.Driver.pool(db.Path.Real, mode, opts.BusyTimeout, opts.Params); err != nil {
 			return err
 		}
 		db.w.SetMaxOpenConns(1)
@@ -114,7 +119,7 @@ func (db *DB) open(ctx context.Context, opts Options) (err error) {
 			return err
 		}
 	}
-	if db.r, err = opts.Driver.pool(db.Path.Real, "ro", opts.BusyTimeout); err != nil {
+	if db.r, err = opts.Driver.pool(db.Path.Real, "ro", opts.BusyTimeout, opts.Params); err != nil {
 		return err
 	}
 	readers := max(opts.Readers, 1)
@@ -133,9 +138,20 @@ func (db *DB) open(ctx context.Context, opts Options) (err error) {
 	}
 	defer db.Release(c)
 	if err := checkEncoding(ctx, c); err != nil {
+		// A VFS that opened the file and cannot read it: ncruces'
+		// adiantum and xts without a key.
+		if sqlitecode.Primary(err) == sqlitecode.CantOpen && opts.Params.Get("vfs") != "" {
+			return keyError(err)
+		}
 		return err
 	}
 	return opts.Driver.checkEngine(ctx, c)
+}
+
+// keyError is err, from the first read of a file that SQLite does not
+// read as a database: an encrypted one read with a wrong or missing key.
+func keyError(err error) error {
+	return fmt.Errorf("the file is not a database, or its key is wrong or missing (DBConfig.ConnParams): %w: %w", ErrBadConfig, err)
 }
 
 // checkEncoding refuses a database that stores text as UTF-16: ids are

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"net/url"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -189,8 +190,9 @@ func otherCopies() []string {
 // pool opens connections to path in URI mode mode (ro, rw, rwc), with the
 // busy timeout set as they open (mattn runs PRAGMA synchronous then, which
 // may wait for a lock), and a private cache whatever the process enabled,
-// so that the library's reads never lock a table against the app's writers.
-func (d *Driver) pool(path, mode string, busy time.Duration) (*sql.DB, error) {
+// so that the library's reads never lock a table against the app's writers;
+// then the app's parameters (params.go), which no error shows.
+func (d *Driver) pool(path, mode string, busy time.Duration, params url.Values) (*sql.DB, error) {
 	ms := strconv.FormatInt(busy.Milliseconds(), 10)
 	opts := "mode=" + mode + "&cache=private"
 	switch d.Name {
@@ -199,12 +201,15 @@ func (d *Driver) pool(path, mode string, busy time.Duration) (*sql.DB, error) {
 	default: // modernc and ncruces run the PRAGMAs a DSN lists
 		opts += "&_pragma=busy_timeout(" + ms + ")"
 	}
+	if len(params) > 0 {
+		opts += "&" + encodeParams(params)
+	}
 	uri := URI(path, opts)
-	c := &connector{d: d, uri: uri}
+	c := &connector{d: d, uri: uri, params: params}
 	if dc, ok := d.drv.(driver.DriverContext); ok {
 		inner, err := dc.OpenConnector(uri)
 		if err != nil {
-			return nil, fmt.Errorf("open %s with %s: %w", path, d.Name, err)
+			return nil, fmt.Errorf("open %s with %s: %w", path, d.Name, redact(err, params))
 		}
 		c.inner = inner
 	}
@@ -213,16 +218,21 @@ func (d *Driver) pool(path, mode string, busy time.Duration) (*sql.DB, error) {
 
 // connector opens connections through the app's driver.
 type connector struct {
-	d     *Driver
-	uri   string
-	inner driver.Connector // when the driver has connectors
+	d      *Driver
+	uri    string           // holds params: never in a message
+	params url.Values       // the app's, cut out of the driver's errors
+	inner  driver.Connector // when the driver has connectors
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	var conn driver.Conn
+	var err error
 	if c.inner != nil {
-		return c.inner.Connect(ctx)
+		conn, err = c.inner.Connect(ctx)
+	} else {
+		conn, err = c.d.drv.Open(c.uri)
 	}
-	return c.d.drv.Open(c.uri)
+	return conn, redact(err, c.params)
 }
 
 func (c *connector) Driver() driver.Driver { return c.d.drv }

@@ -1,0 +1,280 @@
+package rebuild
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"golang.org/x/text/unicode/norm"
+)
+
+// TestEncrypted: an app on ncruces/go-sqlite3 whose database is encrypted
+// by its VFS (adiantum, xts), the key in the URI, hands the VFS and the
+// key over in DBConfig.ConnParams and syncs through the README's loop
+// with exact answers, in WAL and DELETE mode; a Close and an OpenDB
+// again load the saved snapshot, answers still exact. A wrong or missing
+// key is ErrBadConfig at OpenDB, every file left as it was. No file
+// beside the database holds the key or a stored id, and the database's
+// own files hold no stored id in clear.
+func TestEncrypted(t *testing.T) {
+	if testdriver.Name() != "ncruces" {
+		t.Skip("the encrypting VFSes are ncruces/go-sqlite3's (make drivers)")
+	}
+	for _, vfs := range []string{"adiantum", "xts"} {
+		for _, mode := range []string{"wal", "delete"} {
+			t.Run(vfs+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				encryptedSync(t, vfs, mode)
+			})
+		}
+		t.Run(vfs+"/own-table", func(t *testing.T) {
+			t.Parallel()
+			encryptedOwnTable(t, vfs)
+		})
+	}
+}
+
+// encryptedOwnTable: the library's own table creates the database, through
+// the VFS and with the key of DBConfig.ConnParams.
+func encryptedOwnTable(t *testing.T, vfs string) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "own.db")
+	cfg := DBConfig{Path: path, Driver: testdriver.Driver(), ConnParams: url.Values{"vfs": {vfs}, "hexkey": {testKey}}}
+	src := Source{Snapshot: path + ".sfb"}
+	fetched := ids("secret-own", 50)
+	ix, err := Open(ctx, cfg, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.MarkFetched(ctx, fetched...); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ix, err = Open(ctx, cfg, src); err != nil {
+		t.Fatal(err)
+	}
+	waitServing(t, ix)
+	page := append(ids("secret-own", 60), ids("secret-other", 10)...)
+	missing, err := ix.Missing(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range page {
+		if want := i >= 50; missing[i] != want {
+			t.Fatalf("Missing(%q) = %v, want %v", id, missing[i], want)
+		}
+	}
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	noLeak(t, dir, path, testKey, fetched)
+	if _, err := Open(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, src); !errors.Is(err, ErrBadConfig) {
+		t.Fatalf("Open without the key: %v, want ErrBadConfig", err)
+	}
+}
+
+// encryptedApp opens path as an app on ncruces with the encrypting VFS
+// vfs and hexkey key.
+func encryptedApp(t testing.TB, path, mode string, params url.Values) *sql.DB {
+	t.Helper()
+	dsn := testdriver.DSN("ncruces", path, testdriver.App{JournalMode: mode}) + "&" + params.Encode()
+	c, err := testdriver.Driver().(driver.DriverContext).OpenConnector(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func encryptedSync(t *testing.T, vfs, mode string) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.db")
+	key := testKey
+	params := url.Values{"vfs": {vfs}, "hexkey": {key}}
+	app := encryptedApp(t, path, mode, params)
+	mustExec(t, app, `CREATE TABLE messages (id TEXT PRIMARY KEY, body TEXT)`)
+
+	// The app's table, and the reference: the canonical forms it holds.
+	stored := map[string]bool{} // NFC forms
+	var spellings []string      // as inserted
+	insert := func(id string) {
+		t.Helper()
+		if _, err := app.ExecContext(ctx, `INSERT INTO messages (id, body) VALUES (?, 'x')`, id); err != nil {
+			t.Fatalf("INSERT %q: %v", id, err)
+		}
+		stored[norm.NFC.String(id)] = true
+		spellings = append(spellings, id)
+	}
+	for i := range 200 {
+		insert(fmt.Sprintf("secret-msg-%06d", i))
+	}
+	for i := range 5 { // stored in NFD and with a KELVIN SIGN
+		insert(fmt.Sprintf("cafe\u0301-secret-%d", i))
+		insert(fmt.Sprintf("\u212a-secret-%d", i))
+	}
+
+	cfg := DBConfig{Path: path, DB: app, ConnParams: params}
+	src := Source{Table: "messages", Column: "id", Snapshot: path + ".messages.id.sfb"}
+	// judge asks page as the README's loop does, checks every position
+	// against the reference and fetches what is missing.
+	judge := func(ix *Index, page []string, fetch bool) {
+		t.Helper()
+		missing, err := ix.Missing(ctx, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range page {
+			if want := !stored[norm.NFC.String(id)]; missing[i] != want {
+				t.Fatalf("Missing(%q) = %v, want %v", id, missing[i], want)
+			}
+		}
+		for i, id := range page {
+			if fetch && missing[i] && !stored[norm.NFC.String(id)] {
+				insert(id)
+			}
+		}
+	}
+	page := func(p int) []string {
+		var out []string
+		for i := range 20 {
+			switch i % 4 {
+			case 0: // stored
+				out = append(out, spellings[(p*7+i)%len(spellings)])
+			case 1: // new, some asked twice in the page
+				out = append(out, fmt.Sprintf("secret-new-%03d-%02d", p, i/8))
+			case 2: // other spellings of stored ids
+				out = append(out, fmt.Sprintf("caf\u00e9-secret-%d", p%5), fmt.Sprintf("K-secret-%d", p%7))
+			default: // never stored
+				out = append(out, fmt.Sprintf("secret-never-%03d-%02d", p, i))
+			}
+		}
+		return out
+	}
+
+	db, err := OpenDB(ctx, cfg)
+	if err != nil {
+		t.Fatalf("OpenDB of an %s database with its key: %v", vfs, err)
+	}
+	ix, err := db.Index(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range 30 {
+		if p == 10 {
+			waitServing(t, ix)
+		}
+		judge(ix, page(p), true)
+	}
+	if st := ix.Stats(); !st.Serving || st.LookupsAvoided == 0 {
+		t.Fatalf("no filter answered: %+v", st)
+	}
+	if err := db.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Again, from the snapshot saved at Close.
+	db, err = OpenDB(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err = db.Index(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitServing(t, ix)
+	if st := stats(ix); st.Rebuilds != 0 || st.SnapshotError != nil {
+		t.Fatalf("reopened without the snapshot: %d rebuilds, %v", st.Rebuilds, st.SnapshotError)
+	}
+	judge(ix, spellings, false)
+	for p := 30; p < 35; p++ {
+		judge(ix, page(p), true)
+	}
+	noLeak(t, dir, path, key, spellings)
+	if err := db.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = app.Close()
+	files := noLeak(t, dir, path, key, spellings)
+	if !files[filepath.Base(src.Snapshot)] {
+		t.Fatalf("no snapshot beside the database: %v", slices.Sorted(maps.Keys(files)))
+	}
+	t.Logf("%s, %s mode: %d ids stored, files scanned: %v", vfs, mode, len(stored), slices.Sorted(maps.Keys(files)))
+
+	// A wrong key, no key, no VFS: refused at OpenDB, nothing written.
+	wrong := []byte(key)
+	wrong[0] ^= 1
+	before := dirFiles(t, dir)
+	for _, q := range []url.Values{
+		{"vfs": {vfs}, "hexkey": {string(wrong)}},
+		{"vfs": {vfs}},
+		nil,
+	} {
+		db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), ConnParams: q})
+		if db != nil {
+			_ = db.Close(ctx)
+		}
+		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "key is wrong or missing") {
+			t.Fatalf("OpenDB with ConnParams %v: %v, want ErrBadConfig saying the key is wrong or missing", slices.Collect(maps.Keys(q)), err)
+		}
+		for _, s := range []string{key, string(wrong), strings.ToUpper(key)} {
+			if strings.Contains(err.Error(), s) {
+				t.Fatalf("the error shows a key: %v", err)
+			}
+		}
+		sameFiles(t, dir, before)
+	}
+}
+
+// noLeak fails t if a file in dir other than the database and its
+// journals holds the key (hex or raw) or a stored id, or if the database's
+// files hold a stored id in clear.
+// It returns the names of the files it read.
+func noLeak(t testing.TB, dir, path, key string, ids []string) map[string]bool {
+	t.Helper()
+	read := map[string]bool{}
+	raw, err := hex.DecodeString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]bool{}
+	for _, s := range []string{"", "-wal", "-shm", "-journal"} {
+		own[filepath.Base(path)+s] = true
+	}
+	for name, b := range dirFiles(t, dir) {
+		read[name] = true
+		if name == filepath.Base(path) && bytes.HasPrefix(b, []byte("SQLite format 3\x00")) {
+			t.Errorf("%s is not encrypted", name)
+		}
+		if !own[name] {
+			for _, k := range [][]byte{[]byte(key), bytes.ToUpper([]byte(key)), raw} {
+				if bytes.Contains(b, k) {
+					t.Errorf("%s holds the key", name)
+				}
+			}
+		}
+		for _, id := range ids {
+			for _, s := range []string{id, norm.NFC.String(id)} {
+				if bytes.Contains(b, []byte(s)) {
+					t.Errorf("%s holds the stored id %q", name, s)
+				}
+			}
+		}
+	}
+	return read
+}
