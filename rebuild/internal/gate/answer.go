@@ -67,11 +67,7 @@ func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
 		}
 		if behind && anySpelled(keys) {
 			if extra, err = c.tailSpellings(ctx, sv.Mark().Gen, pr.Head.Seq); err != nil {
-				if errors.Is(err, store.ErrCannotCatchUp) { // compacted past sv meanwhile
-					c.g.drop(sv, err, true)
-					return nil, errStale
-				}
-				return nil, err
+				return nil, c.stale(sv, err)
 			}
 		}
 	}
@@ -268,17 +264,23 @@ func (c *Call) advance(ctx context.Context, sv *View, at Mark, pr *store.Probe, 
 		return false, nil
 	}
 	if full || sv.F == nil {
-		err := c.catchUp(ctx, sv, h)
-		if errors.Is(err, store.ErrCannotCatchUp) {
-			c.g.drop(sv, err, true)
-			return false, errStale
-		}
-		return false, err
+		return false, c.stale(sv, c.catchUp(ctx, sv, h))
 	}
 	if c.g.cfg.Behind != nil && !c.g.cfg.Knobs.Behind {
 		c.g.cfg.Behind()
 	}
 	return true, nil
+}
+
+// stale drops sv when err says the log no longer holds what sv lacks
+// (compacted past it meanwhile, ErrCannotCatchUp): a rebuild follows, and
+// the call answers again from SQLite (errStale).
+func (c *Call) stale(sv *View, err error) error {
+	if errors.Is(err, store.ErrCannotCatchUp) {
+		c.g.drop(sv, err, true)
+		return errStale
+	}
+	return err
 }
 
 // tailSpellings reads the stored spellings logged after from up to to.
