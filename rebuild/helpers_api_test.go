@@ -111,7 +111,17 @@ type tstats struct {
 
 func stats(ix *Index) tstats {
 	c := ix.k.Counts()
-	return tstats{Stats: ix.Stats(), Rebuilding: ix.k.G.Mode() == gate.Rebuilding, SnapshotError: c.SnapErr, LastError: ix.k.LastErr(),
+	// Stats and the mode from one state: the mode read before and after
+	// Stats agree (a rebuild may begin or end between two reads).
+	var st Stats
+	var mode gate.Mode
+	for range 100 {
+		mode, st = ix.k.G.Mode(), ix.Stats()
+		if ix.k.G.Mode() == mode {
+			break
+		}
+	}
+	return tstats{Stats: st, Rebuilding: mode == gate.Rebuilding, SnapshotError: c.SnapErr, LastError: ix.k.LastErr(),
 		AutoRebuilds: c.Autos, AutoReason: c.AutoWhy, CaughtUp: ix.k.G.C.CaughtUp.Load(), Reattached: c.Reattached,
 		SkippedKeys: ix.k.G.C.Skipped.Load(), TargetFPR: ix.k.FPR()}
 }
