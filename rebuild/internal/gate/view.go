@@ -1,8 +1,8 @@
 package gate
 
 import (
-	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,7 +32,7 @@ type View struct {
 	DV       store.Changes // unlogged sources: data_version when the table was read
 
 	mark atomic.Pointer[Mark]
-	sp   atomic.Pointer[map[string][]string] // canonical form → stored spellings; replaced, never changed
+	sp   sync.Map // canonical form → *[]string, its stored spellings: a list replaced, never changed
 }
 
 // NewView returns a view at mark m.
@@ -60,8 +60,8 @@ func (v *View) raise(m Mark) bool {
 
 // Spellings returns the stored spellings of a canonical key the view knows.
 func (v *View) Spellings(canon string) []string {
-	if m := v.sp.Load(); m != nil {
-		return (*m)[canon]
+	if l, ok := v.sp.Load(canon); ok {
+		return *l.(*[]string)
 	}
 	return nil
 }
@@ -69,32 +69,36 @@ func (v *View) Spellings(canon string) []string {
 // AllSpellings returns every spelling the view knows, as (canonical, stored).
 func (v *View) AllSpellings() [][2]string {
 	var out [][2]string
-	if m := v.sp.Load(); m != nil {
-		for c, list := range *m {
-			for _, s := range list {
-				out = append(out, [2]string{c, s})
-			}
+	v.sp.Range(func(c, l any) bool {
+		for _, s := range *l.(*[]string) {
+			out = append(out, [2]string{c.(string), s})
 		}
-	}
+		return true
+	})
 	return out
 }
 
-// AddSpellings notes stored spellings (canonical, stored). They are rare:
-// a new map each time, so that readers take no lock.
+// AddSpellings notes stored spellings (canonical, stored): each key's
+// list is replaced, so that readers take no lock, and a note costs the
+// same however many spellings the view holds.
 func (v *View) AddSpellings(pairs [][2]string) {
-	for len(pairs) > 0 {
-		old := v.sp.Load()
-		m := map[string][]string{}
-		if old != nil {
-			maps.Copy(m, *old)
-		}
-		for _, p := range pairs {
-			if !slices.Contains(m[p[0]], p[1]) {
-				m[p[0]] = append(slices.Clip(m[p[0]]), p[1])
+	for _, p := range pairs {
+		for {
+			old, ok := v.sp.Load(p[0])
+			if !ok {
+				if _, ok = v.sp.LoadOrStore(p[0], &[]string{p[1]}); !ok {
+					break
+				}
+				continue
 			}
-		}
-		if v.sp.CompareAndSwap(old, &m) {
-			return
+			list := *old.(*[]string)
+			if slices.Contains(list, p[1]) {
+				break
+			}
+			next := append(slices.Clip(list), p[1])
+			if v.sp.CompareAndSwap(p[0], old, &next) {
+				break
+			}
 		}
 	}
 }
