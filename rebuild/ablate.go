@@ -23,6 +23,8 @@ func ablateDefaults(k *knobs) {
 			k.noDeferredLoad = true
 		case "lookup":
 			k.noLookup = true
+		case "prepare":
+			k.noPrepare = true
 		default:
 			panic(fmt.Sprintf("SYNCFILTER_ABLATE: no mechanism %q", name))
 		}

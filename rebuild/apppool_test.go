@@ -329,3 +329,40 @@ func TestSharedCacheOnTheAppsPool(t *testing.T) {
 	fetched["uncommitted"] = true
 	expect(t, ix, fetched, append(page, "uncommitted"))
 }
+
+// TestIndexOpensWhileTheAppHoldsItsPool: an index opened while the app
+// holds every open connection of its pool (inside a transaction) makes
+// the pool open none: the probe Open prepares on the app's pool is
+// prepared only on an idle connection. The first page is exact.
+func TestIndexOpensWhileTheAppHoldsItsPool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := modeDB(t, "WAL", []string{"records"}, ids("seed", 500)...)
+	if err := open(t, appConfig(path)).Close(ctx); err != nil { // attached, scanned, a snapshot saved
+		t.Fatal(err)
+	}
+	app := modeConn(t, path, "WAL")
+	cfg := appConfig(path)
+	cfg.DB, cfg.Driver = app, nil
+	db, err := OpenDB(ctx, cfg.DBConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	tx, err := app.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := app.Stats().OpenConnections
+	ix, err := db.Index(ctx, cfg.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := app.Stats().OpenConnections; n != open {
+		t.Fatalf("opening the index made the app's pool open %d connections (%d before)", n, open)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ix, set(ids("seed", 500)), append(ids("seed", 20), ids("never", 20)...))
+}

@@ -313,6 +313,15 @@ func (c *Call) confirm(ctx context.Context, keys []string, spellings bool) (foun
 	return found, err
 }
 
+// Prepare prepares the probe of a page of keys on the app's pool, where
+// the first page of the process runs it (see onAppOr): one of the pool's
+// connections, if idle, then holds it prepared.
+func (c *Call) Prepare(ctx context.Context) {
+	if c.F.N == 1 && !c.g.cfg.Knobs.NoAppPool && !c.g.cfg.Knobs.NoPrepare && c.b.src.Logged {
+		c.F.St.PrepareProbe(ctx, c.b.src)
+	}
+}
+
 // onAppOr runs app, a statement on the app's pool, when the call may use
 // it (want, the file the library opened first, a connection of the pool
 // idle, not suspended); else, or once the app left its pool, own on the

@@ -32,6 +32,7 @@ type Config struct {
 type Knobs struct {
 	NoAppPool    bool   // confirmations never run on the app's pool
 	NoLookup     bool   // Fetched of a key with one spelling probes as a page does
+	NoPrepare    bool   // Open prepares no probe on the app's pool
 	Behind       bool   // calls never take log entries in
 	Inline       bool   // calls take every log entry they lack
 	AfterProbe   func() // a call's probe of keys returned

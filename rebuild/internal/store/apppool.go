@@ -153,6 +153,16 @@ func (db *DB) CheckApp(ctx context.Context) error {
 	return nil
 }
 
+// PrepareProbe prepares on the app's pool, when one of its connections
+// is idle, the probe of a page of keys as the first page of a process
+// runs it: that page then finds it prepared on the connection the app
+// used last.
+func (db *DB) PrepareProbe(ctx context.Context, s *Source) {
+	if db.AppFree() {
+		_, _ = db.app.prepared(ctx, s.sql(probeShape{confirm: true}))
+	}
+}
+
 // AppFree reports whether the app's pool has an idle connection to lend
 // (rarely, the app takes it meanwhile), so that the library never makes it
 // grow: a connection opened for it would hold its -shm lock after Suspend.

@@ -43,6 +43,7 @@ func (k *Keeper) look(ctx context.Context) (now bool, err error) {
 	}
 	defer c.End()
 	src := c.Src()
+	c.Prepare(ctx)
 	switch {
 	case k.db.ReadOnly:
 		switch {
