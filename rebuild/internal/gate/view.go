@@ -83,22 +83,17 @@ func (v *View) AllSpellings() [][2]string {
 // same however many spellings the view holds.
 func (v *View) AddSpellings(pairs [][2]string) {
 	for _, p := range pairs {
-		for {
-			old, ok := v.sp.Load(p[0])
-			if !ok {
-				if _, ok = v.sp.LoadOrStore(p[0], &[]string{p[1]}); !ok {
-					break
-				}
-				continue
-			}
+		old, loaded := v.sp.LoadOrStore(p[0], &[]string{p[1]})
+		for loaded { // lists are replaced, never removed
 			list := *old.(*[]string)
 			if slices.Contains(list, p[1]) {
 				break
 			}
-			next := append(slices.Clip(list), p[1])
+			next := slices.Clip(append(slices.Clip(list), p[1])) // no spare room: a caller's append copies
 			if v.sp.CompareAndSwap(p[0], old, &next) {
 				break
 			}
+			old, _ = v.sp.Load(p[0])
 		}
 	}
 }
