@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/syncfilter/syncfilter/internal/sqlitecode"
 )
@@ -156,12 +157,20 @@ func (db *DB) CheckApp(ctx context.Context) error {
 // PrepareProbe prepares on the app's pool, when one of its connections
 // is idle, the probe of a page of keys as the first page of a process
 // runs it: that page then finds it prepared on the connection the app
-// used last.
+// used last. As for a call, the app may take that connection meanwhile
+// (rarely): the wait for another is cut short at prepareWait, and an
+// error only leaves the first page to prepare it.
 func (db *DB) PrepareProbe(ctx context.Context, s *Source) {
 	if db.AppFree() {
+		ctx, cancel := context.WithTimeout(ctx, prepareWait)
+		defer cancel()
 		_, _ = db.app.prepared(ctx, s.sql(probeShape{confirm: true}))
 	}
 }
+
+// prepareWait bounds PrepareProbe's wait for a connection of the app's
+// pool: about ten times a cold prepare.
+const prepareWait = 2 * time.Millisecond
 
 // AppFree reports whether the app's pool has an idle connection to lend
 // (rarely, the app takes it meanwhile), so that the library never makes it
