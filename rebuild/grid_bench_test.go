@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 
 	"github.com/syncfilter/syncfilter/normalize"
+	"golang.org/x/text/unicode/norm"
 )
 
 // BenchmarkGrid: Missing against the best hand-written
@@ -191,6 +193,81 @@ func BenchmarkFetchedOne(b *testing.B) {
 				if found := err == nil; found != (kind == "stored") && !errors.Is(err, sql.ErrNoRows) {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkStoredSpellingsRead: what the first page holding an id that
+// may be stored in another spelling pays when the stored spellings are
+// not yet known (a table the library never attached; opened read-only
+// here, so that no scan starts): a read of the table's ids outside ASCII,
+// on a connection of its own. A logged source reads them once per source
+// and process, and the log after; one without a log, as here, again after
+// any commit. The table holds 100,000 such ids (one in four stored in NFD)
+// beside 100,000 ASCII ones; the next page with nothing committed between,
+// and a first page of ASCII ids, for scale:
+//
+//	go test -run '^$' -bench StoredSpellingsRead -benchtime 20x ./rebuild
+func BenchmarkStoredSpellingsRead(b *testing.B) {
+	const names = 100_000
+	path := filepath.Join(b.TempDir(), "app.db")
+	app, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := func(i int) string { return fmt.Sprintf("caf\u00e9-%06d", i) }
+	stored := func(i int) string {
+		if i%4 == 0 {
+			return norm.NFD.String(name(i))
+		}
+		return name(i)
+	}
+	if _, err := app.Exec(`PRAGMA journal_mode = WAL; CREATE TABLE records (id TEXT PRIMARY KEY)`); err != nil {
+		b.Fatal(err)
+	}
+	tx, err := app.Begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range names {
+		if _, err := tx.Exec(`INSERT INTO records VALUES (?), (?)`, stored(i), fmt.Sprintf("ascii-%06d", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	_ = app.Close()
+	spelled := []string{name(4), name(5), name(names + 1)} // stored NFD, stored NFC, never stored
+	ascii := []string{"ascii-000004", "ascii-000005", "ascii-x"}
+	for _, c := range []struct {
+		name         string
+		before, page []string
+	}{{"first-spelled-page", nil, spelled}, {"next-spelled-page", spelled, spelled}, {"first-ascii-page", nil, ascii}} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := context.Background()
+			for range b.N {
+				b.StopTimer()
+				ix, err := Open(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), ReadOnly: true}, Source{Table: "records", Column: "id"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if c.before != nil {
+					if _, err := ix.Missing(ctx, c.before); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				missing, err := ix.Missing(ctx, c.page)
+				b.StopTimer()
+				if err != nil || missing[0] || missing[1] || !missing[2] {
+					b.Fatalf("Missing(%q) = %v, %v", c.page, missing, err)
+				}
+				if err := ix.Close(ctx); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
 			}
 		})
 	}
