@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,5 +254,38 @@ func TestDetachAfterCloseOfAReattachedIndex(t *testing.T) {
 		if !bytes.Equal(schema(t, path), pristine) {
 			t.Fatalf("round %d: schema after Detach differs", round)
 		}
+	}
+}
+
+// TestDetachedAcrossSchemaChanges: an index whose source was detached
+// under it stays detached through the app's later DDL (each resolves the
+// source again) and the follower's turns after its calls (the open's
+// first scan asked it to attach, long done): it never attaches the
+// source by itself.
+func TestDetachedAcrossSchemaChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := appDB(t, ids("seed", 100)...)
+	cfg := appConfig(path)
+	var polls atomic.Int64
+	cfg.knobs.followPoll = func() { polls.Add(1) }
+	ix := open(t, cfg)
+	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
+		t.Fatal(err)
+	}
+	app := rawDB(t, path)
+	for i := range 3 {
+		expect(t, ix, set(ids("seed", 100)), []string{"seed-0000001", "never"})
+		mustExec(t, app, fmt.Sprintf(`CREATE TABLE unrelated_%d (x)`, i)) // the schema cookie moves
+	}
+	expect(t, ix, set(ids("seed", 100)), []string{"seed-0000001", "never"})
+	for seen := polls.Load(); polls.Load() < seen+2; { // the follower's turns after the last call
+		time.Sleep(time.Millisecond)
+	}
+	if err := ix.Wait(ctx); !errors.Is(err, ErrNotServing) {
+		t.Fatalf("Wait after the detach = %v, want ErrNotServing", err)
+	}
+	if st := stats(ix); st.Serving || st.Attached {
+		t.Fatalf("after the detach and the app's DDL: serving %v, attached %v (the index attached the source again)", st.Serving, st.Attached)
 	}
 }

@@ -104,11 +104,12 @@ func (g *Gate) count(by []uint8, found []bool) {
 // its column no longer exact or indexed): calls return it until the
 // schema changes again.
 type binding struct {
-	id     uint64
-	f      *File
-	schema int64
-	src    *store.Source
-	err    error
+	id       uint64
+	f        *File
+	schema   int64
+	src      *store.Source
+	err      error
+	detached bool // the source had its row in this file and lost it (Detach): never attached again by the gate
 }
 
 // Binding returns the source as last resolved, or nil.
@@ -263,10 +264,13 @@ func (c *Call) rebind(ctx context.Context) error {
 				b.err = fmt.Errorf("the source changed: %w", err)
 			}
 		}
-		old := g.keep(b)
+		if prev := g.bound.Load(); prev != nil && prev.f == b.f && (src == nil || !src.Row) {
+			b.detached = prev.detached || prev.src != nil && prev.src.Row
+		}
+		g.keep(b)
 		c.b = b
 		if b.err == nil && !src.Logged && !g.cfg.ReadOnly && !src.OwnMissing {
-			if old != nil && old.f == b.f && old.src != nil && old.src.Row && !src.Row {
+			if b.detached {
 				// Detached: answered from SQLite until opened again.
 			} else if g.cfg.Repair != nil {
 				g.cfg.Repair(errors.New("the source's triggers are not in place (a migration, or a new database file)"))
@@ -302,6 +306,10 @@ func (c *Call) newest() error {
 	}
 	return c.b.err
 }
+
+// Detached reports whether the source lost its row in this file since
+// the gate saw it attached (Detach): only an open attaches it again.
+func (c *Call) Detached() bool { return c.b.detached }
 
 // Rebind binds the source the caller just attached.
 func (c *Call) Rebind(src *store.Source) {

@@ -157,7 +157,7 @@ func (k *Keeper) attachNow(ctx context.Context) {
 		return
 	}
 	defer c.End()
-	if err := c.Fresh(ctx); err != nil || c.Src().Logged {
+	if err := c.Fresh(ctx); err != nil || c.Src().Logged || c.Detached() {
 		return
 	}
 	c.PutReader()

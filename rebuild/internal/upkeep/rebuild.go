@@ -97,6 +97,7 @@ func (k *Keeper) attach(ctx context.Context, c *gate.Call) (*store.Source, error
 	}
 	src := c.Src()
 	k.db.mu.Lock()
+	k.mu.attach = false // what AskRebuild asked of the follower is done
 	if info.Created {
 		k.mu.created = src
 	}
