@@ -154,14 +154,15 @@ func (db *DB) CheckApp(ctx context.Context) error {
 	return nil
 }
 
-// PrepareProbe prepares on the app's pool, when one of its connections
-// is idle, the probe of a page of keys as the first page of a process
-// runs it: that page then finds it prepared on the connection the app
-// used last. As for a call, the app may take that connection meanwhile
-// (rarely): the wait for another is cut short at prepareWait, and an
+// PrepareProbe prepares on the app's pool, when the app uses none of its
+// connections and one is idle, the probe of a page of keys as the first
+// page of a process runs it: that page then finds it prepared on the
+// connection the app used last. An app busy on its pool is left alone (it
+// could take the idle connection meanwhile, and the pool open one for the
+// prepare); a wait for a connection is cut short at prepareWait, and an
 // error only leaves the first page to prepare it.
 func (db *DB) PrepareProbe(ctx context.Context, s *Source) {
-	if db.AppFree() {
+	if db.AppFree() && db.app.db.Stats().InUse == 0 {
 		ctx, cancel := context.WithTimeout(ctx, prepareWait)
 		defer cancel()
 		_, _ = db.app.prepared(ctx, s.sql(probeShape{confirm: true}))
