@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Catalog is what a resolution of a source rests on, read in one
+// statement with the schema cookie: the table's row, the rows of its
+// indexes and triggers, of the library's objects for the source and of its
+// sources table, and the source's row there.
+type Catalog struct {
+	Schema int64
+	table  string // the table's row: type, rowid, rootpage
+	text   string // its CREATE statement
+	rest   string // the other rows, in order, and the source's row
+	ok     bool   // read for a resolved source
+}
+
+const catalogRows = `SELECT (SELECT schema_version FROM pragma_schema_version()),
+	(SELECT type || ' ' || rowid || ' ' || rootpage FROM sqlite_master
+		WHERE name = ?1 COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1),
+	(SELECT coalesce(sql, '') FROM sqlite_master
+		WHERE name = ?1 COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1),
+	(SELECT group_concat(r, char(10)) FROM (SELECT type || ' ' || name || ' ' || tbl_name || ' ' || rowid || ' ' || rootpage || ' ' || coalesce(sql, '') AS r
+		FROM sqlite_master WHERE tbl_name = ?1 COLLATE NOCASE AND type IN ('index', 'trigger') OR name IN (?2, ?3, ?4, ?5, ?6)
+		ORDER BY type, name))`
+
+// catalogSQL returns the catalog's statement for s: with the source's row
+// (every column a resolution reads) if s has one.
+func catalogSQL(s *Source) string {
+	if s == nil || !s.Row {
+		return catalogRows + `, ''`
+	}
+	cols := `quote(id), quote(dataset_id), quote(scanned), quote(created_at), quote(tbl_rowid)`
+	if s.Keyed {
+		cols += `, quote(positions_key), quote(lowest_version)`
+	}
+	return catalogRows + `, (SELECT ` + strings.ReplaceAll(cols, `, `, ` || ' ' || `) + ` FROM ` + SourcesTable + ` WHERE id = ` + strconv.FormatInt(s.ID, 10) + `)`
+}
+
+// Catalog reads s's catalog (s resolved; nil: the cookie alone, for a
+// source that did not resolve).
+func (c *Conn) Catalog(ctx context.Context, s *Source, table string) (cat Catalog, err error) {
+	names := [4]string{}
+	if s != nil {
+		table = s.Table
+		if s.Row {
+			names = [4]string{s.Log, s.Spellings, s.Ins, s.Upd}
+		}
+	}
+	var v [5]driver.Value
+	err = c.first(ctx, catalogSQL(s), v[:], arg(1, table), arg(2, names[0]), arg(3, names[1]), arg(4, names[2]), arg(5, names[3]), arg(6, SourcesTable))
+	if err != nil {
+		return cat, fmt.Errorf("read the catalog: %w", err)
+	}
+	var ok bool
+	if cat.Schema, ok = v[0].(int64); !ok {
+		return cat, fmt.Errorf("read the catalog: schema cookie %v", v[0])
+	}
+	cat.table, cat.text, cat.rest = text(v[1]), text(v[2]), text(v[3])+"\n"+text(v[4])
+	cat.ok = s != nil && cat.table != ""
+	return cat, nil
+}
+
+func text(v driver.Value) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case []byte:
+		return string(t)
+	}
+	return ""
+}
+
+// Appended reports whether c differs from old at most by columns appended
+// to the table (ALTER TABLE … ADD COLUMN inserts ", <column>" before the
+// closing parenthesis of the column list): its source resolves as old's
+// did. Anything else, an index, a trigger, the table's rowid or any other
+// text of its CREATE statement, resolves again.
+func (c Catalog) Appended(old Catalog) bool {
+	if !c.ok || !old.ok || c.table != old.table || c.rest != old.rest {
+		return false
+	}
+	if c.text == old.text {
+		return true
+	}
+	end := strings.LastIndexByte(old.text, ')')
+	if end < 0 {
+		return false
+	}
+	head, tail := old.text[:end], old.text[end:] // tail: ")" and the table's options
+	return len(c.text) > len(old.text)+1 && strings.HasPrefix(c.text, head) && strings.HasSuffix(c.text, tail) &&
+		c.text[len(head)] == ',' && strings.LastIndexByte(c.text, ')') == len(c.text)-len(tail)
+}
