@@ -25,6 +25,8 @@ func ablateDefaults(k *knobs) {
 			k.noLookup = true
 		case "prepare":
 			k.noPrepare = true
+		case "catalog":
+			k.noCatalog = true
 		default:
 			panic(fmt.Sprintf("SYNCFILTER_ABLATE: no mechanism %q", name))
 		}

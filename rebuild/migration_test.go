@@ -642,3 +642,30 @@ func TestColumnRenamedUnderACall(t *testing.T) {
 	mustExec(t, app, `ALTER TABLE records RENAME COLUMN rid TO id`)
 	expect(t, ix, set([]string{"abc", "caf\u00e9"}), []string{"caf\u00e9", "abc", "never"})
 }
+
+// TestAddColumnKeepsTheResolution: after ALTER TABLE … ADD COLUMN the
+// source is bound again as it was resolved (one read of the catalog, not
+// a resolution), answers stay exact, and any other change a resolution
+// rests on (here the key's index dropped) is resolved again: refused.
+func TestAddColumnKeepsTheResolution(t *testing.T) {
+	t.Parallel()
+	seed := ids("seed", 300)
+	path := driftDB(t, "WAL", seed)
+	ix := open(t, appConfig(path))
+	expectTable(t, ix, path, "records", slices.Concat(ids("seed", 20), ids("never", 20)))
+	resolved := ix.k.G.Binding()
+	execIn(t, path, "WAL", `ALTER TABLE records ADD COLUMN extra TEXT`, `ALTER TABLE records ADD COLUMN more INTEGER DEFAULT (0)`)
+	insertIn(t, path, "WAL", "records", "after", 50)
+	expectTable(t, ix, path, "records", slices.Concat(seed, ids("after", 50), ids("never", 50)))
+	if ix.k.G.Binding() != resolved {
+		t.Fatal("ADD COLUMN: the source was resolved again")
+	}
+	if st := stats(ix); !st.Serving {
+		t.Fatal("ADD COLUMN: no filter serves")
+	}
+	execIn(t, path, "WAL", `CREATE TABLE records2 (id TEXT, body TEXT, extra TEXT, more INTEGER DEFAULT (0))`,
+		`INSERT INTO records2 SELECT * FROM records`, `DROP TABLE records`, `ALTER TABLE records2 RENAME TO records`)
+	if _, err := ix.Missing(context.Background(), []string{"seed-0000001"}); !errors.Is(err, ErrNotIndexed) {
+		t.Fatalf("after the key's index went: Missing = %v, want ErrNotIndexed", err)
+	}
+}

@@ -33,6 +33,7 @@ type Knobs struct {
 	NoAppPool    bool   // confirmations never run on the app's pool
 	NoLookup     bool   // Fetched of a key with one spelling probes as a page does
 	NoPrepare    bool   // Open prepares no probe on the app's pool
+	NoCatalog    bool   // every schema change resolves the source again
 	Behind       bool   // calls never take log entries in
 	Inline       bool   // calls take every log entry they lack
 	AfterProbe   func() // a call's probe of keys returned
@@ -109,7 +110,8 @@ type binding struct {
 	schema   int64
 	src      *store.Source
 	err      error
-	detached bool // the source had its row in this file and lost it (Detach): never attached again by the gate
+	detached bool          // the source had its row in this file and lost it (Detach): never attached again by the gate
+	cat      store.Catalog // what the resolution rested on
 }
 
 // Binding returns the source as last resolved, or nil.
@@ -244,17 +246,21 @@ func (c *Call) rebind(ctx context.Context) error {
 	g := c.g
 	for range retries {
 		id := NewID() // before the read: a resolution begun later is newer
+		if ok, err := c.appended(ctx, id); ok || err != nil {
+			return err
+		}
 		schema, err := c.schema(ctx)
 		if err != nil {
 			return err
 		}
 		src, err := store.Resolve(ctx, c.conn, g.cfg.Table, g.cfg.Column, g.cfg.AllowUnindexed)
 		// DDL committed while resolving may have shown a schema half old,
-		// half new: the cookie read again tells.
-		if after, serr := c.schema(ctx); serr == nil && after != schema {
+		// half new: the cookie read again with the catalog tells.
+		cat, cerr := c.conn.Catalog(ctx, src, g.cfg.Table)
+		if cerr == nil && cat.Schema != schema {
 			continue
 		}
-		b := &binding{id: id, f: c.F, schema: schema, src: src}
+		b := &binding{id: id, f: c.F, schema: schema, src: src, cat: cat}
 		if err != nil {
 			if !errors.Is(err, store.ErrNoSource) && !errors.Is(err, store.ErrInexactColumn) && !errors.Is(err, store.ErrNotIndexed) {
 				return err // not about the source: try again next call
@@ -282,6 +288,29 @@ func (c *Call) rebind(ctx context.Context) error {
 		return errStale
 	}
 	return errors.New("the schema keeps changing under the call")
+}
+
+// appended binds a logged source as last resolved again, at the new
+// schema cookie, when the catalog it rested on changed at most by columns
+// appended to the table (ALTER TABLE … ADD COLUMN): one statement instead
+// of a resolution's ten (errStale, the caller answers again).
+func (c *Call) appended(ctx context.Context, id uint64) (bool, error) {
+	prev := c.g.bound.Load()
+	if prev == nil || prev.f != c.F || prev.err != nil || prev.src == nil || !prev.src.Logged || c.g.cfg.Knobs.NoCatalog {
+		return false, nil
+	}
+	conn, err := c.Reader(ctx)
+	if err != nil {
+		return false, err
+	}
+	cat, err := conn.Catalog(ctx, prev.src, "")
+	if err != nil || !cat.Appended(prev.cat) {
+		return false, nil // a catalog that cannot be read (the sources table gone) resolves again
+	}
+	b := &binding{id: id, f: c.F, schema: cat.Schema, src: prev.src, cat: cat, detached: prev.detached}
+	c.g.keep(b)
+	c.b = b
+	return true, errStale
 }
 
 // keep makes b the gate's binding unless a newer file's, or one resolved
