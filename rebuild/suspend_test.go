@@ -25,33 +25,7 @@ func TestSuspendLetsGoOfTheDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 1000)...)
-	started, release := make(chan struct{}), make(chan struct{})
-	first := true
-	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{
-		store: store.Knobs{ScanChunk: 16},
-		scanRow: func(n int64) error {
-			if n == 0 && first { // the first scan waits until Suspend is under way
-				first = false
-				close(started)
-				<-release
-			}
-			return nil
-		},
-	}}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
-	db, err := OpenDB(ctx, cfg.DBConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close(ctx) })
-	ix, err := db.Index(ctx, cfg.Source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-started:
-	case <-time.After(callBound):
-		t.Fatal("the first scan never started")
-	}
+	db, ix, release := openParkedScan(t, path)
 	suspended := make(chan error, 1)
 	go func() { suspended <- db.Suspend(ctx) }()
 	waitFor(t, "Suspend waiting for the scan", db.bg.Paused) // the worker paused: its job interrupted
@@ -546,31 +520,7 @@ func TestTwoSuspendsAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := appDB(t, ids("seed", 1000)...)
-	started, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{
-		store: store.Knobs{ScanChunk: 16},
-		scanRow: func(n int64) error {
-			if n == 0 {
-				once.Do(func() { close(started); <-release })
-			}
-			return nil
-		},
-	}}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
-	db, err := OpenDB(ctx, cfg.DBConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close(ctx) })
-	ix, err := db.Index(ctx, cfg.Source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-started:
-	case <-time.After(callBound):
-		t.Fatal("the first scan never started")
-	}
+	db, ix, release := openParkedScan(t, path)
 	tctx, cancel := context.WithTimeout(ctx, callBound)
 	defer cancel()
 	suspended := make(chan error, 2)
@@ -590,4 +540,37 @@ func TestTwoSuspendsAtOnce(t *testing.T) {
 		t.Fatalf("after Resume: %v", err)
 	}
 	expect(t, ix, set(ids("seed", 1000)), slices.Concat(ids("seed", 30), ids("never", 30)))
+}
+
+// openParkedScan opens an index on path's records, never attached, whose
+// first scan is parked at its first row until release is closed.
+func openParkedScan(t *testing.T, path string) (db *DB, ix *Index, release chan struct{}) {
+	t.Helper()
+	ctx := context.Background()
+	started := make(chan struct{})
+	release = make(chan struct{})
+	var once sync.Once
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{
+		store: store.Knobs{ScanChunk: 16},
+		scanRow: func(n int64) error {
+			if n == 0 {
+				once.Do(func() { close(started); <-release })
+			}
+			return nil
+		},
+	}}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
+	db, err := OpenDB(ctx, cfg.DBConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	if ix, err = db.Index(ctx, cfg.Source); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(callBound):
+		t.Fatal("the first scan never started")
+	}
+	return db, ix, release
 }

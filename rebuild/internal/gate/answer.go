@@ -317,17 +317,21 @@ func (c *Call) confirm(ctx context.Context, keys []string, spellings bool) (foun
 // the first page of the process runs it (see onAppOr): one of the pool's
 // connections, if idle, then holds it prepared.
 func (c *Call) Prepare(ctx context.Context) {
-	if c.F.N == 1 && !c.g.cfg.Knobs.NoAppPool && !c.g.cfg.Knobs.NoPrepare && c.b.src.Logged {
+	if c.appPool() && !c.g.cfg.Knobs.NoPrepare && c.b.src.Logged {
 		c.F.St.PrepareProbe(ctx, c.b.src)
 	}
 }
+
+// appPool reports whether the call may run statements on the app's pool:
+// on the file the library opened first (the pool's), unless switched off.
+func (c *Call) appPool() bool { return c.F.N == 1 && !c.g.cfg.Knobs.NoAppPool }
 
 // onAppOr runs app, a statement on the app's pool, when the call may use
 // it (want, the file the library opened first, a connection of the pool
 // idle, not suspended); else, or once the app left its pool, own on the
 // call's reader.
 func (c *Call) onAppOr(ctx context.Context, want bool, app func() error, own func(*store.Conn) error) error {
-	if want && c.F.N == 1 && !c.g.cfg.Knobs.NoAppPool && c.F.St.AppFree() {
+	if want && c.appPool() && c.F.St.AppFree() {
 		if err := app(); !errors.Is(err, store.ErrAppLeft) {
 			return err
 		}

@@ -256,7 +256,7 @@ func (c *Call) rebind(ctx context.Context) error {
 		src, err := store.Resolve(ctx, c.conn, g.cfg.Table, g.cfg.Column, g.cfg.AllowUnindexed)
 		// DDL committed while resolving may have shown a schema half old,
 		// half new: the cookie read again with the catalog tells.
-		cat, cerr := c.conn.Catalog(ctx, src, g.cfg.Table)
+		cat, cerr := c.conn.Catalog(ctx, src)
 		if cerr == nil && cat.Schema != schema {
 			continue
 		}
@@ -303,7 +303,7 @@ func (c *Call) appended(ctx context.Context, id uint64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	cat, err := conn.Catalog(ctx, prev.src, "")
+	cat, err := conn.Catalog(ctx, prev.src)
 	if err != nil || !cat.Appended(prev.cat) {
 		return false, nil // a catalog that cannot be read (the sources table gone) resolves again
 	}

@@ -20,10 +20,10 @@ type Catalog struct {
 	ok     bool   // read for a resolved source
 }
 
+// catalogRows reads the cookie, the table's row (type, rowid and rootpage,
+// a newline, its CREATE text) and the other rows.
 const catalogRows = `SELECT (SELECT schema_version FROM pragma_schema_version()),
-	(SELECT type || ' ' || rowid || ' ' || rootpage FROM sqlite_master
-		WHERE name = ?1 COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1),
-	(SELECT coalesce(sql, '') FROM sqlite_master
+	(SELECT type || ' ' || rowid || ' ' || rootpage || char(10) || coalesce(sql, '') FROM sqlite_master
 		WHERE name = ?1 COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1),
 	(SELECT group_concat(r, char(10)) FROM (SELECT type || ' ' || name || ' ' || tbl_name || ' ' || rowid || ' ' || rootpage || ' ' || coalesce(sql, '') AS r
 		FROM sqlite_master WHERE tbl_name = ?1 COLLATE NOCASE AND type IN ('index', 'trigger') OR name IN (?2, ?3, ?4, ?5, ?6)
@@ -35,16 +35,17 @@ func catalogSQL(s *Source) string {
 	if s == nil || !s.Row {
 		return catalogRows + `, ''`
 	}
-	cols := `quote(id), quote(dataset_id), quote(scanned), quote(created_at), quote(tbl_rowid)`
+	row := `quote(id) || ' ' || quote(dataset_id) || ' ' || quote(scanned) || ' ' || quote(created_at) || ' ' || quote(tbl_rowid)`
 	if s.Keyed {
-		cols += `, quote(positions_key), quote(lowest_version)`
+		row += ` || ' ' || quote(positions_key) || ' ' || quote(lowest_version)`
 	}
-	return catalogRows + `, (SELECT ` + strings.ReplaceAll(cols, `, `, ` || ' ' || `) + ` FROM ` + SourcesTable + ` WHERE id = ` + strconv.FormatInt(s.ID, 10) + `)`
+	return catalogRows + `, (SELECT ` + row + ` FROM ` + SourcesTable + ` WHERE id = ` + strconv.FormatInt(s.ID, 10) + `)`
 }
 
 // Catalog reads s's catalog (s resolved; nil: the cookie alone, for a
 // source that did not resolve).
-func (c *Conn) Catalog(ctx context.Context, s *Source, table string) (cat Catalog, err error) {
+func (c *Conn) Catalog(ctx context.Context, s *Source) (cat Catalog, err error) {
+	var table string
 	names := [4]string{}
 	if s != nil {
 		table = s.Table
@@ -52,7 +53,7 @@ func (c *Conn) Catalog(ctx context.Context, s *Source, table string) (cat Catalo
 			names = [4]string{s.Log, s.Spellings, s.Ins, s.Upd}
 		}
 	}
-	var v [5]driver.Value
+	var v [4]driver.Value
 	err = c.first(ctx, catalogSQL(s), v[:], arg(1, table), arg(2, names[0]), arg(3, names[1]), arg(4, names[2]), arg(5, names[3]), arg(6, SourcesTable))
 	if err != nil {
 		return cat, fmt.Errorf("read the catalog: %w", err)
@@ -61,19 +62,10 @@ func (c *Conn) Catalog(ctx context.Context, s *Source, table string) (cat Catalo
 	if cat.Schema, ok = v[0].(int64); !ok {
 		return cat, fmt.Errorf("read the catalog: schema cookie %v", v[0])
 	}
-	cat.table, cat.text, cat.rest = text(v[1]), text(v[2]), text(v[3])+"\n"+text(v[4])
+	cat.table, cat.text, _ = strings.Cut(textValue(v[1]), "\n")
+	cat.rest = textValue(v[2]) + "\n" + textValue(v[3])
 	cat.ok = s != nil && cat.table != ""
 	return cat, nil
-}
-
-func text(v driver.Value) string {
-	switch t := v.(type) {
-	case string:
-		return t
-	case []byte:
-		return string(t)
-	}
-	return ""
 }
 
 // Appended reports whether c differs from old at most by columns appended

@@ -29,27 +29,15 @@ func TestCatalogAppended(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			db, app := testDB(t, c.create)
 			s := attach(t, db, "t", "id", false)
-			conn, err := db.Reader(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Release(conn)
-			before, err := conn.Catalog(ctx, s, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			before := readCatalog(t, db, s)
 			for _, q := range c.ddl {
 				if _, err := app.Exec(q); err != nil {
 					t.Fatalf("%s: %v", q, err)
 				}
 			}
-			after, err := conn.Catalog(ctx, s, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			after := readCatalog(t, db, s)
 			if after.Schema == before.Schema {
 				t.Fatal("the schema cookie did not move")
 			}
@@ -70,15 +58,7 @@ func TestCatalogSeesTheSourcesRow(t *testing.T) {
 	db, _ := testDB(t, `PRAGMA auto_vacuum = FULL`, `CREATE TABLE t (id TEXT PRIMARY KEY, body TEXT)`, `CREATE TABLE u (id TEXT PRIMARY KEY)`)
 	attach(t, db, "t", "id", false)
 	s := attach(t, db, "u", "id", false)
-	conn, err := db.Reader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Release(conn)
-	before, err := conn.Catalog(ctx, s, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := readCatalog(t, db, s)
 	if err := db.Detach(ctx, "u", "id", false); err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +66,24 @@ func TestCatalogSeesTheSourcesRow(t *testing.T) {
 	if again.ID != s.ID || again.DatasetID == s.DatasetID {
 		t.Fatalf("attached again as id %d (was %d), dataset changed %v", again.ID, s.ID, again.DatasetID != s.DatasetID)
 	}
-	after, err := conn.Catalog(ctx, s, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := readCatalog(t, db, s)
 	if after.Appended(before) {
 		t.Fatalf("a source attached again resolves as before:\nbefore %q\nafter  %q", before.rest, after.rest)
 	}
+}
+
+// readCatalog reads s's catalog on a reader of db.
+func readCatalog(t *testing.T, db *DB, s *Source) Catalog {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := db.Reader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Release(conn)
+	cat, err := conn.Catalog(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
 }

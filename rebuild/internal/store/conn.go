@@ -93,6 +93,17 @@ func (c *Conn) first(ctx context.Context, q string, dest []driver.Value, args ..
 	return err
 }
 
+// textValue is a text value, which a driver may hand over as bytes.
+func textValue(v driver.Value) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case []byte:
+		return string(t)
+	}
+	return ""
+}
+
 // firstInt runs q on r and returns the integer its first row holds.
 func firstInt(ctx context.Context, r runner, q string, args ...driver.NamedValue) (int64, error) {
 	var v [1]driver.Value

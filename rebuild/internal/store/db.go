@@ -161,11 +161,7 @@ func checkEncoding(ctx context.Context, c *Conn) error {
 	if err := c.first(ctx, `PRAGMA encoding`, vals[:]); err != nil {
 		return fmt.Errorf("read the text encoding: %w", err)
 	}
-	enc, _ := vals[0].(string)
-	if b, ok := vals[0].([]byte); ok { // a driver may hand text over as bytes
-		enc = string(b)
-	}
-	if enc != "UTF-8" {
+	if enc := textValue(vals[0]); enc != "UTF-8" {
 		return fmt.Errorf("the database stores text as %s; the library needs UTF-8 (PRAGMA encoding, set when the file is created): %w", enc, ErrInexactColumn)
 	}
 	return nil
