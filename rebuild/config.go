@@ -18,6 +18,7 @@ import (
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/rebuild/internal/upkeep"
 	"github.com/syncfilter/syncfilter/snapshot"
+	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
 // DBConfig says which database to open and how. Zero values take the
@@ -68,6 +69,14 @@ type Source struct {
 	// record, its id in Column (TEXT, BINARY collation, stored, indexed).
 	// Both empty: the library owns a table, filled by MarkFetched.
 	Table, Column string
+
+	// Compare says which ids are one record, as the server compares
+	// them: syncfilter.CompareCanonical (zero, the default) takes ids
+	// equal after NFC as one; syncfilter.CompareBytes only equal bytes
+	// (opaque ids, file paths, user-chosen names). The database records
+	// it at the first attach: opening the source in the other mode is
+	// ErrBadConfig.
+	Compare syncfilter.Compare
 
 	// Snapshot is the file the filter is saved to and loaded from.
 	// Empty: the filter lives in memory only.
@@ -245,6 +254,8 @@ func (s Source) withDefaults(readOnly bool) (Source, error) {
 		return s, bad("rebuild factor %v below 1", s.RebuildFactor)
 	case s.RebuildEvery < 0:
 		return s, bad("rebuild interval %v", s.RebuildEvery)
+	case s.Compare.Policy() == "":
+		return s, bad("unknown %v", s.Compare)
 	}
 	return s, nil
 }
@@ -259,5 +270,5 @@ func (s Source) upkeep() upkeep.Config {
 
 // gate returns the gate's configuration of s.
 func (s Source) gate(readOnly bool, k knobs) gate.Config {
-	return gate.Config{Table: s.Table, Column: s.Column, AllowUnindexed: s.AllowUnindexed, ReadOnly: readOnly, Knobs: k.gate()}
+	return gate.Config{Table: s.Table, Column: s.Column, AllowUnindexed: s.AllowUnindexed, ReadOnly: readOnly, Compare: s.Compare, Knobs: k.gate()}
 }

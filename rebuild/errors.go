@@ -19,7 +19,8 @@ var (
 	// SQLite reads the file as no database (an encrypted one: a wrong or
 	// missing key in DBConfig.ConnParams), or the call does not fit the
 	// configuration (a write on a read-only database, MarkFetched on the
-	// app's own table).
+	// app's own table, a Source.Compare other than the one the database
+	// records for the source).
 	ErrBadConfig = store.ErrBadConfig
 
 	// ErrNoSource: the source table or its key column does not exist.
@@ -102,10 +103,10 @@ type page struct {
 	bad   *InvalidKeysError
 }
 
-func newPage(keys []string) *page {
+func newPage(g *gate.Gate, keys []string) *page {
 	p := &page{canon: make([]string, len(keys)), valid: make([]int, 0, len(keys))}
 	for i, k := range keys {
-		c, err := gate.Canonical(k)
+		c, err := g.Canonical(k)
 		if err != nil {
 			if p.bad == nil {
 				p.bad = &InvalidKeysError{}

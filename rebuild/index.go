@@ -103,7 +103,7 @@ func (ix *Index) call(ctx context.Context, verb string, fn func(c *gate.Call) er
 // no canonically equivalent spelling (fetch it). A key that cannot be
 // compared is answered missing and named in an *InvalidKeysError.
 func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
-	p := newPage(keys)
+	p := newPage(ix.k.G, keys)
 	var found []bool
 	if err := ix.call(ctx, "missing", func(c *gate.Call) (err error) {
 		found, err = c.Answer(ctx, p.asked())
@@ -122,7 +122,7 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
 // Fetched reports whether the record with this id was fetched: whether
 // the source holds it under any canonically equivalent spelling.
 func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
-	canon, err := gate.Canonical(key)
+	canon, err := ix.k.G.Canonical(key)
 	if err != nil {
 		ix.k.G.C.Queries.Add(1)
 		ix.k.G.C.Invalid.Add(1)
@@ -151,7 +151,7 @@ func (ix *Index) MarkFetched(ctx context.Context, keys ...string) error {
 	}
 	canon := make([]string, len(keys))
 	for i, k := range keys {
-		c, err := gate.Canonical(k)
+		c, err := ix.k.G.Canonical(k)
 		if err != nil {
 			return fmt.Errorf("mark fetched: %w", &syncfilter.KeyError{Index: i, Err: err})
 		}

@@ -8,13 +8,18 @@ import (
 	"github.com/syncfilter/syncfilter/normalize"
 )
 
-// CheckNormalization is CheckPolicy with this program's policy and
-// Unicode version (normalize.Policy, normalize.UnicodeVersion()). Under
-// policy nfc/1 that version is pinned to 15.0.0 whatever tables the
-// program is built with (package normalize reproduces 15.0.0's NFC with
-// newer tables), so a toolchain upgrade does not invalidate snapshots.
+// CheckNormalization is CheckPolicy with the policy of the header's
+// Params.Compare (normalize.Policy, or syncfilter.PolicyBytes) and this
+// program's Unicode version (normalize.UnicodeVersion()): a policy this
+// program does not implement is refused. Under policy nfc/1 that version
+// is pinned to 15.0.0 whatever tables the program is built with (package
+// normalize reproduces 15.0.0's NFC with newer tables), so a toolchain
+// upgrade does not invalidate snapshots; under bytes/1 it is written
+// the same and plays no part in where a key's bits are. Whether the
+// snapshot compares ids the way its reader's source does is the reader's
+// to check (Params.Compare).
 func (h *Header) CheckNormalization() error {
-	return h.CheckPolicy(normalize.Policy, normalize.UnicodeVersion())
+	return h.CheckPolicy(h.Params.Compare.Policy(), normalize.UnicodeVersion())
 }
 
 // CheckPolicy reports whether keys canonicalized under the given

@@ -51,7 +51,10 @@ func encode(w io.Writer, h Header, img *syncfilter.Image, o options) (sum [check
 	}
 	h.KeyID = KeyID(h.Params.Key)
 	if h.Policy == "" {
-		h.Policy = normalize.Policy
+		h.Policy = h.Params.Compare.Policy()
+	}
+	if c, ok := syncfilter.CompareOf(h.Policy); ok && c != h.Params.Compare {
+		return sum, fmt.Errorf("encode snapshot: policy %q for a filter that compares %v: %w", h.Policy, h.Params.Compare, syncfilter.ErrInvalidParams)
 	}
 	if h.UnicodeVersion == "" {
 		h.UnicodeVersion = normalize.UnicodeVersion()

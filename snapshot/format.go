@@ -222,6 +222,9 @@ func unmarshalHeader(b []byte, v Version, f format) (Header, error) {
 	if h.UnicodeVersion, err = name(b[offUnicode : offUnicode+maxNameLen]); err != nil {
 		return Header{}, fmt.Errorf("unicode version: %w", err)
 	}
+	if c, ok := syncfilter.CompareOf(h.Policy); ok {
+		h.Params.Compare = c // a policy this program does not know is refused by CheckPolicy
+	}
 	return h, nil
 }
 

@@ -625,3 +625,36 @@ func fixtureFiles(t testing.TB) []string {
 	names, _ := filepath.Glob(filepath.Join("..", "fixtures", "v*", "*.sfb"))
 	return names
 }
+
+// TestBytesPolicy: a filter that compares bytes is written with policy
+// bytes/1 and read back comparing bytes, its NFC and NFD keys apart; a
+// header naming the other known policy than its filter is refused.
+func TestBytesPolicy(t *testing.T) {
+	p := testParams(t, 100)
+	p.Compare = syncfilter.CompareBytes
+	nfd, nfc := "cafe\u0301", "caf\u00e9"
+	img, enc := build(t, p, []string{nfd})
+	s, err := Decode(bytes.NewReader(enc), WithKey(testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Header.Policy != syncfilter.PolicyBytes || s.Header.Params != p {
+		t.Fatalf("policy %q, params %+v", s.Header.Policy, s.Header.Params)
+	}
+	if err := s.CheckNormalization(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckPolicy("nfc/1", s.UnicodeVersion); !errors.Is(err, ErrIncompatible) {
+		t.Fatalf("a bytes/1 snapshot passes the canonical check: %v", err)
+	}
+	want, _ := img.Positions(nfc)
+	got, _ := s.Image.Positions(nfc)
+	other, _ := s.Image.Positions(nfd)
+	if !slices.Equal(got, want) || slices.Equal(got, other) {
+		t.Fatalf("decoded positions: nfc %v (built %v), nfd %v", got, want, other)
+	}
+	var buf bytes.Buffer
+	if err := Encode(&buf, Header{Policy: "nfc/1", DatasetID: [16]byte{1}}, img, WithKey(testKey)); !errors.Is(err, syncfilter.ErrInvalidParams) {
+		t.Fatalf("a bytes filter written as nfc/1: %v", err)
+	}
+}

@@ -21,7 +21,8 @@ const DigestBytes = 32
 
 const deferredChunk = 4096
 
-// NewDeferred returns an empty Deferred with a random hash key.
+// NewDeferred returns an empty Deferred with a random hash key. It hashes
+// keys under CompareCanonical.
 func NewDeferred() *Deferred {
 	k := randomKey()
 	return &Deferred{hasher: newKeyHasher(k), key: k}
@@ -45,7 +46,7 @@ func (d *Deferred) AddBatch(keys []string) error {
 	var sums [queryChunk][32]byte
 	for start := 0; start < len(keys); start += queryChunk {
 		chunk := keys[start:min(start+queryChunk, len(keys))]
-		if err := d.hasher.sumKeys(chunk, sums[:len(chunk)], start); err != nil {
+		if err := d.hasher.sumKeys(CompareCanonical, chunk, sums[:len(chunk)], start); err != nil {
 			return err // unreachable after the validation above
 		}
 		d.push(sums[:len(chunk)])
@@ -75,6 +76,9 @@ func (d *Deferred) push(sums [][32]byte) {
 func (d *Deferred) Builder(p Params) (*Builder, error) {
 	if d.hasher == nil {
 		return nil, fmt.Errorf("build: deferred keys already handed to a builder: %w", ErrClosed)
+	}
+	if p.Compare != CompareCanonical {
+		return nil, fmt.Errorf("build: deferred digests are of canonical keys, the parameters compare %v: %w", p.Compare, ErrInvalidParams)
 	}
 	if p.Key != d.key {
 		return nil, fmt.Errorf("build: parameters carry another hash key than the deferred digests: %w", ErrInvalidParams)

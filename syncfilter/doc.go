@@ -12,9 +12,10 @@
 // wires the filter to SQLite that way.
 //
 // Size a filter with NewParams (expected keys, target false-positive rate)
-// or NewParamsMK (bits, bits per key), then New. Keys are canonicalized by
-// package normalize first, so canonically equivalent spellings (NFC and NFD,
-// say) are the same key.
+// or NewParamsMK (bits, bits per key), then New. Params.Compare says which
+// ids are one key. By default (CompareCanonical) keys are canonicalized by
+// package normalize first, so canonically equivalent spellings (NFC and
+// NFD, say) are the same key; under CompareBytes only equal bytes are.
 //
 // # Concurrency
 //
@@ -30,7 +31,8 @@
 // Where a key's bits are depends only on the canonical bytes, the 32-byte
 // hash key, m, k and the layout, and is defined byte by byte:
 //
-//	c      = UTF-8 bytes of the NFC form of the key (package normalize)
+//	c      = UTF-8 bytes of the NFC form of the key (package normalize);
+//	         under CompareBytes, the key's bytes as given
 //	d      = first 32 bytes of BLAKE3 keyed-hash mode, key = Params.Key, input = c
 //	blocks = m / 512
 //	block  = high 64 bits of the 128-bit product u64le(d[0:8]) × blocks

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"github.com/syncfilter/syncfilter/normalize"
 )
@@ -43,6 +44,72 @@ func (h Hash) String() string {
 	return fmt.Sprintf("hash(%d)", uint8(h))
 }
 
+// Compare names which ids are one key: the ids the server treats as one
+// record. It is part of Params (it decides where a key's bits are) and
+// is recorded in snapshots as their policy (Compare.Policy).
+type Compare uint8
+
+const (
+	// CompareCanonical: ids equal after NFC are one key (normalize.Policy),
+	// the default.
+	CompareCanonical Compare = 0
+	// CompareBytes: ids are one key only when their bytes are equal, as
+	// a server of opaque ids, file paths or user-chosen names compares
+	// them. Keys are still valid UTF-8 (an invalid key is refused).
+	CompareBytes Compare = 1
+)
+
+// PolicyBytes is the snapshot policy of CompareBytes: the digest is taken
+// over the key's bytes as given.
+const PolicyBytes = "bytes/1"
+
+// Policy returns the snapshot policy that names c: normalize.Policy or
+// PolicyBytes ("" for an unknown Compare).
+func (c Compare) Policy() string {
+	switch c {
+	case CompareCanonical:
+		return normalize.Policy
+	case CompareBytes:
+		return PolicyBytes
+	}
+	return ""
+}
+
+// CompareOf returns the Compare a snapshot policy names.
+func CompareOf(policy string) (Compare, bool) {
+	switch policy {
+	case normalize.Policy:
+		return CompareCanonical, true
+	case PolicyBytes:
+		return CompareBytes, true
+	}
+	return 0, false
+}
+
+func (c Compare) String() string {
+	switch c {
+	case CompareCanonical:
+		return "canonical"
+	case CompareBytes:
+		return "bytes"
+	}
+	return fmt.Sprintf("compare(%d)", uint8(c))
+}
+
+// Key returns the form of key the filter hashes under c: c(key) under
+// CompareCanonical, key itself under CompareBytes; an error wrapping
+// normalize.ErrInvalidUTF8 when key is not valid UTF-8.
+func (c Compare) Key(key string) (string, error) {
+	if c == CompareBytes {
+		if !utf8.ValidString(key) {
+			_, err := normalize.String(key) // names the offset
+			return "", err
+		}
+		return key, nil
+	}
+	return normalize.String(key)
+}
+
 // Limits of the parameters.
 const (
 	BlockBits = 512     // bits per block of LayoutBlocked512
@@ -53,11 +120,12 @@ const (
 // Params fully determine where a key's bits are. Two filters with equal
 // Params give every key the same positions, on every platform.
 type Params struct {
-	Layout Layout
-	Hash   Hash
-	M      uint64   // number of bits: a multiple of BlockBits, at most MaxBits
-	K      uint32   // bits per key, 1..MaxK
-	Key    [32]byte // BLAKE3 key: whoever holds it can test ids against the bits; kept in the database, out of snapshot files
+	Layout  Layout
+	Hash    Hash
+	M       uint64   // number of bits: a multiple of BlockBits, at most MaxBits
+	K       uint32   // bits per key, 1..MaxK
+	Key     [32]byte // BLAKE3 key: whoever holds it can test ids against the bits; kept in the database, out of snapshot files
+	Compare Compare  // which ids are one key; CompareCanonical when zero
 }
 
 // NewParams sizes a filter for n distinct keys at false-positive rate fpr,
@@ -104,6 +172,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("validate params: m = %d not a multiple of %d: %w", p.M, BlockBits, ErrInvalidParams)
 	case p.K == 0 || p.K > MaxK:
 		return fmt.Errorf("validate params: k = %d not in [1, %d]: %w", p.K, MaxK, ErrInvalidParams)
+	case p.Compare.Policy() == "":
+		return fmt.Errorf("validate params: unknown %v: %w", p.Compare, ErrInvalidParams)
 	}
 	return nil
 }
@@ -163,7 +233,7 @@ func (p Params) Positions(key string) ([]uint64, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := normalize.String(key)
+	c, err := p.Compare.Key(key)
 	if err != nil {
 		return nil, err
 	}

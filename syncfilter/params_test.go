@@ -1,9 +1,13 @@
 package syncfilter
 
 import (
+	"context"
 	"errors"
 	"math"
+	"slices"
 	"testing"
+
+	"github.com/syncfilter/syncfilter/normalize"
 )
 
 func TestNewParamsRefusesBadInput(t *testing.T) {
@@ -126,5 +130,61 @@ func TestBlockedModelAgainstClassic(t *testing.T) {
 	got := p.ExpectedFPR(n)
 	if got < classic || got > classic*1.25 {
 		t.Fatalf("blocked rate %v, classic %v: want slightly above classic", got, classic)
+	}
+}
+
+// TestCompareBytesKeepsSpellingsApart: under CompareBytes a key's bits
+// come from its bytes as given (NFC and NFD spellings land apart, as two
+// keys), under CompareCanonical from its NFC form (they land together);
+// every path (one key, a batch, Params.Positions, a Builder) agrees, and
+// a key that is not UTF-8 is refused in both modes.
+func TestCompareBytesKeepsSpellingsApart(t *testing.T) {
+	nfd, nfc := "cafe\u0301", "caf\u00e9"
+	for _, c := range []Compare{CompareCanonical, CompareBytes} {
+		p, err := NewParams(1000, 0.01)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Compare = c
+		f, err := New(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Add(context.Background(), nfd); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := p.Positions(nfd)
+		b, _ := p.Positions(nfc)
+		if same := slices.Equal(a, b); same != (c == CompareCanonical) {
+			t.Errorf("%v: NFC and NFD at the same positions: %v", c, same)
+		}
+		one, _ := f.MightContain(nfd)
+		batch, _ := f.MightContainBatch(nil, []string{nfd, nfc})
+		if !one || !batch[0] {
+			t.Errorf("%v: the key added is not found: %v %v", c, one, batch)
+		}
+		if fp, _ := f.Positions(nfd); !slices.Equal(fp, a) {
+			t.Errorf("%v: the filter's positions %v, Params' %v", c, fp, a)
+		}
+		bl, err := NewBuilder(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bl.AddBatch([]string{nfd}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := bl.Image().MightContainBatch(nil, []string{nfd}); !got[0] {
+			t.Errorf("%v: the builder lost the key", c)
+		}
+		if _, err := f.MightContain("\xff"); !errors.Is(err, normalize.ErrInvalidUTF8) {
+			t.Errorf("%v: a key that is not UTF-8: %v", c, err)
+		}
+		f.Close()
+	}
+	if err := (Params{Layout: LayoutBlocked512, Hash: HashBLAKE3Keyed, M: 512, K: 3, Compare: 7}).Validate(); !errors.Is(err, ErrInvalidParams) {
+		t.Errorf("unknown Compare: %v", err)
+	}
+	if c, ok := CompareOf(PolicyBytes); !ok || c != CompareBytes || CompareBytes.Policy() != PolicyBytes {
+		t.Errorf("CompareOf(%q) = %v, %v", PolicyBytes, c, ok)
 	}
 }

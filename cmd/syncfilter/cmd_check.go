@@ -12,6 +12,7 @@ import (
 func (a *app) check(ctx context.Context, args []string) error {
 	fs := a.flags("check")
 	db, table, column := sourceFlags(fs)
+	compare := compareFlag(fs)
 	snap := fs.String("snapshot", "", "snapshot `file` to load, verify and catch up (without it, SQLite answers alone)")
 	nul := fs.Bool("0", false, "keys on stdin are NUL-separated; so are the output records")
 	asJSON := fs.Bool("json", false, `print one JSON object per key: {"key": ..., "answer": ...}`)
@@ -31,7 +32,7 @@ func (a *app) check(ctx context.Context, args []string) error {
 	a.opens(*db, busy)
 	// Read-only: check changes nothing in the database or on disk.
 	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: *db, ReadOnly: true, BusyTimeout: busy},
-		rebuild.Source{Table: *table, Column: *column, Snapshot: *snap})
+		rebuild.Source{Table: *table, Column: *column, Snapshot: *snap, Compare: *compare})
 	if err != nil {
 		return explainReadOnly(*db, err)
 	}

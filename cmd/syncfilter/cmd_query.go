@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/rebuild"
 	"github.com/syncfilter/syncfilter/rebuild/ops"
 	"github.com/syncfilter/syncfilter/snapshot"
@@ -63,7 +62,7 @@ func (a *app) query(ctx context.Context, args []string) error {
 				bad[i] = nil
 				continue
 			}
-			if _, err := normalize.String(k.text); err != nil {
+			if _, err := s.Params.Compare.Key(k.text); err != nil {
 				bad[i] = err
 				continue
 			}

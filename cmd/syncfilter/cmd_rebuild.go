@@ -55,11 +55,13 @@ type rebuildOpts struct {
 	asJSON    bool
 	every     time.Duration // progress lines off a terminal
 	own       owner
+	compare   syncfilter.Compare
 }
 
 func (a *app) rebuild(ctx context.Context, args []string) error {
 	fs := a.flags("rebuild")
 	db, table, column := sourceFlags(fs)
+	compare := compareFlag(fs)
 	out := fs.String("out", "", "snapshot `file` to replace atomically (a symbolic link: the file it names is replaced, the link stays)")
 	all := fs.Bool("all", false, "rebuild every source the database lists, each into the snapshot file its last save recorded (or, with none recorded, beside the database, named as ops.DefaultSnapshot names it); instead of --table, --column and --out")
 	outDir := fs.String("out-dir", "", "with --all: the `directory` for the snapshots of sources with none recorded (default: the database's)")
@@ -87,7 +89,7 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 	if !*all && *outDir != "" {
 		return usagef("--out-dir goes with --all; name one source's snapshot with --out")
 	}
-	if err := allOrOne(fs, *all, []string{"table", "column", "out", "capacity"}, []string{"db", "table", "column", "out"},
+	if err := allOrOne(fs, *all, []string{"table", "column", "out", "capacity", "compare"}, []string{"db", "table", "column", "out"},
 		"rebuilds every source, each into its own snapshot", "to rebuild every source the database lists"); err != nil {
 		return err
 	}
@@ -105,7 +107,7 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 	if err := checkDB(*db); err != nil {
 		return err
 	}
-	o.db = *db
+	o.db, o.compare = *db, *compare
 	a.opens(*db, o.busy)
 	if o.mode == 0 { // not given
 		o.mode = defaultMode(*db)
@@ -189,7 +191,7 @@ func (a *app) buildOne(ctx context.Context, o rebuildOpts, table, column, out, l
 		Table: table, Column: column, Snapshot: out,
 		FPR: o.fpr, Capacity: o.capacity, Headroom: o.headroom, LogRetain: o.retain,
 		SnapshotMode: os.FileMode(o.mode), ReplaceForeignFile: o.force, AllowUnindexed: o.unindexed,
-		Progress: progressFn, ProgressEvery: 10_000,
+		Compare: o.compare, Progress: progressFn, ProgressEvery: 10_000,
 	})
 	p.finish()
 	if err != nil {

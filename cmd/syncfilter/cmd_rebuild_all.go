@@ -130,7 +130,9 @@ func (a *app) rebuildAll(ctx context.Context, o rebuildOpts, outDir, metricsPath
 		err := p.err
 		if err == nil {
 			if err = ctx.Err(); err == nil {
-				sum, err = a.buildOne(ctx, o, p.src.Table, p.src.Column, p.out, p.name)
+				one := o
+				one.compare = p.src.Compare // as the database records it
+				sum, err = a.buildOne(ctx, one, p.src.Table, p.src.Column, p.out, p.name)
 			}
 		}
 		run := sourceRun{key: p.key}

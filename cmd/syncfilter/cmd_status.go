@@ -52,6 +52,7 @@ type snapshotJSON struct {
 func (a *app) status(ctx context.Context, args []string) error {
 	fs := a.flags("status")
 	db, table, column := sourceFlags(fs)
+	compare := compareFlag(fs)
 	snap := fs.String("snapshot", "", "snapshot `file` to judge against the database")
 	all := fs.Bool("all", false, "every source the database lists, each with the snapshot its last save recorded; instead of --table, --column and --snapshot")
 	fpr := 0.01
@@ -66,7 +67,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 	if err := exactly(pos, 0, "no arguments besides flags"); err != nil {
 		return err
 	}
-	if err := allOrOne(fs, *all, []string{"table", "column", "snapshot"}, []string{"db", "table", "column"},
+	if err := allOrOne(fs, *all, []string{"table", "column", "snapshot", "compare"}, []string{"db", "table", "column"},
 		"shows every source, each with its recorded snapshot", "for every source the database lists"); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 	if *all {
 		return a.statusAll(ctx, *db, fpr, busy, *asJSON)
 	}
-	out, err := describe(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, rebuild.Source{Table: *table, Column: *column, Snapshot: *snap, FPR: fpr})
+	out, err := describe(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, rebuild.Source{Table: *table, Column: *column, Snapshot: *snap, FPR: fpr, Compare: *compare})
 	if err != nil {
 		return explainReadOnly(*db, err)
 	}
@@ -103,7 +104,7 @@ func (a *app) statusAll(ctx context.Context, db string, fpr float64, busy time.D
 	failed := 0
 	for i, src := range list {
 		k := keyOf(src.Table, src.Column)
-		out, err := describe(ctx, rebuild.DBConfig{Path: db, BusyTimeout: busy}, rebuild.Source{Table: src.Table, Column: src.Column, Snapshot: src.Snapshot, FPR: fpr})
+		out, err := describe(ctx, rebuild.DBConfig{Path: db, BusyTimeout: busy}, rebuild.Source{Table: src.Table, Column: src.Column, Snapshot: src.Snapshot, FPR: fpr, Compare: src.Compare})
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return err

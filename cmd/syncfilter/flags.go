@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
 // parse sets the flags of fs found anywhere in args (before or after the
@@ -75,6 +77,36 @@ func sourceFlags(fs *flag.FlagSet) (db, table, column *string) {
 	table = fs.String("table", "", "source table `name`")
 	column = fs.String("column", "", "key column `name`")
 	return db, table, column
+}
+
+// compareFlag declares --compare: how the server compares ids, as the
+// database records it for the source (a source not attached yet is
+// attached so).
+func compareFlag(fs *flag.FlagSet) *syncfilter.Compare {
+	c := new(syncfilter.Compare)
+	fs.Var(compareValue{c}, "compare", "how the server compares ids: `canonical` (equal after NFC, the default) or bytes (byte for byte)")
+	return c
+}
+
+type compareValue struct{ c *syncfilter.Compare }
+
+func (v compareValue) String() string {
+	if v.c == nil {
+		return ""
+	}
+	return v.c.String()
+}
+
+func (v compareValue) Set(s string) error {
+	switch s {
+	case "canonical":
+		*v.c = syncfilter.CompareCanonical
+	case "bytes":
+		*v.c = syncfilter.CompareBytes
+	default:
+		return fmt.Errorf("%q: canonical or bytes", s)
+	}
+	return nil
 }
 
 // required reports every named string flag left empty, at once.

@@ -542,3 +542,31 @@ func TestOperationsExamplesRun(t *testing.T) {
 		t.Fatalf("only %d examples found", n)
 	}
 }
+
+// TestCompareBytesCommands: a source rebuilt with --compare bytes is
+// answered byte for byte by check (the NFD id stored, its NFC spelling
+// another record) and by query; check and status without --compare
+// refuse it, naming the mode; rebuild --all keeps the recorded mode.
+func TestCompareBytesCommands(t *testing.T) {
+	t.Parallel()
+	db := appDB(t, 10)
+	snap := filepath.Join(filepath.Dir(db), "r.sfb")
+	src := []string{"--db", db, "--table", "records", "--column", "id"}
+	run(t, "", append([]string{"rebuild", "--compare", "bytes", "--out", snap}, src...)...).must(t, 0)
+	nfd, nfc := "cre\u0300me", "cr\u00e8me"
+	r := run(t, nfd+"\n"+nfc+"\nrec-1\n", append([]string{"check", "--compare", "bytes", "--snapshot", snap}, src...)...).must(t, 0)
+	if want := "fetched\t" + nfd + "\nmissing\t" + nfc + "\nfetched\trec-1\n"; r.stdout != want {
+		t.Errorf("check --compare bytes: %q, want %q", r.stdout, want)
+	}
+	for _, cmd := range [][]string{{"check"}, {"status"}} {
+		r := run(t, nfd+"\n", append(cmd, src...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, "bytes/1") {
+			t.Errorf("%s without --compare on a bytes source: exit %d, %s", cmd[0], r.code, r.stderr)
+		}
+	}
+	if r := run(t, nfc+"\n", "query", snap, "--db", db); r.code != 0 || !strings.HasPrefix(r.stdout, "absent") {
+		t.Errorf("query of the NFC spelling in a bytes/1 snapshot: exit %d, %q %s", r.code, r.stdout, r.stderr)
+	}
+	run(t, "", "rebuild", "--all", "--db", db).must(t, 0)
+	run(t, nfc+"\n", append([]string{"check", "--compare", "bytes", "--exit-code"}, src...)...).must(t, exitMissing)
+}

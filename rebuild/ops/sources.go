@@ -9,15 +9,17 @@ import (
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/rebuild/internal/upkeep"
 	"github.com/syncfilter/syncfilter/snapshot"
+	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
 // Attached is a source the database records: a collection some index or
 // cron job attached.
 type Attached struct {
-	Table, Column string   // "" and "" for the library's own table
-	DatasetID     [16]byte // the random id its snapshots carry
-	CreatedAt     string   // when it was first attached (UTC, RFC 3339)
-	Snapshot      string   // where its last snapshot was saved; "" if none was recorded
+	Table, Column string             // "" and "" for the library's own table
+	DatasetID     [16]byte           // the random id its snapshots carry
+	CreatedAt     string             // when it was first attached (UTC, RFC 3339)
+	Snapshot      string             // where its last snapshot was saved; "" if none was recorded
+	Compare       syncfilter.Compare // how it compares ids (Source.Compare)
 }
 
 // Sources lists the sources the database records, in the order they were
@@ -45,6 +47,7 @@ func list(ctx context.Context, db *upkeep.DB) ([]Attached, error) {
 	out := make([]Attached, len(l))
 	for i, s := range l {
 		out[i] = Attached{Table: s.Table, Column: s.Column, DatasetID: s.DatasetID, CreatedAt: s.CreatedAt, Snapshot: s.Snapshot}
+		out[i].Compare, _ = syncfilter.CompareOf(s.Policy)
 		if s.Table == store.OwnTable && s.Column == store.OwnColumn {
 			out[i].Table, out[i].Column = "", ""
 		}

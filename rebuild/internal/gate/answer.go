@@ -45,7 +45,7 @@ func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
 	// The view whose stored spellings the confirmation asks through: the
 	// serving one, or one of the spellings alone.
 	sv := v
-	if sv == nil && anySpelled(keys) {
+	if sv == nil && c.g.anySpelled(keys) {
 		if sv, err = c.spellingsView(ctx); err != nil {
 			return nil, err
 		}
@@ -65,7 +65,7 @@ func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
 		if behind, err = c.advance(ctx, sv, at, pr, c.g.cfg.Knobs.Inline); err != nil {
 			return nil, err
 		}
-		if behind && anySpelled(keys) {
+		if behind && c.g.anySpelled(keys) {
 			if extra, err = c.tailSpellings(ctx, sv.Mark().Gen, pr.Head.Seq); err != nil {
 				return nil, c.stale(sv, err)
 			}
@@ -155,7 +155,7 @@ func (c *Call) again(ctx context.Context, p *page, v, sv *View, before Mark, beh
 	}
 	if sv != nil {
 		for i, k := range p.keys {
-			if !p.found[i] && p.by[i] != byFilter && maySpell(k) && 1+len(sv.Spellings(k))+len(extra[k]) > p.asked[i] && !slices.Contains(more, i) {
+			if !p.found[i] && p.by[i] != byFilter && c.g.spells(k) && 1+len(sv.Spellings(k))+len(extra[k]) > p.asked[i] && !slices.Contains(more, i) {
 				more = append(more, i)
 			}
 		}
@@ -187,7 +187,7 @@ func (c *Call) trusted() *View {
 // changed (errStale).
 func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string) (*store.Probe, error) {
 	src := c.b.src
-	opts := store.ProbeOptions{Keys: keys, Spellings: c.g.spellingsTable(), Spelled: maySpell, Schema: c.b.schema}
+	opts := store.ProbeOptions{Keys: keys, Spellings: c.g.spellingsTable(), Spelled: c.g.spelledFunc(), Schema: c.b.schema}
 	if sv != nil && src.Logged {
 		opts.After, opts.Chunk, opts.NonASCII = at.Gen, c.F.St.LogChunk(), sv.F == nil
 		if c.g.cfg.Knobs.Behind && sv.F != nil {
@@ -213,7 +213,7 @@ func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string) (*st
 	}
 	if src.Logged {
 		c.g.hasSp.Store(c.pr.Head.HasSpellings)
-		if c.pr.Head.HasSpellings && !opts.Spellings && anySpelled(keys) {
+		if c.pr.Head.HasSpellings && !opts.Spellings && c.g.anySpelled(keys) {
 			return nil, errStale // confirmed without the spellings table: again with it
 		}
 	} else if held := c.g.Held(); held != nil && held.File == c.F && held.Src.Logged {
@@ -291,7 +291,7 @@ func (c *Call) tailSpellings(ctx context.Context, from, to uint64) (map[string][
 	}
 	out := map[string][]string{}
 	err = readLog(ctx, conn, c.b.src, from, to, true, func(_ uint64, keys []string) error {
-		pairs, _ := canon(keys, nil)
+		pairs, _ := canon(c.g.cfg.Compare, keys, nil)
 		for _, p := range pairs {
 			out[p[0]] = append(out[p[0]], p[1])
 		}
@@ -304,10 +304,10 @@ func (c *Call) tailSpellings(ctx context.Context, from, to uint64) (map[string][
 // it holds.
 func (c *Call) confirm(ctx context.Context, keys []string, spellings bool) (found []int, err error) {
 	err = c.onAppOr(ctx, true, func() error {
-		found, err = c.F.St.AppConfirm(ctx, c.b.src, keys, maySpell, spellings, nil)
+		found, err = c.F.St.AppConfirm(ctx, c.b.src, keys, c.g.spelledFunc(), spellings, nil)
 		return err
 	}, func(conn *store.Conn) error {
-		found, err = conn.Confirm(ctx, c.b.src, keys, maySpell, spellings, nil)
+		found, err = conn.Confirm(ctx, c.b.src, keys, c.g.spelledFunc(), spellings, nil)
 		return err
 	})
 	return found, err
@@ -355,7 +355,7 @@ func withSpellings(keys []string, at []int, sv *View, extra map[string][]string)
 		return list, owner
 	}
 	for _, i := range at {
-		if !maySpell(keys[i]) {
+		if !maySpell(keys[i]) { // byte for byte, sv holds no spellings
 			continue
 		}
 		for _, s := range sv.Spellings(keys[i]) {
@@ -373,7 +373,7 @@ func withSpellings(keys []string, at []int, sv *View, extra map[string][]string)
 // the filter or the stored spellings, and no dearer than the probe the
 // filter's "absent" would need first.
 func (c *Call) AnswerOne(ctx context.Context, key string) (bool, error) {
-	if maySpell(key) || c.b.src.OwnMissing || c.g.cfg.Knobs.NoLookup {
+	if c.g.spells(key) || c.b.src.OwnMissing || c.g.cfg.Knobs.NoLookup {
 		found, err := c.Answer(ctx, []string{key})
 		if err != nil {
 			return false, err

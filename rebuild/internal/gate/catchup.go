@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
 // Catch-up. The triggers append every inserted or re-keyed id to the
@@ -19,9 +20,9 @@ import (
 // canon appends the canonical forms of stored keys to canon (if not nil)
 // and returns those stored in another spelling, as (canonical, stored);
 // skipped counts the keys no query can name, left out.
-func canon(keys []string, canon *[]string) (pairs [][2]string, skipped uint64) {
+func canon(cmp syncfilter.Compare, keys []string, canon *[]string) (pairs [][2]string, skipped uint64) {
 	for _, k := range keys {
-		ck, err := CanonicalStored(k)
+		ck, err := canonicalStored(cmp, k)
 		if err != nil {
 			skipped++
 			continue
@@ -40,7 +41,7 @@ func canon(keys []string, canon *[]string) (pairs [][2]string, skipped uint64) {
 // spellings; the mark is the caller's to move.
 func (g *Gate) take(ctx context.Context, v *View, keys []string) error {
 	var cs []string
-	pairs, skipped := canon(keys, &cs)
+	pairs, skipped := canon(g.cfg.Compare, keys, &cs)
 	if v.F != nil {
 		g.C.Skipped.Add(skipped)
 		if err := v.F.AddBatch(ctx, cs); err != nil {

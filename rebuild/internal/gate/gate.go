@@ -18,6 +18,7 @@ type Config struct {
 	Table, Column  string // "" and "": the library's own table
 	AllowUnindexed bool
 	ReadOnly       bool
+	Compare        syncfilter.Compare // which ids are one key
 	Knobs          Knobs
 
 	// Repair is called when no filter can serve (dropped, the triggers
@@ -253,7 +254,7 @@ func (c *Call) rebind(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		src, err := store.Resolve(ctx, c.conn, g.cfg.Table, g.cfg.Column, g.cfg.AllowUnindexed)
+		src, err := store.Resolve(ctx, c.conn, g.cfg.Table, g.cfg.Column, g.cfg.Compare.Policy(), g.cfg.AllowUnindexed)
 		// DDL committed while resolving may have shown a schema half old,
 		// half new: the cookie read again with the catalog tells.
 		cat, cerr := c.conn.Catalog(ctx, src)
@@ -377,7 +378,7 @@ func (c *Call) orMoved(ctx context.Context, err error) error {
 // Attach attaches the source (its log, its triggers) in the call's file
 // and binds the call to it.
 func (c *Call) Attach(ctx context.Context) (store.AttachInfo, error) {
-	src, info, err := c.F.St.Attach(ctx, c.g.cfg.Table, c.g.cfg.Column, c.g.cfg.AllowUnindexed)
+	src, info, err := c.F.St.Attach(ctx, c.g.cfg.Table, c.g.cfg.Column, c.g.cfg.Compare.Policy(), c.g.cfg.AllowUnindexed)
 	if err != nil {
 		return info, err
 	}

@@ -3,36 +3,44 @@ package gate
 import (
 	"fmt"
 
-	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
+	"github.com/syncfilter/syncfilter/syncfilter"
 )
 
 // MaxKeyBytes is the longest key accepted, in bytes of UTF-8, before and
 // after normalization.
 const MaxKeyBytes = store.MaxKeyBytes
 
-// Canonical returns the canonical form of a key asked about, or an error
+// Canonical returns the form of a key asked about under the source's
+// Compare (its NFC form, or the key itself byte for byte), or an error
 // wrapping normalize.ErrInvalidUTF8 or ErrKeyTooLong.
-func Canonical(key string) (string, error) {
+func (g *Gate) Canonical(key string) (string, error) { return canonical(g.cfg.Compare, key) }
+
+func canonical(cmp syncfilter.Compare, key string) (string, error) {
 	if len(key) > MaxKeyBytes {
 		return "", fmt.Errorf("%d bytes, at most %d: %w", len(key), MaxKeyBytes, store.ErrKeyTooLong)
 	}
-	return bounded(key)
+	return bounded(cmp, key)
 }
 
-// CanonicalStored returns the canonical form of a stored key. A stored
-// spelling may be longer than MaxKeyBytes while its canonical form is not
-// (NFC composes up to three bytes into one character): it is normalized
-// first and the canonical form bounded. An error: no query can name it.
-func CanonicalStored(key string) (string, error) {
+// CanonicalStored returns the form of a stored key under the source's
+// Compare. A stored spelling may be longer than MaxKeyBytes while its
+// canonical form is not (NFC composes up to three bytes into one
+// character): it is normalized first and the canonical form bounded. An
+// error: no query can name it.
+func (g *Gate) CanonicalStored(key string) (string, error) {
+	return canonicalStored(g.cfg.Compare, key)
+}
+
+func canonicalStored(cmp syncfilter.Compare, key string) (string, error) {
 	if len(key) > store.MaxStoredBytes {
 		return "", fmt.Errorf("%d bytes stored, at most %d: %w", len(key), store.MaxStoredBytes, store.ErrKeyTooLong)
 	}
-	return bounded(key)
+	return bounded(cmp, key)
 }
 
-func bounded(key string) (string, error) {
-	c, err := normalize.String(key)
+func bounded(cmp syncfilter.Compare, key string) (string, error) {
+	c, err := cmp.Key(key)
 	if err != nil {
 		return "", err
 	}
@@ -59,9 +67,28 @@ func maySpell(key string) bool {
 	return false
 }
 
-func anySpelled(keys []string) bool {
+// Compare returns which ids are one key in the source.
+func (g *Gate) Compare() syncfilter.Compare { return g.cfg.Compare }
+
+// spells is maySpell under the source's Compare: byte for byte, a key
+// has one spelling and the machinery of stored spellings is never used.
+func (g *Gate) spells(key string) bool {
+	return g.cfg.Compare == syncfilter.CompareCanonical && maySpell(key)
+}
+
+// spelledFunc is spells as a function the store calls per key.
+func (g *Gate) spelledFunc() func(string) bool {
+	if g.cfg.Compare == syncfilter.CompareCanonical {
+		return maySpell
+	}
+	return oneSpelling
+}
+
+func oneSpelling(string) bool { return false }
+
+func (g *Gate) anySpelled(keys []string) bool {
 	for _, k := range keys {
-		if maySpell(k) {
+		if g.spells(k) {
 			return true
 		}
 	}

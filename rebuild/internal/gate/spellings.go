@@ -152,7 +152,7 @@ func (c *Call) readSpellings(ctx context.Context, v *View) error {
 	c.PutReader()
 	var pairs [][2]string
 	err := c.F.St.ScanSpellings(ctx, c.b.src, func(key string) error {
-		p, _ := canon([]string{key}, nil)
+		p, _ := canon(c.g.cfg.Compare, []string{key}, nil)
 		pairs = append(pairs, p...)
 		return nil
 	})

@@ -25,6 +25,7 @@ var sharedDDL = []string{
 		tbl_rowid  INTEGER NOT NULL DEFAULT 0,
 		positions_key  BLOB,
 		lowest_version INTEGER NOT NULL DEFAULT 1,
+		compare    TEXT NOT NULL DEFAULT 'nfc/1',
 		UNIQUE (tbl, col))`,
 	`CREATE TABLE IF NOT EXISTS ` + SnapshotsTable + ` (
 		source     INTEGER NOT NULL,
@@ -48,6 +49,10 @@ var keyColumns = []string{
 	`ALTER TABLE ` + SourcesTable + ` ADD COLUMN lowest_version INTEGER NOT NULL DEFAULT 1`,
 }
 
+// compareColumn is added to a syncfilter_sources created before it: a
+// row of then compared ids canonically.
+const compareColumn = `ALTER TABLE ` + SourcesTable + ` ADD COLUMN compare TEXT NOT NULL DEFAULT 'nfc/1'`
+
 // KeyedVersion is the first snapshot format version that keeps the key of
 // the positions out of the file: the lowest a source accepts once it was
 // created with its key, or saved one.
@@ -68,10 +73,10 @@ type AttachInfo struct {
 // it again (another process may have changed the schema or attached it)
 // and creates what is missing. A fresh source (Scanned false) has no full
 // scan vouching for the rows already there.
-func (db *DB) Attach(ctx context.Context, table, column string, allowUnindexed bool) (s *Source, info AttachInfo, err error) {
+func (db *DB) Attach(ctx context.Context, table, column, policy string, allowUnindexed bool) (s *Source, info AttachInfo, err error) {
 	err = db.update(ctx, "attach source", func(tx *Tx) error {
 		var err error
-		if s, err = Resolve(ctx, tx, table, column, allowUnindexed); err != nil || (s.Row && s.Logged && s.Keyed) {
+		if s, err = Resolve(ctx, tx, table, column, policy, allowUnindexed); err != nil || (s.Row && s.Logged && s.Keyed) {
 			return err
 		}
 		return s.attach(ctx, tx, &info)
@@ -89,13 +94,15 @@ func (s *Source) attach(ctx context.Context, tx *Tx, info *AttachInfo) error {
 	if err := tx.execAll(sharedDDL...); err != nil {
 		return err
 	}
-	if keyed, err := hasKeyColumns(ctx, tx); err != nil || !keyed {
-		if err == nil {
-			err = tx.execAll(keyColumns...)
-		}
-		if err != nil {
-			return err
-		}
+	have, err := sourceColumns(ctx, tx)
+	if err == nil && !have.keyed {
+		err = tx.execAll(keyColumns...)
+	}
+	if err == nil && !have.compare {
+		err = tx.exec(compareColumn)
+	}
+	if err != nil {
+		return err
 	}
 	if s.Row && !s.Keyed {
 		if err := s.newKey(tx); err != nil || s.Logged {
@@ -108,7 +115,6 @@ func (s *Source) attach(ctx context.Context, tx *Tx, info *AttachInfo) error {
 		}
 		s.OwnMissing = false
 	}
-	var err error
 	if s.Row {
 		info.Reattached = true
 		err = s.reset(tx)
@@ -159,8 +165,8 @@ func (s *Source) insertRow(ctx context.Context, tx *Tx) error {
 	_, _ = rand.Read(s.DatasetID[:])
 	_, _ = rand.Read(s.Key[:])
 	s.Keyed, s.Lowest = true, KeyedVersion
-	res, err := tx.ExecContext(ctx, `INSERT INTO `+SourcesTable+` (tbl, col, dataset_id, positions_key, lowest_version) VALUES (?, ?, ?, ?, ?)`,
-		s.Table, s.Column, s.DatasetID[:], s.Key[:], s.Lowest)
+	res, err := tx.ExecContext(ctx, `INSERT INTO `+SourcesTable+` (tbl, col, dataset_id, positions_key, lowest_version, compare) VALUES (?, ?, ?, ?, ?, ?)`,
+		s.Table, s.Column, s.DatasetID[:], s.Key[:], s.Lowest, s.Policy)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/normalize"
 )
 
 // testDB creates a database at a new path with the given schema, through a
@@ -52,7 +53,7 @@ func openStore(t testing.TB, path string, knobs Knobs) *DB {
 // attach resolves and attaches table.column.
 func attach(t testing.TB, db *DB, table, column string, allowUnindexed bool) *Source {
 	t.Helper()
-	s, _, err := db.Attach(context.Background(), table, column, allowUnindexed)
+	s, _, err := db.Attach(context.Background(), table, column, normalize.Policy, allowUnindexed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/syncfilter/syncfilter/normalize"
 )
 
 // Names of the library's shared objects in the database.
@@ -103,6 +105,10 @@ type Source struct {
 	Keyed  bool
 	Lowest int
 
+	// Policy is how the source compares ids (syncfilter.Compare.Policy),
+	// as the database records it; "nfc/1" for a row of before the record.
+	Policy string
+
 	// Logged: both triggers exist exactly as created, the log and
 	// spellings tables exist, and the table is the one attached: every
 	// write since the attach is in the log.
@@ -139,10 +145,12 @@ func (s *Source) sql(k stmtKey) string {
 }
 
 // Resolve finds the source in the schema, case-insensitively, and checks,
-// reading only, that answers about it can be exact (checkTable). An empty
-// table names the library's own table.
-func Resolve(ctx context.Context, q querier, table, column string, allowUnindexed bool) (*Source, error) {
-	s := &Source{Table: table, Column: column}
+// reading only, that answers about it can be exact (checkTable) and that
+// the database records it comparing ids by policy (a source not attached
+// yet will be; "" checks nothing). An empty table names the library's
+// own table.
+func Resolve(ctx context.Context, q querier, table, column, policy string, allowUnindexed bool) (*Source, error) {
+	s := &Source{Table: table, Column: column, Policy: policy}
 	if table == "" {
 		s.Table, s.Column, s.Own = OwnTable, OwnColumn, true
 		exists, err := hasTable(ctx, q, OwnTable)
@@ -169,15 +177,19 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 	var ds, key []byte
 	var attachedRow int64
 	s.Lowest = 1
+	want, recorded := s.Policy, normalize.Policy
 	exists, err := hasTable(ctx, q, SourcesTable)
-	keyed := false
+	var have columns
 	if err == nil && exists {
-		keyed, err = hasKeyColumns(ctx, q)
+		have, err = sourceColumns(ctx, q)
 	}
 	if err == nil && exists {
 		cols, dest := `id, dataset_id, scanned, created_at, tbl_rowid`, []any{&s.ID, &ds, &s.Scanned, &s.CreatedAt, &attachedRow}
-		if keyed {
+		if have.keyed {
 			cols, dest = cols+`, positions_key, lowest_version`, append(dest, &key, &s.Lowest)
+		}
+		if have.compare {
+			cols, dest = cols+`, compare`, append(dest, &recorded)
 		}
 		err = q.QueryRowContext(ctx, `SELECT `+cols+` FROM `+SourcesTable+`
 		WHERE tbl = ? COLLATE NOCASE AND col = ? COLLATE NOCASE ORDER BY id LIMIT 1`, s.Table, s.Column).Scan(dest...)
@@ -191,9 +203,13 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 		return fmt.Errorf("find source: dataset id of %d bytes in %s", len(ds), SourcesTable)
 	case key != nil && len(key) != len(s.Key):
 		return fmt.Errorf("find source: key of %d bytes in %s", len(key), SourcesTable)
+	case want != "" && recorded != want: // Detach asks for none
+		return fmt.Errorf("find source: %s.%s was attached comparing ids by %s, and is opened comparing by %s (Source.Compare): %w",
+			s.Table, s.Column, recorded, want, ErrBadConfig)
 	}
 	copy(s.DatasetID[:], ds)
 	s.Keyed = copy(s.Key[:], key) == len(s.Key)
+	s.Policy = recorded
 	s.Row = true
 	s.setNames(s.ID)
 	if s.OwnMissing {
@@ -207,12 +223,18 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 	return nil
 }
 
-// hasKeyColumns reports whether syncfilter_sources has the columns of the
-// key (a table created before them gets them at the next attach).
-func hasKeyColumns(ctx context.Context, q querier) (bool, error) {
+// columns says which later columns syncfilter_sources has: those of the
+// key, and the record of how ids compare (a table created before them
+// gets them at the next attach).
+type columns struct{ keyed, compare bool }
+
+func sourceColumns(ctx context.Context, q querier) (columns, error) {
+	var c columns
 	var n int
-	err := q.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?, 'main') WHERE name IN ('positions_key', 'lowest_version')`, SourcesTable).Scan(&n)
-	return n == 2, err
+	err := q.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE name IN ('positions_key', 'lowest_version')), count(*) FILTER (WHERE name = 'compare')
+		FROM pragma_table_info(?, 'main')`, SourcesTable).Scan(&n, &c.compare)
+	c.keyed = n == 2
+	return c, err
 }
 
 // objectsInPlace counts the source's triggers (as created) and tables.
@@ -260,7 +282,8 @@ type Listed struct {
 	CreatedAt     string
 	Snapshot      string // the last snapshot recorded; "" if none
 	Key           [32]byte
-	Keyed         bool // Key is the source's (a row of before the key has none)
+	Keyed         bool   // Key is the source's (a row of before the key has none)
+	Policy        string // how it compares ids (Source.Policy)
 }
 
 // List returns the sources the database records, in the order they were
@@ -269,13 +292,18 @@ func List(ctx context.Context, q querier) ([]Listed, error) {
 	if exists, err := hasTable(ctx, q, SourcesTable); err != nil || !exists {
 		return nil, err
 	}
-	key := `NULL`
-	if keyed, err := hasKeyColumns(ctx, q); err != nil {
+	key, policy := `NULL`, `'`+normalize.Policy+`'`
+	have, err := sourceColumns(ctx, q)
+	if err != nil {
 		return nil, fmt.Errorf("list sources: %w", err)
-	} else if keyed {
+	}
+	if have.keyed {
 		key = `positions_key`
 	}
-	rows, err := q.QueryContext(ctx, `SELECT tbl, col, dataset_id, created_at, coalesce(snapshot, ''), `+key+` FROM `+SourcesTable+` ORDER BY id`)
+	if have.compare {
+		policy = `compare`
+	}
+	rows, err := q.QueryContext(ctx, `SELECT tbl, col, dataset_id, created_at, coalesce(snapshot, ''), `+key+`, `+policy+` FROM `+SourcesTable+` ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list sources: %w", err)
 	}
@@ -284,7 +312,7 @@ func List(ctx context.Context, q querier) ([]Listed, error) {
 	for rows.Next() {
 		var l Listed
 		var ds, key []byte
-		if err := rows.Scan(&l.Table, &l.Column, &ds, &l.CreatedAt, &l.Snapshot, &key); err != nil {
+		if err := rows.Scan(&l.Table, &l.Column, &ds, &l.CreatedAt, &l.Snapshot, &key, &l.Policy); err != nil {
 			return nil, fmt.Errorf("list sources: %w", err)
 		}
 		copy(l.DatasetID[:], ds)

@@ -113,7 +113,7 @@ func (s *scanning) keys(ctx context.Context, keys []string) error {
 	}
 	batch := make([]string, 0, len(keys))
 	for _, key := range keys {
-		canon, err := gate.CanonicalStored(key)
+		canon, err := k.G.CanonicalStored(key)
 		if err != nil {
 			s.invalid++
 			k.G.C.Skipped.Add(1)
@@ -196,6 +196,7 @@ func (k *Keeper) builder(ctx context.Context, f *gate.File, src *store.Source, b
 		var p syncfilter.Params
 		if p, r.err = syncfilter.NewParams(r.capacity, k.cfg.FPR); r.err == nil {
 			p.Key = src.Key // the database's: its snapshots hold only its id
+			p.Compare = k.G.Compare()
 			r.b, r.err = syncfilter.NewBuilder(p)
 		}
 		if r.err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/syncfilter/syncfilter/internal/fsafe"
+	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/rebuild/internal/gate"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"github.com/syncfilter/syncfilter/snapshot"
@@ -102,7 +103,7 @@ func (k *Keeper) publishSnapshot(ctx context.Context) error {
 // readSnapshot reads Source.Snapshot and checks that it may serve the
 // call's source, cheapest and most decisive first, all before the payload
 // is read: the file's claim, its version (the database's lowest or
-// later), the normalization, the dataset, the database's key (a file of
+// later), the policy (the source's Compare), the dataset, the database's key (a file of
 // another key, a version 1 file among them, is refused), the database's
 // record of this very file, the size the database warrants and a
 // generation inside the log's range. Nothing here is O(rows).
@@ -118,7 +119,7 @@ func (k *Keeper) readSnapshot(ctx context.Context, c *gate.Call, conn *store.Con
 	if int(claim.Version) < src.Lowest {
 		return nil, fmt.Errorf("version %d, the database accepts %d or later: %w", claim.Version, src.Lowest, snapshot.ErrUnsupportedVersion)
 	}
-	if err := claim.CheckNormalization(); err != nil {
+	if err := claim.CheckPolicy(k.G.Compare().Policy(), normalize.UnicodeVersion()); err != nil {
 		return nil, err
 	}
 	if err := claim.CheckDataset(src.DatasetID); err != nil {
