@@ -78,6 +78,12 @@ type Source struct {
 	// ErrBadConfig.
 	Compare syncfilter.Compare
 
+	// Version names the column holding each record's version, for Need:
+	// INTEGER, or TEXT compared byte for byte (an ISO-8601 time, a
+	// zero-padded counter, a ULID); stored, BINARY collation. Checked at
+	// open like Column. Empty: none.
+	Version string
+
 	// Snapshot is the file the filter is saved to and loaded from.
 	// Empty: the filter lives in memory only.
 	Snapshot string
@@ -216,6 +222,14 @@ func (s Source) withDefaults(readOnly bool) (Source, error) {
 			return s, err
 		}
 	}
+	switch {
+	case s.Version != "" && s.Table == "":
+		return s, bad("version column %q: the library's own table holds no versions", s.Version)
+	case s.Version != "":
+		if err := store.CheckName("version column", s.Version); err != nil {
+			return s, err
+		}
+	}
 	if s.Snapshot != "" {
 		var err error
 		if s.Snapshot, err = filepath.Abs(s.Snapshot); err != nil {
@@ -270,5 +284,5 @@ func (s Source) upkeep() upkeep.Config {
 
 // gate returns the gate's configuration of s.
 func (s Source) gate(readOnly bool, k knobs) gate.Config {
-	return gate.Config{Table: s.Table, Column: s.Column, AllowUnindexed: s.AllowUnindexed, ReadOnly: readOnly, Compare: s.Compare, Knobs: k.gate()}
+	return gate.Config{Table: s.Table, Column: s.Column, AllowUnindexed: s.AllowUnindexed, ReadOnly: readOnly, Compare: s.Compare, Version: s.Version, Knobs: k.gate()}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/syncfilter/syncfilter/rebuild"
 )
 
 // maxKeyBytes is the longest key query and check accept: the library's
@@ -182,6 +184,36 @@ func (o *output) record(k, verdict, why string) {
 	}
 	o.w.WriteString(display(k))
 	o.w.WriteByte('\n')
+}
+
+// need writes the verdict of Need for line (id<TAB>version): "have" or
+// "need" in text records (the verdict, the id, the version), "have",
+// "new" or "updated" in JSON, whose record carries the id and the version
+// apart.
+func (o *output) need(line string, n rebuild.Need) {
+	id, ver, _ := splitVersion(line)
+	o.keys++
+	switch {
+	case o.json:
+		b, _ := json.Marshal(struct {
+			Key     string `json:"key"`
+			Version string `json:"version"`
+			Answer  string `json:"answer"`
+		}{id, ver, n.String()})
+		o.w.Write(b)
+		o.w.WriteByte('\n')
+		return
+	case n == rebuild.Have:
+		o.w.WriteString("have\t")
+	default:
+		o.w.WriteString("need\t")
+	}
+	if o.nul {
+		o.w.WriteString(line)
+		o.w.WriteByte(0)
+		return
+	}
+	o.w.WriteString(display(id) + "\t" + display(ver) + "\n")
 }
 
 // reject writes an "invalid" record for k and says why on stderr. Of a key

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -569,4 +570,49 @@ func TestCompareBytesCommands(t *testing.T) {
 	}
 	run(t, "", "rebuild", "--all", "--db", db).must(t, 0)
 	run(t, nfc+"\n", append([]string{"check", "--compare", "bytes", "--exit-code"}, src...)...).must(t, exitMissing)
+}
+
+// TestCheckVersions: check --version-column answers id<TAB>version lines
+// per line: have or need in text, new and updated apart in --json; an
+// INTEGER column's versions are parsed as integers (a line whose version
+// is not one, or without a version, is "invalid" and the others are
+// answered); --exit-code says whether any is needed.
+func TestCheckVersions(t *testing.T) {
+	t.Parallel()
+	db := appDB(t, 10)
+	sdb, err := sql.Open("sqlite3", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`ALTER TABLE records ADD COLUMN ver INTEGER`, `UPDATE records SET ver = 3`, `UPDATE records SET ver = NULL WHERE id = 'rec-4'`} {
+		if _, err := sdb.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sdb.Close()
+	src := []string{"--db", db, "--table", "records", "--column", "id", "--version-column", "ver"}
+	in := "rec-1\t5\nrec-2\t3\nrec-3\t1\nnew\t1\nrec-4\t1\nnoversion\nrec-5\tabc\ncr\u00e8me\t3\n"
+	r := run(t, in, append([]string{"check"}, src...)...)
+	if r.code != exitInvalid {
+		t.Fatalf("exit %d, want %d (invalid lines): %s", r.code, exitInvalid, r.stderr)
+	}
+	want := "need\trec-1\t5\nhave\trec-2\t3\nhave\trec-3\t1\nneed\tnew\t1\nneed\trec-4\t1\ninvalid\tnoversion\ninvalid\t\"rec-5\\tabc\"\nhave\tcr\u00e8me\t3\n"
+	if r.stdout != want {
+		t.Errorf("text:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	r = run(t, "rec-1\t5\nrec-2\t3\nnew\t1\n", append([]string{"check", "--json"}, src...)...).must(t, 0)
+	var got []string
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	for dec.More() {
+		var m map[string]string
+		if err := dec.Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m["key"]+"/"+m["version"]+"/"+m["answer"])
+	}
+	if strings.Join(got, " ") != "rec-1/5/updated rec-2/3/have new/1/new" {
+		t.Errorf("--json: %q", got)
+	}
+	run(t, "rec-2\t3\n", append([]string{"check", "--exit-code"}, src...)...).must(t, 0)
+	run(t, "rec-2\t3\nrec-1\t9\n", append([]string{"check", "--exit-code"}, src...)...).must(t, exitMissing)
 }

@@ -15,24 +15,48 @@ import (
 // probe), and in one more what the probe's tail turned into maybes.
 func (c *Call) Answer(ctx context.Context, keys []string) ([]bool, error) {
 	return retry(func() ([]bool, error) {
-		v, err := c.answer(ctx, keys)
-		return v, c.orMoved(ctx, err)
+		p, err := c.answer(ctx, keys, nil)
+		if err != nil {
+			return nil, c.orMoved(ctx, err)
+		}
+		return p.found, nil
 	})
+}
+
+// AnswerVersions is Answer of keys with their versions (vers[i] an int64
+// or a string, of the source's version column's type): found reports
+// that the source holds a key, fresh that one of its rows holds a
+// version >= the one given. The filter rules out what it can; every
+// maybe is confirmed with its versions in the statement that confirms.
+func (c *Call) AnswerVersions(ctx context.Context, keys []string, vers []any) (found, fresh []bool, err error) {
+	p, err := retry(func() (*page, error) {
+		p, err := c.answer(ctx, keys, vers)
+		return p, c.orMoved(ctx, err)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.found, p.fresh, nil
 }
 
 // page is one attempt at answering a call's keys.
 type page struct {
 	keys  []string
+	vers  []any   // with versions: of each key; nil: by key alone
 	by    []uint8 // what answered each key (byFilter, byMaybe, bySQLite)
 	found []bool
-	asked []int // the spellings each key was asked with
+	fresh []bool // with versions: a row holds a version >= the key's
+	asked []int  // the spellings each key was asked with
 }
 
-func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
+func (c *Call) answer(ctx context.Context, keys []string, vers []any) (*page, error) {
 	if err := c.newest(); err != nil {
 		return nil, err
 	}
-	p := &page{keys: keys, by: make([]uint8, len(keys)), found: make([]bool, len(keys)), asked: make([]int, len(keys))}
+	p := &page{keys: keys, vers: vers, by: make([]uint8, len(keys)), found: make([]bool, len(keys)), asked: make([]int, len(keys))}
+	if vers != nil {
+		p.fresh = make([]bool, len(keys))
+	}
 	v := c.trusted()
 	var before Mark // v's mark when it rules keys out: read first
 	if v != nil {
@@ -55,7 +79,7 @@ func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
 		at = sv.Mark()
 	}
 	list, owner := withSpellings(keys, ask, sv, nil)
-	pr, err := c.probe(ctx, sv, at, list)
+	pr, err := c.probe(ctx, sv, at, list, p.versionsOf(owner))
 	if err != nil {
 		return nil, err
 	}
@@ -71,18 +95,31 @@ func (c *Call) answer(ctx context.Context, keys []string) ([]bool, error) {
 			}
 		}
 	}
-	got := pr.Found
+	got, older := pr.Found, pr.Older
 	if !pr.Confirmed && len(list) > 0 {
-		if got, err = c.confirm(ctx, list, pr.Head.HasSpellings); err != nil {
+		if got, older, err = c.confirm(ctx, list, p.versionsOf(owner), pr.Head.HasSpellings); err != nil {
 			return nil, err
 		}
 	}
-	p.take(owner, got)
+	p.take(owner, got, older)
 	if err := c.again(ctx, p, v, sv, before, behind, extra, pr.Head.HasSpellings); err != nil {
 		return nil, err
 	}
 	c.g.count(p.by, p.found)
-	return p.found, nil
+	return p, nil
+}
+
+// versionsOf returns the versions of the keys owner maps a list to (nil
+// for a page by key alone).
+func (p *page) versionsOf(owner []int) []any {
+	if p.vers == nil {
+		return nil
+	}
+	out := make([]any, len(owner))
+	for j, i := range owner {
+		out[j] = p.vers[i]
+	}
+	return out
 }
 
 // ruleOut returns the positions v (nil: none serves) does not rule out
@@ -119,13 +156,17 @@ func (p *page) ruleOut(v *View, only []int) ([]int, error) {
 	return ask, nil
 }
 
-// take notes what SQLite found: got are positions in the list owner maps.
-func (p *page) take(owner, got []int) {
+// take notes what SQLite found: got are positions in the list owner maps,
+// older those of them held only at older versions.
+func (p *page) take(owner, got, older []int) {
 	for _, i := range owner {
 		p.asked[i]++
 	}
 	for _, j := range got {
 		p.found[owner[j]] = true
+		if p.fresh != nil && !slices.Contains(older, j) {
+			p.fresh[owner[j]] = true
+		}
 	}
 }
 
@@ -164,11 +205,11 @@ func (c *Call) again(ctx context.Context, p *page, v, sv *View, before Mark, beh
 		return nil
 	}
 	list, owner := withSpellings(p.keys, more, sv, extra)
-	got, err := c.confirm(ctx, list, spellings)
+	got, older, err := c.confirm(ctx, list, p.versionsOf(owner), spellings)
 	if err != nil {
 		return err
 	}
-	p.take(owner, got)
+	p.take(owner, got, older)
 	return nil
 }
 
@@ -185,9 +226,9 @@ func (c *Call) trusted() *View {
 // probe runs the call's probe on the app's pool when it may (warm pages,
 // see DBConfig.DB), else on the call's reader. It resolves the source again when the schema
 // changed (errStale).
-func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string) (*store.Probe, error) {
+func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string, vers []any) (*store.Probe, error) {
 	src := c.b.src
-	opts := store.ProbeOptions{Keys: keys, Spellings: c.g.spellingsTable(), Spelled: c.g.spelledFunc(), Schema: c.b.schema}
+	opts := store.ProbeOptions{Keys: keys, Versions: vers, Spellings: c.g.spellingsTable(), Spelled: c.g.spelledFunc(), Schema: c.b.schema}
 	if sv != nil && src.Logged {
 		opts.After, opts.Chunk, opts.NonASCII = at.Gen, c.F.St.LogChunk(), sv.F == nil
 		if c.g.cfg.Knobs.Behind && sv.F != nil {
@@ -301,16 +342,24 @@ func (c *Call) tailSpellings(ctx context.Context, from, to uint64) (map[string][
 }
 
 // confirm looks keys up in the source and returns the positions of those
-// it holds.
-func (c *Call) confirm(ctx context.Context, keys []string, spellings bool) (found []int, err error) {
+// it holds; with vers, also those held only at older versions.
+func (c *Call) confirm(ctx context.Context, keys []string, vers []any, spellings bool) (found, older []int, err error) {
 	err = c.onAppOr(ctx, true, func() error {
-		found, err = c.F.St.AppConfirm(ctx, c.b.src, keys, c.g.spelledFunc(), spellings, nil)
+		if vers != nil {
+			found, older, err = c.F.St.AppVersions(ctx, c.b.src, keys, vers, c.g.spelledFunc(), spellings, nil, nil)
+		} else {
+			found, err = c.F.St.AppConfirm(ctx, c.b.src, keys, c.g.spelledFunc(), spellings, nil)
+		}
 		return err
 	}, func(conn *store.Conn) error {
-		found, err = conn.Confirm(ctx, c.b.src, keys, c.g.spelledFunc(), spellings, nil)
+		if vers != nil {
+			found, older, err = conn.Versions(ctx, c.b.src, keys, vers, c.g.spelledFunc(), spellings, nil, nil)
+		} else {
+			found, err = conn.Confirm(ctx, c.b.src, keys, c.g.spelledFunc(), spellings, nil)
+		}
 		return err
 	})
-	return found, err
+	return found, older, err
 }
 
 // Prepare prepares the probe of a page of keys on the app's pool, where

@@ -16,6 +16,7 @@ import (
 // background.
 type Config struct {
 	Table, Column  string // "" and "": the library's own table
+	Version        string // the version column; "" for none
 	AllowUnindexed bool
 	ReadOnly       bool
 	Compare        syncfilter.Compare // which ids are one key
@@ -57,6 +58,11 @@ type Gate struct {
 	hasSp  atomic.Bool             // the spellings table had a row at the last probe
 
 	C Counters
+}
+
+// want is the source the gate's configuration names.
+func (g *Gate) want() store.Want {
+	return store.Want{Table: g.cfg.Table, Column: g.cfg.Column, Version: g.cfg.Version, Policy: g.cfg.Compare.Policy(), AllowUnindexed: g.cfg.AllowUnindexed}
 }
 
 // New returns the gate of one collection, in bypass.
@@ -254,7 +260,7 @@ func (c *Call) rebind(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		src, err := store.Resolve(ctx, c.conn, g.cfg.Table, g.cfg.Column, g.cfg.Compare.Policy(), g.cfg.AllowUnindexed)
+		src, err := store.Resolve(ctx, c.conn, g.want())
 		// DDL committed while resolving may have shown a schema half old,
 		// half new: the cookie read again with the catalog tells.
 		cat, cerr := c.conn.Catalog(ctx, src)
@@ -378,7 +384,7 @@ func (c *Call) orMoved(ctx context.Context, err error) error {
 // Attach attaches the source (its log, its triggers) in the call's file
 // and binds the call to it.
 func (c *Call) Attach(ctx context.Context) (store.AttachInfo, error) {
-	src, info, err := c.F.St.Attach(ctx, c.g.cfg.Table, c.g.cfg.Column, c.g.cfg.Compare.Policy(), c.g.cfg.AllowUnindexed)
+	src, info, err := c.F.St.Attach(ctx, c.g.want())
 	if err != nil {
 		return info, err
 	}

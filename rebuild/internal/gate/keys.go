@@ -67,6 +67,9 @@ func maySpell(key string) bool {
 	return false
 }
 
+// Versioned reports whether the source names a version column.
+func (g *Gate) Versioned() bool { return g.cfg.Version != "" }
+
 // Compare returns which ids are one key in the source.
 func (g *Gate) Compare() syncfilter.Compare { return g.cfg.Compare }
 

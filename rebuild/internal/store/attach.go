@@ -73,10 +73,10 @@ type AttachInfo struct {
 // it again (another process may have changed the schema or attached it)
 // and creates what is missing. A fresh source (Scanned false) has no full
 // scan vouching for the rows already there.
-func (db *DB) Attach(ctx context.Context, table, column, policy string, allowUnindexed bool) (s *Source, info AttachInfo, err error) {
+func (db *DB) Attach(ctx context.Context, w Want) (s *Source, info AttachInfo, err error) {
 	err = db.update(ctx, "attach source", func(tx *Tx) error {
 		var err error
-		if s, err = Resolve(ctx, tx, table, column, policy, allowUnindexed); err != nil || (s.Row && s.Logged && s.Keyed) {
+		if s, err = Resolve(ctx, tx, w); err != nil || (s.Row && s.Logged && s.Keyed) {
 			return err
 		}
 		return s.attach(ctx, tx, &info)

@@ -40,10 +40,50 @@ func (s *Source) checkTable(ctx context.Context, q querier, allowUnindexed bool)
 	}
 	s.Table, s.Column = name, col
 	s.QTable, s.QCol = mainTable(name), Quote(col)
-	if err := s.checkExact(ctx, q, declared); err != nil || allowUnindexed {
+	if err := s.checkExact(ctx, q, declared); err != nil {
+		return err
+	}
+	if err := s.checkVersion(ctx, q); err != nil || allowUnindexed {
 		return err
 	}
 	return s.checkIndexed(ctx, q)
+}
+
+// checkVersion checks the version column, if the source names one: a
+// stored column other than the key, of INTEGER or TEXT affinity,
+// compared under BINARY (so that SQLite's own >= orders versions as the
+// app stored them: numbers as numbers, text byte by byte).
+func (s *Source) checkVersion(ctx context.Context, q querier) error {
+	if s.Version == "" {
+		return nil
+	}
+	var col, declared string
+	var hidden int
+	err := q.QueryRowContext(ctx, `SELECT name, type, hidden FROM pragma_table_xinfo(?) WHERE name = ? COLLATE NOCASE`, s.Table, s.Version).Scan(&col, &declared, &hidden)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("check source: no version column %q in table %q: %w", s.Version, s.Table, ErrNoSource)
+	case err != nil:
+		return fmt.Errorf("check source: %w", err)
+	case strings.EqualFold(col, s.Column):
+		return fmt.Errorf("check source: the version column %s is the key column: %w", col, ErrBadConfig)
+	case hidden == 2 || hidden == 3:
+		return fmt.Errorf("check source: version column %s.%s is generated: name a stored column: %w", s.Table, col, ErrInexactColumn)
+	}
+	s.Version, s.QVer = col, Quote(col)
+	switch a := affinity(declared); a {
+	case "INTEGER", "TEXT":
+		s.VerInt = a == "INTEGER"
+	default:
+		return fmt.Errorf("check source: version column %s.%s is declared %q (%s affinity): declare it INTEGER, or TEXT: %w",
+			s.Table, col, declared, a, ErrInexactColumn)
+	}
+	coll, err := s.collation(ctx, q, s.QVer, col)
+	if err == nil && !strings.EqualFold(coll, "BINARY") {
+		err = fmt.Errorf("check source: version column %s.%s compares under the collation %s, which may order versions otherwise than their bytes; declare it without COLLATE (or COLLATE BINARY): %w",
+			s.Table, col, coll, ErrInexactColumn)
+	}
+	return err
 }
 
 // affinity returns the type affinity of a column declared typ
@@ -73,7 +113,7 @@ func (s *Source) checkExact(ctx context.Context, q querier, declared string) err
 		return fmt.Errorf("check source: column %s.%s is declared %q (%s affinity): SQLite would convert or mismatch ids, so answers could not be exact; declare it TEXT: %w",
 			s.Table, s.Column, declared, a, ErrInexactColumn)
 	}
-	coll, err := s.collation(ctx, q)
+	coll, err := s.collation(ctx, q, s.QCol, s.Column)
 	if err == nil && !strings.EqualFold(coll, "BINARY") {
 		err = fmt.Errorf("check source: column %s.%s compares ids under the collation %s, which may equate different ids, so a never-fetched id could be confirmed as fetched; declare it TEXT without COLLATE (or COLLATE BINARY): %w",
 			s.Table, s.Column, coll, ErrInexactColumn)
@@ -84,12 +124,12 @@ func (s *Source) checkExact(ctx context.Context, q querier, declared string) err
 // collation returns the collation of `column = ?`, named by the Eq or Ne
 // instruction of EXPLAIN SELECT column = ? (no pair of test values tells
 // every collation an app may define).
-func (s *Source) collation(ctx context.Context, q querier) (string, error) {
-	rows, err := q.QueryContext(ctx, `EXPLAIN SELECT `+s.QCol+` = ? FROM `+s.QTable, "")
+func (s *Source) collation(ctx context.Context, q querier, qcol, column string) (string, error) {
+	rows, err := q.QueryContext(ctx, `EXPLAIN SELECT `+qcol+` = ? FROM `+s.QTable, "")
 	if err != nil {
 		if strings.Contains(err.Error(), "collation") { // one the library's connections do not have
-			return "", fmt.Errorf("check source: column %s.%s: %v: only BINARY compares ids exactly; declare it TEXT without COLLATE (or COLLATE BINARY): %w",
-				s.Table, s.Column, err, ErrInexactColumn)
+			return "", fmt.Errorf("check source: column %s.%s: %v: only BINARY compares exactly; declare it without COLLATE (or COLLATE BINARY): %w",
+				s.Table, column, err, ErrInexactColumn)
 		}
 		return "", fmt.Errorf("check source: %w", err)
 	}
@@ -110,8 +150,8 @@ func (s *Source) collation(ctx context.Context, q querier) (string, error) {
 		return "", fmt.Errorf("check source: read the comparison's collation: %w", err)
 	}
 	if len(found) != 1 || found[0] == "" {
-		return "", fmt.Errorf("check source: column %s.%s: cannot tell which collation compares ids (comparisons %q): %w",
-			s.Table, s.Column, found, ErrInexactColumn)
+		return "", fmt.Errorf("check source: column %s.%s: cannot tell which collation compares it (comparisons %q): %w",
+			s.Table, column, found, ErrInexactColumn)
 	}
 	return found[0], nil
 }

@@ -63,8 +63,9 @@ func fitsOne(keys []string) bool {
 	return len(keys) <= confirmMax && keyArraySize(keys) <= listBytes
 }
 
-// confirmShape is one variant of the confirmation statement.
-type confirmShape struct{ single, spellings bool }
+// confirmShape is one variant of the confirmation statement (versioned:
+// keys travel with versions, versionsSQL).
+type confirmShape struct{ single, spellings, versioned bool }
 
 // confirmSQL returns one row: the JSON array of the positions, in the
 // array keys, of the keys the source holds (positions: no string to copy
@@ -86,6 +87,72 @@ func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 		return `SELECT CASE WHEN ` + cond + ` THEN '[0]' ELSE '[]' END`
 	}
 	return `SELECT json_group_array(j.key) FROM json_each(` + keys + `) j WHERE ` + cond
+}
+
+// versionsSQL returns one row: the JSON array of 3·i + state for each
+// position i of the array keys, whose elements are [key, version] pairs:
+// state 0 when the source holds no row with the key, 1 when its rows hold
+// only older or NULL versions, 2 when one holds a version >= the one
+// given (SQLite's comparison under the column's affinity and BINARY).
+// Each key's rows are read once, through the key's index: a state is one
+// expression, so that no subquery runs twice. With spellings, a key's rows
+// under its stored spellings count too if its position is in sp.
+func (s *Source) versionsSQL(spellings bool, keys, sp string) string {
+	key, ver := `(j.value ->> 0)`, `(j.value ->> 1)`
+	state := func(from, where string) string {
+		return `coalesce((SELECT max(coalesce(t.` + s.QVer + ` >= ` + ver + `, 0)) FROM ` + from + ` WHERE ` + where + `), -1)`
+	}
+	x := state(s.QTable+` t`, s.sameText("t", key))
+	if spellings {
+		x = `max(` + x + `, CASE WHEN j.key IN (SELECT value FROM json_each(` + sp + `)) THEN ` +
+			state(inMain(s.Spellings)+` a, `+s.QTable+` t`, `a.canon = `+key+` AND `+s.sameText("t", "a.stored")) + ` ELSE -1 END)`
+	}
+	return `SELECT json_group_array(3 * j.key + 1 + ` + x + `) FROM json_each(` + keys + `) j`
+}
+
+// Versions is Confirm of keys with their versions (vers[i] an int64 or a
+// string): it appends to found the positions of the keys the source
+// holds, and to older those of them whose rows hold only older or NULL
+// versions.
+func (c *Conn) Versions(ctx context.Context, s *Source, keys []string, vers []any, spelled func(string) bool, spellings bool, found, older []int) ([]int, []int, error) {
+	return versions(ctx, c, s, keys, vers, spelled, spellings, found, older)
+}
+
+// AppVersions is Versions on the app's pool.
+func (db *DB) AppVersions(ctx context.Context, s *Source, keys []string, vers []any, spelled func(string) bool, spellings bool, found, older []int) ([]int, []int, error) {
+	return versions(ctx, db.app, s, keys, vers, spelled, spellings, found, older)
+}
+
+func versions(ctx context.Context, r runner, s *Source, keys []string, vers []any, spelled func(string) bool, spellings bool, found, older []int) ([]int, []int, error) {
+	spellings = spellings && s.Logged
+	vals := make([]driver.Value, 1)
+	for start := 0; start < len(keys); {
+		end, size := start, 2
+		for end < len(keys) && end-start < confirmMax && (end == start || size+len(keys[end])+versionBytes(vers[end])+8 <= listBytes/6) {
+			size += len(keys[end]) + versionBytes(vers[end]) + 8
+			end++
+		}
+		chunk, base := keys[start:end], start
+		var sp []byte
+		if spellings {
+			sp = appendSpelled(nil, chunk, spelled)
+		}
+		shape := confirmShape{versioned: true, spellings: sp != nil}
+		args := []driver.NamedValue{arg(1, pairArray(chunk, vers[start:end]))}
+		if shape.spellings {
+			args = append(args, arg(2, string(sp)))
+		}
+		start = end
+		err := r.first(ctx, s.sql(shape), vals, args...)
+		if err == nil {
+			list, _ := vals[0].(string)
+			found, older, err = parseStates(list, base, len(chunk), found, older)
+		}
+		if err != nil {
+			return found, older, fmt.Errorf("confirm versions: %w", err)
+		}
+	}
+	return found, older, nil
 }
 
 // Confirm appends to found the position in keys of every key the source

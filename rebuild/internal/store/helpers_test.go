@@ -53,7 +53,7 @@ func openStore(t testing.TB, path string, knobs Knobs) *DB {
 // attach resolves and attaches table.column.
 func attach(t testing.TB, db *DB, table, column string, allowUnindexed bool) *Source {
 	t.Helper()
-	s, _, err := db.Attach(context.Background(), table, column, normalize.Policy, allowUnindexed)
+	s, _, err := db.Attach(context.Background(), Want{Table: table, Column: column, Policy: normalize.Policy, AllowUnindexed: allowUnindexed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,24 +23,66 @@ func keyArray(keys []string) string {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '"')
-		start, plain := 0, plainJSON(k)
-		for j := 0; j < len(k) && !plain; j++ {
-			if c := k[j]; jsonEscaped[c] {
-				b = append(b, k[start:j]...)
-				if c == '"' || c == '\\' {
-					b = append(b, '\\', c)
-				} else {
-					b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-				}
-				start = j + 1
-			}
-		}
-		b = append(b, k[start:]...)
-		b = append(b, '"')
+		b = appendString(b, k)
 	}
 	b = append(b, ']')
 	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
+}
+
+// appendString appends k as a JSON string.
+func appendString(b []byte, k string) []byte {
+	b = append(b, '"')
+	start, plain := 0, plainJSON(k)
+	for j := 0; j < len(k) && !plain; j++ {
+		if c := k[j]; jsonEscaped[c] {
+			b = append(b, k[start:j]...)
+			if c == '"' || c == '\\' {
+				b = append(b, '\\', c)
+			} else {
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+			}
+			start = j + 1
+		}
+	}
+	b = append(b, k[start:]...)
+	return append(b, '"')
+}
+
+// pairArray returns the JSON array of [key, version] pairs; a version is
+// an int64 (a JSON number SQLite reads back as INTEGER) or a string.
+func pairArray(keys []string, vers []any) string {
+	size := 2
+	for i, k := range keys {
+		size += len(k) + versionBytes(vers[i]) + 6
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '[')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(append(b, '['), k)
+		b = append(b, ',')
+		switch v := vers[i].(type) {
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		case string:
+			b = appendString(b, v)
+		default:
+			b = append(b, "null"...) // never: the caller checks the types
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ']')
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
+}
+
+// versionBytes is a version's length in pairArray before escapes.
+func versionBytes(v any) int {
+	if s, ok := v.(string); ok {
+		return len(s) + 2
+	}
+	return 20
 }
 
 // plainJSON reports whether k needs no escape, eight bytes at a time: a
@@ -170,6 +212,29 @@ func parsePositions(list string, base, n int, out []int) ([]int, error) {
 		out = append(out, base+v)
 	}
 	return out, nil
+}
+
+// parseStates reads the array versionsSQL returns for n pairs: every
+// state above 0 appends base + its position to found, and state 1 to
+// older too.
+func parseStates(list string, base, n int, found, older []int) ([]int, []int, error) {
+	all, err := parsePositions(list, 0, 3*n, nil)
+	if err != nil || len(all) != n {
+		return found, older, errKeyArray
+	}
+	for _, v := range all {
+		pos, state := v/3, v%3
+		if pos >= n {
+			return found, older, errKeyArray
+		}
+		if state > 0 {
+			found = append(found, base+pos)
+		}
+		if state == 1 {
+			older = append(older, base+pos)
+		}
+	}
+	return found, older, nil
 }
 
 // unescape decodes the escapes of a JSON string's contents.

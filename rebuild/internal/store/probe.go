@@ -14,6 +14,7 @@ type ProbeOptions struct {
 	Chunk     int      // the longest tail read (at most Knobs.LogChunk); a longer one is not read
 	NonASCII  bool     // read only the tail's keys that may be stored in another spelling
 	Keys      []string // keys to confirm
+	Versions  []any    // with Keys, their versions (int64 or string): confirmed as Versions does; nil: by key
 	Spellings bool     // the spellings table has rows: confirm through it the keys Spelled reports
 	Spelled   func(key string) bool
 	Schema    int64 // the cookie the caller resolved the source at: with another, nothing is confirmed
@@ -29,6 +30,7 @@ type Probe struct {
 	Tail       bool // Logged holds the text keys logged after After, up to the head
 	Logged     []string
 	Found      []int // the positions in Keys of those the source holds
+	Older      []int // with Versions, those of Found whose rows hold only older or NULL versions
 	Confirmed  bool
 }
 
@@ -38,6 +40,7 @@ type probeShape struct {
 	confirm   bool // keys to confirm
 	spellings bool // through the spellings table too
 	nonASCII  bool // the tail's keys that may be stored in another spelling only
+	versioned bool // keys with versions (versionsSQL)
 }
 
 // probeSQL is the one statement a call runs on its way to an answer: one
@@ -59,8 +62,11 @@ func (s *Source) probeSQL(p probeShape) string {
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 	}
 	if p.confirm {
-		cols += `, CASE WHEN (SELECT schema_version FROM pragma_schema_version()) = ?6 THEN (` +
-			s.confirmSQL(p.spellings && s.Logged, p.single, "?1", "?5") + `) END`
+		confirm := s.confirmSQL(p.spellings && s.Logged, p.single, "?1", "?5")
+		if p.versioned {
+			confirm = s.versionsSQL(p.spellings && s.Logged, "?1", "?5")
+		}
+		cols += `, CASE WHEN (SELECT schema_version FROM pragma_schema_version()) = ?6 THEN (` + confirm + `) END`
 	}
 	return `SELECT ` + cols + from
 }
@@ -117,8 +123,13 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 // shapeProbe returns the probe's variant for o, the keys to bind (their
 // array, or the one key) and the positions to confirm through spellings.
 func shapeProbe(s *Source, o ProbeOptions) (p probeShape, list string, sp []byte) {
-	p = probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII}
+	p = probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1 && o.Versions == nil, nonASCII: o.NonASCII, versioned: o.Versions != nil}
 	switch {
+	case p.versioned && p.confirm:
+		if p.confirm = fitsOne(o.Keys); p.confirm {
+			list = pairArray(o.Keys, o.Versions)
+			p.confirm = len(list) <= listBytes
+		}
 	case p.single:
 		list = o.Keys[0]
 	case p.confirm:
@@ -128,7 +139,7 @@ func shapeProbe(s *Source, o ProbeOptions) (p probeShape, list string, sp []byte
 		}
 	}
 	if !p.confirm {
-		p.single = false
+		p.single, p.versioned = false, false
 	} else if o.Spellings && s.Logged {
 		sp = appendSpelled(nil, o.Keys, o.Spelled)
 		p.spellings = sp != nil
@@ -139,7 +150,7 @@ func shapeProbe(s *Source, o ProbeOptions) (p probeShape, list string, sp []byte
 // read fills out from the values of probe p; tailEnd is the last sequence
 // number a tail read reaches.
 func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, vals []driver.Value) (err error) {
-	*out = Probe{Logged: out.Logged[:0], Found: out.Found[:0], Confirmed: p.confirm}
+	*out = Probe{Logged: out.Logged[:0], Found: out.Found[:0], Older: out.Older[:0], Confirmed: p.confirm}
 	var ok bool
 	if out.Schema, ok = vals[0].(int64); !ok {
 		return fmt.Errorf("schema cookie %v", vals[0])
@@ -167,7 +178,12 @@ func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, 
 		return nil
 	}
 	list, _ := vals[0].(string)
-	if out.Found, err = parsePositions(list, 0, len(o.Keys), out.Found); err != nil {
+	if p.versioned {
+		out.Found, out.Older, err = parseStates(list, 0, len(o.Keys), out.Found, out.Older)
+	} else {
+		out.Found, err = parsePositions(list, 0, len(o.Keys), out.Found)
+	}
+	if err != nil {
 		return fmt.Errorf("read found keys: %w", err)
 	}
 	return nil

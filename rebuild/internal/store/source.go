@@ -109,6 +109,12 @@ type Source struct {
 	// as the database records it; "nfc/1" for a row of before the record.
 	Policy string
 
+	// Version is the column holding each record's version ("": none), as
+	// SQLite stores its name; QVer quoted; VerInt: of INTEGER affinity
+	// (else TEXT).
+	Version, QVer string
+	VerInt        bool
+
 	// Logged: both triggers exist exactly as created, the log and
 	// spellings tables exist, and the table is the one attached: every
 	// write since the attach is in the log.
@@ -131,10 +137,15 @@ type stmtKey interface{ build(s *Source) string }
 type headStmt struct{}
 type lookupStmt struct{}
 
-func (headStmt) build(s *Source) string       { return s.headSQL() }
-func (lookupStmt) build(s *Source) string     { return s.lookupSQL() }
-func (k confirmShape) build(s *Source) string { return s.confirmSQL(k.spellings, k.single, "?1", "?2") }
-func (k probeShape) build(s *Source) string   { return s.probeSQL(k) }
+func (headStmt) build(s *Source) string   { return s.headSQL() }
+func (lookupStmt) build(s *Source) string { return s.lookupSQL() }
+func (k confirmShape) build(s *Source) string {
+	if k.versioned {
+		return s.versionsSQL(k.spellings, "?1", "?2")
+	}
+	return s.confirmSQL(k.spellings, k.single, "?1", "?2")
+}
+func (k probeShape) build(s *Source) string { return s.probeSQL(k) }
 
 func (s *Source) sql(k stmtKey) string {
 	if v, ok := s.stmts.Load(k); ok {
@@ -144,13 +155,22 @@ func (s *Source) sql(k stmtKey) string {
 	return v.(string)
 }
 
+// Want is the source a collection names: its table and key column ("" and
+// "": the library's own table), its optional version column, how it
+// compares ids (Policy, syncfilter.Compare.Policy; "" checks nothing, as
+// Detach asks) and whether an unindexed key column is accepted.
+type Want struct {
+	Table, Column, Version, Policy string
+	AllowUnindexed                 bool
+}
+
 // Resolve finds the source in the schema, case-insensitively, and checks,
 // reading only, that answers about it can be exact (checkTable) and that
-// the database records it comparing ids by policy (a source not attached
-// yet will be; "" checks nothing). An empty table names the library's
-// own table.
-func Resolve(ctx context.Context, q querier, table, column, policy string, allowUnindexed bool) (*Source, error) {
-	s := &Source{Table: table, Column: column, Policy: policy}
+// the database records it comparing ids by w.Policy (a source not
+// attached yet will be).
+func Resolve(ctx context.Context, q querier, w Want) (*Source, error) {
+	table, column, allowUnindexed := w.Table, w.Column, w.AllowUnindexed
+	s := &Source{Table: table, Column: column, Policy: w.Policy, Version: w.Version}
 	if table == "" {
 		s.Table, s.Column, s.Own = OwnTable, OwnColumn, true
 		exists, err := hasTable(ctx, q, OwnTable)

@@ -1,0 +1,264 @@
+package rebuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/syncfilter/syncfilter/syncfilter"
+)
+
+// verRow is one row of a versioned table: its id as stored and its
+// version (nil: NULL).
+type verRow struct {
+	id  string
+	ver any
+}
+
+// needModel is the reference: the rows, and how ids compare.
+type needModel struct {
+	rows []verRow
+	cmp  syncfilter.Compare
+}
+
+func (m *needModel) equal(a, b string) bool {
+	if m.cmp == syncfilter.CompareBytes {
+		return a == b
+	}
+	return norm.NFC.String(a) == norm.NFC.String(b)
+}
+
+// answer is what Need must say about (id, v).
+func (m *needModel) answer(id string, v any) Need {
+	out := NeedNew
+	for _, r := range m.rows {
+		if !m.equal(r.id, id) {
+			continue
+		}
+		out = NeedUpdate
+		if r.ver != nil && versionAtLeast(r.ver, v) {
+			return Have
+		}
+	}
+	return out
+}
+
+func versionAtLeast(stored, given any) bool {
+	switch s := stored.(type) {
+	case int64:
+		return s >= given.(int64)
+	case string:
+		return s >= given.(string)
+	}
+	panic("version type")
+}
+
+// needCase is one table shape of the reference test.
+type needCase struct {
+	name   string
+	ddl    string
+	cmp    syncfilter.Compare
+	ver    func(r *rand.Rand) any // a random version of the column's type
+	unique bool                   // one row per id
+}
+
+var needCases = []needCase{
+	{name: "integer, several rows per id", ddl: `CREATE TABLE records (id TEXT NOT NULL, ver INTEGER, body TEXT); CREATE INDEX records_id ON records (id)`,
+		ver: func(r *rand.Rand) any { return int64(r.IntN(6)) }},
+	{name: "text, bytes", cmp: syncfilter.CompareBytes, unique: true,
+		ddl: `CREATE TABLE records (id TEXT PRIMARY KEY, ver TEXT, body TEXT)`,
+		ver: func(r *rand.Rand) any { return fmt.Sprintf("2026-12-0%dT10:00:00Z", 1+r.IntN(6)) }},
+	{name: "text, canonical", unique: true,
+		ddl: `CREATE TABLE records (id TEXT PRIMARY KEY, ver TEXT COLLATE BINARY, body TEXT)`,
+		ver: func(r *rand.Rand) any { return fmt.Sprintf("%06d", r.IntN(6)) }},
+}
+
+// TestNeedAgainstAReference: Need answers every position of random pages
+// of (id, version) items exactly as the reference model does: ids
+// repeated, in NFC and NFD spellings, never stored, invalid; versions
+// older, equal and newer than the stored ones, and NULL ones stored; on
+// every path (SQLite alone before the filter serves, the filter, rows
+// inserted and versions updated after it opened, a reopen from its
+// snapshot), in both compare modes.
+func TestNeedAgainstAReference(t *testing.T) {
+	for _, tc := range needCases {
+		t.Run(tc.name, func(t *testing.T) { testNeed(t, tc) })
+	}
+}
+
+func testNeed(t *testing.T, tc needCase) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(7, uint64(len(tc.name))))
+	path := filepath.Join(t.TempDir(), "app.db")
+	db := rawDB(t, path)
+	mustExec(t, db, tc.ddl)
+	m := &needModel{cmp: tc.cmp}
+	names := []string{"Bo\u0308rk", "cafe\u0301", "caf\u00e9", "plain", "K-\u212a", "nul\x00e\u0301"}
+	insert := func(n int) {
+		t.Helper()
+		for range n {
+			id := fmt.Sprintf("%s-%d", names[r.IntN(len(names))], r.IntN(12))
+			if r.IntN(2) == 0 {
+				id = norm.NFD.String(id)
+			}
+			var v any
+			if r.IntN(6) > 0 {
+				v = tc.ver(r)
+			}
+			if tc.unique {
+				exists := false
+				for _, row := range m.rows {
+					exists = exists || row.id == id
+				}
+				if exists {
+					continue
+				}
+			}
+			mustExec(t, db, `INSERT INTO records (id, ver, body) VALUES (?, ?, 'x')`, id, v)
+			m.rows = append(m.rows, verRow{id, v})
+		}
+	}
+	update := func(n int) {
+		t.Helper()
+		for range n {
+			id, v := m.rows[r.IntN(len(m.rows))].id, tc.ver(r)
+			mustExec(t, db, `UPDATE records SET ver = ? WHERE id = ?`, v, id)
+			for k := range m.rows {
+				if m.rows[k].id == id {
+					m.rows[k].ver = v
+				}
+			}
+		}
+	}
+	page := func() []Item {
+		var items []Item
+		for range 1 + r.IntN(40) {
+			var id string
+			if r.IntN(4) == 0 || len(m.rows) == 0 {
+				id = fmt.Sprintf("never-%d", r.IntN(1000))
+			} else {
+				id = m.rows[r.IntN(len(m.rows))].id
+			}
+			switch r.IntN(3) {
+			case 1:
+				id = norm.NFC.String(id)
+			case 2:
+				id = norm.NFD.String(id)
+			}
+			items = append(items, Item{ID: id, Version: tc.ver(r)})
+			if r.IntN(6) == 0 {
+				items = append(items, items[len(items)-1]) // a repeat
+			}
+		}
+		if r.IntN(5) == 0 {
+			items = append(items, Item{ID: "\xed\xa0\x80", Version: tc.ver(r)})
+		}
+		return items
+	}
+	check := func(ix *Index, when string) {
+		t.Helper()
+		for range 8 {
+			items := page()
+			got, err := ix.Need(ctx, items)
+			var bad *InvalidKeysError
+			if err != nil && !errors.As(err, &bad) {
+				t.Fatalf("%s: Need: %v", when, err)
+			}
+			if len(got) != len(items) {
+				t.Fatalf("%s: %d answers for %d items", when, len(got), len(items))
+			}
+			for i, it := range items {
+				want := m.answer(it.ID, it.Version)
+				if it.ID == "\xed\xa0\x80" {
+					want = NeedNew
+				}
+				if got[i] != want {
+					t.Errorf("%s: Need(%+q, %v) = %v, want %v", when, it.ID, it.Version, got[i], want)
+				}
+			}
+		}
+	}
+
+	insert(40)
+	cfg := config{DBConfig: DBConfig{Path: path, Driver: appConfig(path).Driver},
+		Source: Source{Table: "records", Column: "id", Version: "ver", Compare: tc.cmp, Snapshot: path + ".sfb"}}
+	ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(ix, "before the filter serves")
+	waitServing(t, ix)
+	check(ix, "serving")
+	insert(20)
+	update(10)
+	check(ix, "after inserts and updates")
+	if err := ix.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	update(5)
+	ix = open(t, cfg)
+	if !ix.Stats().Serving {
+		t.Fatal("the reopened index does not serve from its snapshot")
+	}
+	check(ix, "reopened")
+}
+
+// TestNeedChecksTheVersionColumn: a version column that cannot order
+// versions exactly is refused at open with a typed error, as a key column
+// is; Need without one is ErrBadConfig; a version of the wrong type is a
+// *VersionError naming its position, and nothing is answered.
+func TestNeedChecksTheVersionColumn(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		ddl, version string
+		want         error
+	}{
+		{`CREATE TABLE records (id TEXT PRIMARY KEY)`, "ver", ErrNoSource},
+		{`CREATE TABLE records (id TEXT PRIMARY KEY, ver REAL)`, "ver", ErrInexactColumn},
+		{`CREATE TABLE records (id TEXT PRIMARY KEY, ver BLOB)`, "ver", ErrInexactColumn},
+		{`CREATE TABLE records (id TEXT PRIMARY KEY, ver TEXT COLLATE NOCASE)`, "ver", ErrInexactColumn},
+		{`CREATE TABLE records (id TEXT PRIMARY KEY, v0 INTEGER, ver INTEGER GENERATED ALWAYS AS (v0 + 1))`, "ver", ErrInexactColumn},
+		{`CREATE TABLE records (id TEXT PRIMARY KEY, ver INTEGER)`, "id", ErrBadConfig},
+		{`CREATE TABLE records (id TEXT PRIMARY KEY, ver INTEGER)`, "v'", ErrBadConfig},
+	} {
+		path := filepath.Join(t.TempDir(), "app.db")
+		mustExec(t, rawDB(t, path), c.ddl)
+		cfg := appConfig(path)
+		cfg.Version = c.version
+		ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
+		if err == nil {
+			_, err = ix.Need(ctx, []Item{{ID: "a", Version: int64(1)}})
+			_ = ix.Close(ctx)
+		}
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s, version %q: %v, want %v", c.ddl, c.version, err, c.want)
+		}
+	}
+
+	path := appDB(t, "a")
+	mustExec(t, rawDB(t, path), `ALTER TABLE records ADD COLUMN ver INTEGER`)
+	ix := open(t, appConfig(path))
+	if _, err := ix.Need(ctx, []Item{{ID: "a", Version: 1}}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("Need without Source.Version: %v", err)
+	}
+	cfg := appConfig(path)
+	cfg.Version, cfg.Snapshot = "ver", ""
+	ix = open(t, cfg)
+	for _, v := range []any{"1", 1.5, nil, uint64(1 << 63)} {
+		got, err := ix.Need(ctx, []Item{{ID: "a", Version: 1}, {ID: "b", Version: v}})
+		var ve *VersionError
+		if !errors.As(err, &ve) || ve.Index != 1 || got != nil {
+			t.Errorf("version %v (%T) for an INTEGER column: %v, %v", v, v, got, err)
+		}
+	}
+	for _, v := range []any{int8(1), uint32(1), 1} {
+		if got, err := ix.Need(ctx, []Item{{ID: "a", Version: v}}); err != nil || got[0] != NeedUpdate {
+			t.Errorf("version %v (%T): %v, %v (the row's version is NULL: updated)", v, v, got, err)
+		}
+	}
+}
