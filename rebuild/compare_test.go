@@ -218,6 +218,21 @@ func TestCompareRecorded(t *testing.T) {
 		if got, err := missingList(ctx, ix, []string{"a", "b"}); err != nil || !slices.Equal(got, []string{"b"}) {
 			t.Errorf("canonical open of a row of before the record: missing %q, %v", got, err)
 		}
+		// A new source in such a database adds the column, recording its
+		// mode, and leaves the old row canonical.
+		mustExec(t, rawDB(t, path), `CREATE TABLE other (id TEXT PRIMARY KEY)`)
+		mustExec(t, rawDB(t, path), `INSERT INTO other VALUES (?)`, "cafe\u0301")
+		oix := open(t, config{DBConfig: cfg.DBConfig, Source: Source{Table: "other", Column: "id", Compare: syncfilter.CompareBytes}})
+		if got, err := missingList(ctx, oix, []string{"cafe\u0301", "caf\u00e9"}); err != nil || !slices.Equal(got, []string{"caf\u00e9"}) {
+			t.Errorf("bytes source added to a database of before the record: missing %q, %v", got, err)
+		}
+		var modes string
+		if err := rawDB(t, path).QueryRow(`SELECT group_concat(tbl || '=' || compare || '/' || length(positions_key), ' ') FROM syncfilter_sources`).Scan(&modes); err != nil {
+			t.Fatal(err)
+		}
+		if modes != "records=nfc/1/32 other=bytes/1/39" {
+			t.Errorf("recorded modes and key lengths: %q", modes)
+		}
 	})
 }
 

@@ -79,9 +79,11 @@ type Source struct {
 	Compare syncfilter.Compare
 
 	// Version names the column holding each record's version, for Need:
-	// INTEGER, or TEXT compared byte for byte (an ISO-8601 time, a
-	// zero-padded counter, a ULID); stored, BINARY collation. Checked at
-	// open like Column. Empty: none.
+	// INTEGER, or TEXT compared byte for byte, so of one fixed width (a
+	// UTC time with a fixed number of fraction digits, a zero-padded
+	// counter, a ULID: time.RFC3339Nano trims zeros and does not sort);
+	// stored, BINARY collation. Checked at open: a column Need cannot use
+	// fails Need alone. Empty: none.
 	Version string
 
 	// Snapshot is the file the filter is saved to and loaded from.

@@ -99,8 +99,9 @@ func (ix *Index) call(ctx context.Context, verb string, fn func(c *gate.Call) er
 	return nil
 }
 
-// Missing reports for each id of a page whether the source holds it under
-// no canonically equivalent spelling (fetch it). A key that cannot be
+// Missing reports for each id of a page whether the source holds no equal
+// id (fetch it): none canonically equivalent, or none with the same bytes
+// under syncfilter.CompareBytes (Source.Compare). A key that cannot be
 // compared is answered missing and named in an *InvalidKeysError.
 func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
 	p := newPage(ix.k.G, keys)
@@ -120,7 +121,7 @@ func (ix *Index) Missing(ctx context.Context, keys []string) ([]bool, error) {
 }
 
 // Fetched reports whether the record with this id was fetched: whether
-// the source holds it under any canonically equivalent spelling.
+// the source holds an equal id (in the source's Compare).
 func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 	canon, err := ix.k.G.Canonical(key)
 	if err != nil {
@@ -140,7 +141,8 @@ func (ix *Index) Fetched(ctx context.Context, key string) (bool, error) {
 }
 
 // MarkFetched records keys as fetched in the library's own table (Source
-// with no Table), in canonical form, in one transaction.
+// with no Table), in the form the source compares (NFC, or as given under
+// CompareBytes), in one transaction.
 func (ix *Index) MarkFetched(ctx context.Context, keys ...string) error {
 	table, _ := ix.k.G.Names()
 	switch {

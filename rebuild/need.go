@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 
 	"github.com/syncfilter/syncfilter/rebuild/internal/gate"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
@@ -18,30 +19,33 @@ type Item struct {
 	Version any
 }
 
-// Need is Need's answer about one Item.
-type Need uint8
+// Verdict is Need's answer about one Item. The zero Verdict is no
+// answer: Need never returns it.
+type Verdict uint8
 
 const (
-	// Have: a row with an equal id holds a version >= the item's (as
-	// SQLite compares them): nothing to fetch.
-	Have Need = iota
 	// NeedNew: no row with an equal id: fetch the record and insert it.
-	NeedNew
-	// NeedUpdate: rows with an equal id hold only older or NULL versions:
-	// fetch the record and update it.
+	NeedNew Verdict = iota + 1
+	// NeedUpdate: rows with an equal id hold only older versions (or
+	// NULL, or a value not of the column's type): fetch the record and
+	// update it.
 	NeedUpdate
+	// Have: a row with an equal id holds a version of the column's type
+	// at least the item's (integers as numbers, texts byte by byte):
+	// nothing to fetch.
+	Have
 )
 
-func (n Need) String() string {
-	switch n {
-	case Have:
-		return "have"
+func (v Verdict) String() string {
+	switch v {
 	case NeedNew:
 		return "new"
 	case NeedUpdate:
 		return "updated"
+	case Have:
+		return "have"
 	}
-	return fmt.Sprintf("need(%d)", uint8(n))
+	return fmt.Sprintf("verdict(%d)", uint8(v))
 }
 
 // VersionError names an item whose version is not of the version
@@ -67,7 +71,7 @@ func (e *VersionError) Error() string {
 // position; an id that cannot be compared is answered NeedNew and named
 // in an *InvalidKeysError (a partial answer, as Missing's); a version of
 // the wrong type is a *VersionError and nothing is answered.
-func (ix *Index) Need(ctx context.Context, items []Item) ([]Need, error) {
+func (ix *Index) Need(ctx context.Context, items []Item) ([]Verdict, error) {
 	if !ix.k.G.Versioned() {
 		return nil, fmt.Errorf("need: the source names no version column (Source.Version): %w", ErrBadConfig)
 	}
@@ -88,7 +92,7 @@ func (ix *Index) Need(ctx context.Context, items []Item) ([]Need, error) {
 		return nil, err
 	}
 	ix.k.G.C.Queries.Add(uint64(len(items)))
-	out := make([]Need, len(items))
+	out := make([]Verdict, len(items))
 	for i := range out {
 		out[i] = NeedNew
 	}
@@ -109,20 +113,22 @@ func (ix *Index) Need(ctx context.Context, items []Item) ([]Need, error) {
 
 // versionsOf returns the versions of the items at positions valid, as
 // the source's version column takes them: int64 for INTEGER, string for
-// TEXT.
+// TEXT (named types too). Without a source (the call's own error
+// follows) either is taken.
 func versionsOf(src *store.Source, items []Item, valid []int) ([]any, error) {
-	want := "a string"
-	if src != nil && src.VerInt {
-		want = "an integer"
+	wantInt, wantStr, want := true, true, "an integer or a string"
+	switch {
+	case src == nil:
+	case src.VersionErr != nil:
+		return nil, src.VersionErr
+	case src.VerInt:
+		wantStr, want = false, "an integer"
+	default:
+		wantInt, want = false, "a string"
 	}
 	out := make([]any, len(valid))
 	for j, i := range valid {
-		v, ok := items[i].Version, false
-		if want == "a string" {
-			_, ok = v.(string)
-		} else {
-			v, ok = asInt64(v)
-		}
+		v, ok := versionValue(items[i].Version, wantInt, wantStr)
 		if !ok {
 			return nil, &VersionError{Index: i, Version: items[i].Version, Want: want}
 		}
@@ -131,29 +137,17 @@ func versionsOf(src *store.Source, items []Item, valid []int) ([]any, error) {
 	return out, nil
 }
 
-// asInt64 converts any Go integer that fits an int64.
-func asInt64(v any) (any, bool) {
-	switch x := v.(type) {
-	case int:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint:
-		return int64(x), uint64(x) <= math.MaxInt64
-	case uint64:
-		return int64(x), x <= math.MaxInt64
+// versionValue converts an integer that fits an int64 (if wantInt) or a
+// string (if wantStr), of any named type.
+func versionValue(v any, wantInt, wantStr bool) (any, bool) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int(), wantInt
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return int64(rv.Uint()), wantInt && rv.Uint() <= math.MaxInt64
+	case reflect.String:
+		return rv.String(), wantStr
 	}
 	return nil, false
 }

@@ -34,7 +34,7 @@ func (m *needModel) equal(a, b string) bool {
 }
 
 // answer is what Need must say about (id, v).
-func (m *needModel) answer(id string, v any) Need {
+func (m *needModel) answer(id string, v any) Verdict {
 	out := NeedNew
 	for _, r := range m.rows {
 		if !m.equal(r.id, id) {
@@ -48,34 +48,39 @@ func (m *needModel) answer(id string, v any) Need {
 	return out
 }
 
+// versionAtLeast: a stored version counts only if it has the given one's
+// type (an integer column's text or blob, a text column's blob, never).
 func versionAtLeast(stored, given any) bool {
 	switch s := stored.(type) {
 	case int64:
-		return s >= given.(int64)
+		g, ok := given.(int64)
+		return ok && s >= g
 	case string:
-		return s >= given.(string)
+		g, ok := given.(string)
+		return ok && s >= g
 	}
-	panic("version type")
+	return false
 }
 
 // needCase is one table shape of the reference test.
 type needCase struct {
-	name   string
-	ddl    string
-	cmp    syncfilter.Compare
-	ver    func(r *rand.Rand) any // a random version of the column's type
-	unique bool                   // one row per id
+	name    string
+	ddl     string
+	cmp     syncfilter.Compare
+	ver     func(r *rand.Rand) any // a random version of the column's type
+	unique  bool                   // one row per id
+	mistype []any                  // values of another type the app may store there
 }
 
 var needCases = []needCase{
 	{name: "integer, several rows per id", ddl: `CREATE TABLE records (id TEXT NOT NULL, ver INTEGER, body TEXT); CREATE INDEX records_id ON records (id)`,
-		ver: func(r *rand.Rand) any { return int64(r.IntN(6)) }},
+		ver: func(r *rand.Rand) any { return int64(r.IntN(6)) }, mistype: []any{"abc", []byte{0}, ""}},
 	{name: "text, bytes", cmp: syncfilter.CompareBytes, unique: true,
 		ddl: `CREATE TABLE records (id TEXT PRIMARY KEY, ver TEXT, body TEXT)`,
-		ver: func(r *rand.Rand) any { return fmt.Sprintf("2026-12-0%dT10:00:00Z", 1+r.IntN(6)) }},
+		ver: func(r *rand.Rand) any { return fmt.Sprintf("2026-12-0%dT10:00:00Z", 1+r.IntN(6)) }, mistype: []any{[]byte{0xff}}},
 	{name: "text, canonical", unique: true,
 		ddl: `CREATE TABLE records (id TEXT PRIMARY KEY, ver TEXT COLLATE BINARY, body TEXT)`,
-		ver: func(r *rand.Rand) any { return fmt.Sprintf("%06d", r.IntN(6)) }},
+		ver: func(r *rand.Rand) any { return fmt.Sprintf("%06d", r.IntN(6)) }, mistype: []any{[]byte("999999")}},
 }
 
 // TestNeedAgainstAReference: Need answers every position of random pages
@@ -107,7 +112,11 @@ func testNeed(t *testing.T, tc needCase) {
 				id = norm.NFD.String(id)
 			}
 			var v any
-			if r.IntN(6) > 0 {
+			switch r.IntN(8) {
+			case 0: // NULL
+			case 1:
+				v = tc.mistype[r.IntN(len(tc.mistype))]
+			default:
 				v = tc.ver(r)
 			}
 			if tc.unique {
@@ -232,6 +241,9 @@ func TestNeedChecksTheVersionColumn(t *testing.T) {
 		cfg.Version = c.version
 		ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
 		if err == nil {
+			if _, merr := ix.Missing(ctx, []string{"a"}); merr != nil && c.version != "id" {
+				t.Errorf("%s: Missing with a version column Need cannot use: %v", c.ddl, merr)
+			}
 			_, err = ix.Need(ctx, []Item{{ID: "a", Version: int64(1)}})
 			_ = ix.Close(ctx)
 		}
@@ -256,9 +268,52 @@ func TestNeedChecksTheVersionColumn(t *testing.T) {
 			t.Errorf("version %v (%T) for an INTEGER column: %v, %v", v, v, got, err)
 		}
 	}
-	for _, v := range []any{int8(1), uint32(1), 1} {
+	type rev int64
+	for _, v := range []any{int8(1), uint32(1), 1, rev(1)} {
 		if got, err := ix.Need(ctx, []Item{{ID: "a", Version: v}}); err != nil || got[0] != NeedUpdate {
 			t.Errorf("version %v (%T): %v, %v (the row's version is NULL: updated)", v, v, got, err)
 		}
+	}
+}
+
+// TestNeedAfterTheVersionColumnIsRetyped: a migration that makes the
+// INTEGER version column TEXT (values copied) while the index is open
+// never turns an integer asked into a text comparison ('9' >= '10'): the
+// call is answered as if no stored version had the asked type
+// (NeedUpdate) or refused (*VersionError), never Have; a version column
+// dropped leaves Missing working and Need refused with a typed error.
+func TestNeedAfterTheVersionColumnIsRetyped(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "app.db")
+	db := rawDB(t, path)
+	mustExec(t, db, `CREATE TABLE records (id TEXT PRIMARY KEY, ver INTEGER)`)
+	mustExec(t, db, `INSERT INTO records VALUES ('a', 9), ('b', 10)`)
+	cfg := appConfig(path)
+	cfg.Version = "ver"
+	ix := open(t, cfg)
+	waitServing(t, ix)
+	mustExec(t, db, `BEGIN; CREATE TABLE records_new (id TEXT PRIMARY KEY, ver TEXT);
+		INSERT INTO records_new SELECT id, ver FROM records; DROP TABLE records;
+		ALTER TABLE records_new RENAME TO records; COMMIT`)
+	for round := range 3 {
+		got, err := ix.Need(ctx, []Item{{ID: "a", Version: 10}, {ID: "b", Version: 11}})
+		var ve *VersionError
+		switch {
+		case errors.As(err, &ve):
+		case err != nil:
+			t.Fatalf("round %d: %v", round, err)
+		case got[0] != NeedUpdate || got[1] != NeedUpdate:
+			t.Fatalf("round %d: %v after the retype: a is at '9', b at '10' (text now)", round, got)
+		}
+	}
+	if got, err := ix.Need(ctx, []Item{{ID: "a", Version: "9"}, {ID: "b", Version: "11"}}); err != nil || got[0] != Have || got[1] != NeedUpdate {
+		t.Errorf("text versions after the retype: %v, %v", got, err)
+	}
+	mustExec(t, db, `ALTER TABLE records DROP COLUMN ver`)
+	if got, err := missingList(ctx, ix, []string{"a", "c"}); err != nil || len(got) != 1 || got[0] != "c" {
+		t.Errorf("Missing with the version column dropped: %q, %v", got, err)
+	}
+	if _, err := ix.Need(ctx, []Item{{ID: "a", Version: "9"}}); !errors.Is(err, ErrNoSource) {
+		t.Errorf("Need with the version column dropped: %v, want ErrNoSource", err)
 	}
 }

@@ -35,7 +35,8 @@
 // own sentinel (ErrNotSnapshot, ErrUnsupportedVersion, ErrCorruptHeader,
 // ErrWrongKey, ErrTruncated, ErrChecksum, ErrTrailingData). It never
 // panics and never allocates much more than the input really holds.
-// CheckPolicy (or CheckNormalization, with this program's policy) and
+// CheckPolicy (or CheckNormalization, with the policy the header's
+// Params.Compare names, which this program must implement) and
 // CheckDataset then say whether an intact snapshot may be used here
 // (ErrIncompatible). A refused snapshot is rebuilt from the source of
 // truth; its parameters are never guessed. Only bytes that were read and

@@ -32,7 +32,7 @@ func newBitset(p Params, words []uint64) (bitset, error) {
 // digest takes key's form under the filter's Compare and returns its
 // keyed BLAKE3 digest.
 func (b *bitset) digest(key string) ([32]byte, error) {
-	c, err := b.params.Compare.Key(key)
+	c, err := b.params.Compare.Form(key)
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -51,7 +51,7 @@ func (b *bitset) locateKey(key string) (loc, error) {
 // mightContain is the single-key hot path: it does digest's work itself,
 // since going through digest cost about 10 ns per query in the benchmark.
 func (b *bitset) mightContain(key string) (bool, error) {
-	c, err := b.params.Compare.Key(key)
+	c, err := b.params.Compare.Form(key)
 	if err != nil {
 		return false, err
 	}
@@ -83,7 +83,7 @@ func (h *keyHasher) sumKeys(cmp Compare, keys []string, out [][32]byte, base int
 	if cmp == CompareBytes {
 		for i, k := range keys {
 			if !utf8.ValidString(k) {
-				_, err := cmp.Key(k)
+				_, err := cmp.Form(k)
 				return &KeyError{Index: base + i, Err: err}
 			}
 		}

@@ -96,10 +96,10 @@ func (c Compare) String() string {
 	return fmt.Sprintf("compare(%d)", uint8(c))
 }
 
-// Key returns the form of key the filter hashes under c: c(key) under
+// Form returns the form of key the filter hashes under c: c(key) under
 // CompareCanonical, key itself under CompareBytes; an error wrapping
 // normalize.ErrInvalidUTF8 when key is not valid UTF-8.
-func (c Compare) Key(key string) (string, error) {
+func (c Compare) Form(key string) (string, error) {
 	if c == CompareBytes {
 		if !utf8.ValidString(key) {
 			_, err := normalize.String(key) // names the offset
@@ -233,7 +233,7 @@ func (p Params) Positions(key string) ([]uint64, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := p.Compare.Key(key)
+	c, err := p.Compare.Form(key)
 	if err != nil {
 		return nil, err
 	}

@@ -163,6 +163,9 @@ func TestCompareBytesKeepsSpellingsApart(t *testing.T) {
 		if !one || !batch[0] {
 			t.Errorf("%v: the key added is not found: %v %v", c, one, batch)
 		}
+		if batch[1] != (c == CompareCanonical) { // bytes: a false positive here has odds near 1e-15
+			t.Errorf("%v: the other spelling answered %v", c, batch[1])
+		}
 		if fp, _ := f.Positions(nfd); !slices.Equal(fp, a) {
 			t.Errorf("%v: the filter's positions %v, Params' %v", c, fp, a)
 		}

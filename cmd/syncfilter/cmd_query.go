@@ -62,7 +62,7 @@ func (a *app) query(ctx context.Context, args []string) error {
 				bad[i] = nil
 				continue
 			}
-			if _, err := s.Params.Compare.Key(k.text); err != nil {
+			if _, err := s.Params.Compare.Form(k.text); err != nil {
 				bad[i] = err
 				continue
 			}

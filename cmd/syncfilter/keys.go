@@ -190,7 +190,7 @@ func (o *output) record(k, verdict, why string) {
 // "need" in text records (the verdict, the id, the version), "have",
 // "new" or "updated" in JSON, whose record carries the id and the version
 // apart.
-func (o *output) need(line string, n rebuild.Need) {
+func (o *output) need(line string, n rebuild.Verdict) {
 	id, ver, _ := splitVersion(line)
 	o.keys++
 	switch {

@@ -14,6 +14,7 @@
 //	go run ./cmd/syncbench real-single [-rows 1000000] [-ops 2000] [-waits 5ms]
 //	go run ./cmd/syncbench real-collections [-rows 100000] [-n 10] [-reps 5] [-page 1000]
 //	go run ./cmd/syncbench idle [-rows 200000] [-pages 50] [-idle 30s] [-driver mattn]
+//	go run ./cmd/syncbench versions [-rows 100000] [-pages 150] [-sizes 0,100,10] [-waits 0,5ms] [-seeds 2]
 //
 // The real commands are the real sync loop and its extra rows (package
 // syncbench, real*.go): each prints Markdown tables for
@@ -64,7 +65,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("want a command: initial-sync, cold-start, table, real, ablation, real-initial, real-single, real-collections, idle: %w", flag.ErrHelp)
+		return fmt.Errorf("want a command: initial-sync, cold-start, table, real, ablation, real-initial, real-single, real-collections, idle, versions: %w", flag.ErrHelp)
 	}
 	switch args[0] {
 	case "initial-sync":
@@ -91,6 +92,8 @@ func run(ctx context.Context, args []string) error {
 		return realCollections(ctx, args[1:])
 	case "idle":
 		return idle(ctx, args[1:])
+	case "versions":
+		return versions(ctx, args[1:])
 	case "real-child":
 		return syncbench.RealChild(ctx, args[1:])
 	default:

@@ -162,9 +162,13 @@ func (p *page) take(owner, got, older []int) {
 	for _, i := range owner {
 		p.asked[i]++
 	}
+	o := 0 // older and got are in increasing order: one pass over both
 	for _, j := range got {
 		p.found[owner[j]] = true
-		if p.fresh != nil && !slices.Contains(older, j) {
+		for o < len(older) && older[o] < j {
+			o++
+		}
+		if p.fresh != nil && (o == len(older) || older[o] != j) {
 			p.fresh[owner[j]] = true
 		}
 	}
@@ -196,7 +200,7 @@ func (c *Call) again(ctx context.Context, p *page, v, sv *View, before Mark, beh
 	}
 	if sv != nil {
 		for i, k := range p.keys {
-			if !p.found[i] && p.by[i] != byFilter && c.g.spells(k) && 1+len(sv.Spellings(k))+len(extra[k]) > p.asked[i] && !slices.Contains(more, i) {
+			if (!p.found[i] || p.fresh != nil && !p.fresh[i]) && p.by[i] != byFilter && c.g.spells(k) && 1+len(sv.Spellings(k))+len(extra[k]) > p.asked[i] && !slices.Contains(more, i) {
 				more = append(more, i)
 			}
 		}
@@ -345,18 +349,10 @@ func (c *Call) tailSpellings(ctx context.Context, from, to uint64) (map[string][
 // it holds; with vers, also those held only at older versions.
 func (c *Call) confirm(ctx context.Context, keys []string, vers []any, spellings bool) (found, older []int, err error) {
 	err = c.onAppOr(ctx, true, func() error {
-		if vers != nil {
-			found, older, err = c.F.St.AppVersions(ctx, c.b.src, keys, vers, c.g.spelledFunc(), spellings, nil, nil)
-		} else {
-			found, err = c.F.St.AppConfirm(ctx, c.b.src, keys, c.g.spelledFunc(), spellings, nil)
-		}
+		found, older, err = c.F.St.AppConfirm(ctx, c.b.src, keys, vers, c.g.spelledFunc(), spellings, nil, nil)
 		return err
 	}, func(conn *store.Conn) error {
-		if vers != nil {
-			found, older, err = conn.Versions(ctx, c.b.src, keys, vers, c.g.spelledFunc(), spellings, nil, nil)
-		} else {
-			found, err = conn.Confirm(ctx, c.b.src, keys, c.g.spelledFunc(), spellings, nil)
-		}
+		found, older, err = conn.Confirm(ctx, c.b.src, keys, vers, c.g.spelledFunc(), spellings, nil, nil)
 		return err
 	})
 	return found, older, err

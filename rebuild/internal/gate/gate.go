@@ -303,7 +303,7 @@ func (c *Call) rebind(ctx context.Context) error {
 // of a resolution's ten (errStale, the caller answers again).
 func (c *Call) appended(ctx context.Context, id uint64) (bool, error) {
 	prev := c.g.bound.Load()
-	if prev == nil || prev.f != c.F || prev.err != nil || prev.src == nil || !prev.src.Logged || c.g.cfg.Knobs.NoCatalog {
+	if prev == nil || prev.f != c.F || prev.err != nil || prev.src == nil || !prev.src.Logged || prev.src.VersionErr != nil || c.g.cfg.Knobs.NoCatalog {
 		return false, nil
 	}
 	conn, err := c.Reader(ctx)

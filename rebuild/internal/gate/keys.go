@@ -40,7 +40,7 @@ func canonicalStored(cmp syncfilter.Compare, key string) (string, error) {
 }
 
 func bounded(cmp syncfilter.Compare, key string) (string, error) {
-	c, err := cmp.Key(key)
+	c, err := cmp.Form(key)
 	if err != nil {
 		return "", err
 	}

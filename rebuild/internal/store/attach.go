@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"strings"
+
+	"github.com/syncfilter/syncfilter/normalize"
 )
 
 // sharedDDL creates the tables every source of a database shares. No
@@ -52,6 +54,18 @@ var keyColumns = []string{
 // compareColumn is added to a syncfilter_sources created before it: a
 // row of then compared ids canonically.
 const compareColumn = `ALTER TABLE ` + SourcesTable + ` ADD COLUMN compare TEXT NOT NULL DEFAULT 'nfc/1'`
+
+// storedKey is positions_key as the row holds it: the key, and for a
+// source that compares ids otherwise than canonically its policy after
+// it. Builds that know no other policy than nfc/1 read a key of 32 bytes
+// only: they refuse such a row (every call fails) rather than answer it
+// canonically, which would take an NFD id for its stored NFC spelling.
+func (s *Source) storedKey() []byte {
+	if s.Policy == "" || s.Policy == normalize.Policy {
+		return s.Key[:]
+	}
+	return append(s.Key[:len(s.Key):len(s.Key)], s.Policy...)
+}
 
 // KeyedVersion is the first snapshot format version that keeps the key of
 // the positions out of the file: the lowest a source accepts once it was
@@ -156,7 +170,7 @@ func (s *Source) reset(tx *Tx) error {
 func (s *Source) newKey(tx *Tx) error {
 	_, _ = rand.Read(s.Key[:])
 	s.Keyed = true
-	return tx.exec(`UPDATE `+SourcesTable+` SET positions_key = ? WHERE id = ?`, s.Key[:], s.ID)
+	return tx.exec(`UPDATE `+SourcesTable+` SET positions_key = ? WHERE id = ?`, s.storedKey(), s.ID)
 }
 
 // insertRow creates the source's row, with a new random dataset id and
@@ -166,7 +180,7 @@ func (s *Source) insertRow(ctx context.Context, tx *Tx) error {
 	_, _ = rand.Read(s.Key[:])
 	s.Keyed, s.Lowest = true, KeyedVersion
 	res, err := tx.ExecContext(ctx, `INSERT INTO `+SourcesTable+` (tbl, col, dataset_id, positions_key, lowest_version, compare) VALUES (?, ?, ?, ?, ?, ?)`,
-		s.Table, s.Column, s.DatasetID[:], s.Key[:], s.Lowest, s.Policy)
+		s.Table, s.Column, s.DatasetID[:], s.storedKey(), s.Lowest, s.Policy)
 	if err != nil {
 		return err
 	}

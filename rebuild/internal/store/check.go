@@ -43,13 +43,15 @@ func (s *Source) checkTable(ctx context.Context, q querier, allowUnindexed bool)
 	if err := s.checkExact(ctx, q, declared); err != nil {
 		return err
 	}
-	if err := s.checkVersion(ctx, q); err != nil || allowUnindexed {
-		return err
+	s.VersionErr = s.checkVersion(ctx, q) // Need's alone: Missing and Fetched need no version
+	if allowUnindexed {
+		return nil
 	}
 	return s.checkIndexed(ctx, q)
 }
 
-// checkVersion checks the version column, if the source names one: a
+// checkVersion checks the version column, if the source names one, and
+// returns why Need cannot use it: it must be a
 // stored column other than the key, of INTEGER or TEXT affinity,
 // compared under BINARY (so that SQLite's own >= orders versions as the
 // app stored them: numbers as numbers, text byte by byte).

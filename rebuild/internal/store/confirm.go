@@ -64,7 +64,7 @@ func fitsOne(keys []string) bool {
 }
 
 // confirmShape is one variant of the confirmation statement (versioned:
-// keys travel with versions, versionsSQL).
+// the keys' stored versions are read too, versionsSQL).
 type confirmShape struct{ single, spellings, versioned bool }
 
 // confirmSQL returns one row: the JSON array of the positions, in the
@@ -89,85 +89,51 @@ func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 	return `SELECT json_group_array(j.key) FROM json_each(` + keys + `) j WHERE ` + cond
 }
 
-// versionsSQL returns one row: the JSON array of 3·i + state for each
-// position i of the array keys, whose elements are [key, version] pairs:
-// state 0 when the source holds no row with the key, 1 when its rows hold
-// only older or NULL versions, 2 when one holds a version >= the one
-// given (SQLite's comparison under the column's affinity and BINARY).
-// Each key's rows are read once, through the key's index: a state is one
-// expression, so that no subquery runs twice. With spellings, a key's rows
-// under its stored spellings count too if its position is in sp.
-func (s *Source) versionsSQL(spellings bool, keys, sp string) string {
-	key, ver := `(j.value ->> 0)`, `(j.value ->> 1)`
-	state := func(from, where string) string {
-		return `coalesce((SELECT max(coalesce(t.` + s.QVer + ` >= ` + ver + `, 0)) FROM ` + from + ` WHERE ` + where + `), -1)`
+// versionsSQL is confirmSQL for keys asked with versions: one row, the
+// JSON array of one value per key, in the order of keys (single: the one
+// key ?1): null when the source holds no row with the key; else the
+// highest version its rows hold of the column's type (an INTEGER
+// column's integers; a TEXT column's texts, 't' before them, in byte
+// order), or 'o' if none holds one (NULL, or a value of another type).
+// Each key's rows are read once, through the key's index; with
+// spellings, its rows under its stored spellings too if its position is
+// in sp. The caller compares the versions (compareVersions).
+func (s *Source) versionsSQL(spellings, single bool, keys, sp string) string {
+	val, inSp := `j.value`, `j.key IN (SELECT value FROM json_each(`+sp+`))`
+	if single {
+		val, inSp = keys, sp+` = 1`
 	}
-	x := state(s.QTable+` t`, s.sameText("t", key))
+	typed := `CASE WHEN typeof(v) = 'integer' THEN v END`
+	if !s.VerInt {
+		typed = `'t' || CASE WHEN typeof(v) = 'text' THEN v END`
+	}
+	rows := `(SELECT t.` + s.QVer + ` AS v FROM ` + s.QTable + ` t WHERE ` + s.sameText("t", val)
 	if spellings {
-		x = `max(` + x + `, CASE WHEN j.key IN (SELECT value FROM json_each(` + sp + `)) THEN ` +
-			state(inMain(s.Spellings)+` a, `+s.QTable+` t`, `a.canon = `+key+` AND `+s.sameText("t", "a.stored")) + ` ELSE -1 END)`
+		rows += ` UNION ALL SELECT t.` + s.QVer + ` FROM ` + inMain(s.Spellings) + ` a, ` + s.QTable + ` t WHERE ` + inSp +
+			` AND a.canon = ` + val + ` AND ` + s.sameText("t", "a.stored")
 	}
-	return `SELECT json_group_array(3 * j.key + 1 + ` + x + `) FROM json_each(` + keys + `) j`
-}
-
-// Versions is Confirm of keys with their versions (vers[i] an int64 or a
-// string): it appends to found the positions of the keys the source
-// holds, and to older those of them whose rows hold only older or NULL
-// versions.
-func (c *Conn) Versions(ctx context.Context, s *Source, keys []string, vers []any, spelled func(string) bool, spellings bool, found, older []int) ([]int, []int, error) {
-	return versions(ctx, c, s, keys, vers, spelled, spellings, found, older)
-}
-
-// AppVersions is Versions on the app's pool.
-func (db *DB) AppVersions(ctx context.Context, s *Source, keys []string, vers []any, spelled func(string) bool, spellings bool, found, older []int) ([]int, []int, error) {
-	return versions(ctx, db.app, s, keys, vers, spelled, spellings, found, older)
-}
-
-func versions(ctx context.Context, r runner, s *Source, keys []string, vers []any, spelled func(string) bool, spellings bool, found, older []int) ([]int, []int, error) {
-	spellings = spellings && s.Logged
-	vals := make([]driver.Value, 1)
-	for start := 0; start < len(keys); {
-		end, size := start, 2
-		for end < len(keys) && end-start < confirmMax && (end == start || size+len(keys[end])+versionBytes(vers[end])+8 <= listBytes/6) {
-			size += len(keys[end]) + versionBytes(vers[end]) + 8
-			end++
-		}
-		chunk, base := keys[start:end], start
-		var sp []byte
-		if spellings {
-			sp = appendSpelled(nil, chunk, spelled)
-		}
-		shape := confirmShape{versioned: true, spellings: sp != nil}
-		args := []driver.NamedValue{arg(1, pairArray(chunk, vers[start:end]))}
-		if shape.spellings {
-			args = append(args, arg(2, string(sp)))
-		}
-		start = end
-		err := r.first(ctx, s.sql(shape), vals, args...)
-		if err == nil {
-			list, _ := vals[0].(string)
-			found, older, err = parseStates(list, base, len(chunk), found, older)
-		}
-		if err != nil {
-			return found, older, fmt.Errorf("confirm versions: %w", err)
-		}
+	x := `(SELECT CASE WHEN count(*) = 0 THEN NULL ELSE coalesce(max(` + typed + `), 'o') END FROM ` + rows + `))`
+	if single {
+		return `SELECT json_array(` + x + `)`
 	}
-	return found, older, nil
+	return `SELECT json_group_array(` + x + `) FROM json_each(` + keys + `) j`
 }
 
 // Confirm appends to found the position in keys of every key the source
 // holds as is or, if spellings (the table has rows) and spelled(key), in a
-// stored non-NFC spelling.
-func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
-	return confirm(ctx, c, s, keys, spelled, spellings, found)
+// stored non-NFC spelling. With vers (one per key, an int64 or a string)
+// it appends to older those of found whose rows hold no version >= the
+// key's of the same type (compareVersions).
+func (c *Conn) Confirm(ctx context.Context, s *Source, keys []string, vers []any, spelled func(string) bool, spellings bool, found, older []int) ([]int, []int, error) {
+	return confirm(ctx, c, s, keys, vers, spelled, spellings, found, older)
 }
 
 // AppConfirm is Confirm on the app's pool.
-func (db *DB) AppConfirm(ctx context.Context, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
-	return confirm(ctx, db.app, s, keys, spelled, spellings, found)
+func (db *DB) AppConfirm(ctx context.Context, s *Source, keys []string, vers []any, spelled func(string) bool, spellings bool, found, older []int) ([]int, []int, error) {
+	return confirm(ctx, db.app, s, keys, vers, spelled, spellings, found, older)
 }
 
-func confirm(ctx context.Context, r runner, s *Source, keys []string, spelled func(string) bool, spellings bool, found []int) ([]int, error) {
+func confirm(ctx context.Context, r runner, s *Source, keys []string, vers []any, spelled func(string) bool, spellings bool, found, older []int) ([]int, []int, error) {
 	spellings = spellings && s.Logged
 	vals := make([]driver.Value, 1)
 	var sbuf []byte
@@ -184,7 +150,7 @@ func confirm(ctx context.Context, r runner, s *Source, keys []string, spelled fu
 			sp = appendSpelled(sbuf[:0], chunk, spelled)
 			sbuf = sp
 		}
-		shape := confirmShape{single: len(chunk) == 1, spellings: sp != nil}
+		shape := confirmShape{single: len(chunk) == 1, spellings: sp != nil, versioned: vers != nil}
 		args := make([]driver.NamedValue, 1, 2)
 		if shape.single {
 			args[0] = arg(1, chunk[0])
@@ -197,13 +163,17 @@ func confirm(ctx context.Context, r runner, s *Source, keys []string, spelled fu
 		err := r.first(ctx, s.sql(shape), vals, args...)
 		if err == nil {
 			list, _ := vals[0].(string)
-			found, err = parsePositions(list, base, len(chunk), found)
+			if vers != nil {
+				found, older, err = compareVersions(list, base, vers[base:end], found, older)
+			} else {
+				found, err = parsePositions(list, base, len(chunk), found)
+			}
 		}
 		if err != nil {
-			return found, fmt.Errorf("confirm: %w", err)
+			return found, older, fmt.Errorf("confirm: %w", err)
 		}
 	}
-	return found, nil
+	return found, older, nil
 }
 
 // appendSpelled appends to b the JSON array of the positions of the keys

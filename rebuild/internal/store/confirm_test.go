@@ -35,7 +35,7 @@ func TestConfirmAcrossStatements(t *testing.T) {
 	}
 	defer db.Release(c)
 	for _, prior := range [][]int{nil, {99}} {
-		got, err := c.Confirm(ctx, s, keys, nil, false, slices.Clone(prior))
+		got, _, err := c.Confirm(ctx, s, keys, nil, nil, false, slices.Clone(prior), nil)
 		if err != nil {
 			t.Fatalf("prior %v: %v", prior, err)
 		}
@@ -63,7 +63,7 @@ func TestConfirmAcrossStatements(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.Confirm(ctx, s, many, nil, false, nil)
+	got, _, err := c.Confirm(ctx, s, many, nil, nil, false, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,43 +48,6 @@ func appendString(b []byte, k string) []byte {
 	return append(b, '"')
 }
 
-// pairArray returns the JSON array of [key, version] pairs; a version is
-// an int64 (a JSON number SQLite reads back as INTEGER) or a string.
-func pairArray(keys []string, vers []any) string {
-	size := 2
-	for i, k := range keys {
-		size += len(k) + versionBytes(vers[i]) + 6
-	}
-	b := make([]byte, 0, size)
-	b = append(b, '[')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(append(b, '['), k)
-		b = append(b, ',')
-		switch v := vers[i].(type) {
-		case int64:
-			b = strconv.AppendInt(b, v, 10)
-		case string:
-			b = appendString(b, v)
-		default:
-			b = append(b, "null"...) // never: the caller checks the types
-		}
-		b = append(b, ']')
-	}
-	b = append(b, ']')
-	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
-}
-
-// versionBytes is a version's length in pairArray before escapes.
-func versionBytes(v any) int {
-	if s, ok := v.(string); ok {
-		return len(s) + 2
-	}
-	return 20
-}
-
 // plainJSON reports whether k needs no escape, eight bytes at a time: a
 // byte below 0x20, a '"' or a '\\' makes one of the three tests nonzero
 // (each exact: no false alarm, no miss).
@@ -214,25 +177,67 @@ func parsePositions(list string, base, n int, out []int) ([]int, error) {
 	return out, nil
 }
 
-// parseStates reads the array versionsSQL returns for n pairs: every
-// state above 0 appends base + its position to found, and state 1 to
-// older too.
-func parseStates(list string, base, n int, found, older []int) ([]int, []int, error) {
-	all, err := parsePositions(list, 0, 3*n, nil)
-	if err != nil || len(all) != n {
+// compareVersions reads the array versionsSQL returns for keys asked at
+// vers (an int64 or a string each) and appends base + the position of
+// every key the source holds to found, and to older too unless a stored
+// version of the given one's type is at least it (integers as numbers,
+// texts byte by byte, as SQLite's BINARY compares them). A version of
+// another type never counts: the column retyped under the call, or a
+// value the app stored of another type, is answered older (fetched again,
+// never skipped).
+func compareVersions(list string, base int, vers []any, found, older []int) ([]int, []int, error) {
+	if len(list) < 2 || list[0] != '[' || list[len(list)-1] != ']' {
 		return found, older, errKeyArray
 	}
-	for _, v := range all {
-		pos, state := v/3, v%3
-		if pos >= n {
+	body := list[1 : len(list)-1]
+	i := 0
+	for pos, v := range vers {
+		if pos > 0 {
+			if i >= len(body) || body[i] != ',' {
+				return found, older, errKeyArray
+			}
+			i++
+		}
+		if i >= len(body) {
 			return found, older, errKeyArray
 		}
-		if state > 0 {
-			found = append(found, base+pos)
+		fresh := false
+		switch c := body[i]; {
+		case strings.HasPrefix(body[i:], "null"):
+			i += 4
+			continue // no row with the key
+		case c == '"':
+			str, next, err := readString(body, i)
+			if err != nil {
+				return found, older, err
+			}
+			i = next
+			if text, ok := strings.CutPrefix(str, "t"); ok {
+				given, isText := v.(string)
+				fresh = isText && text >= given
+			} else if str != "o" {
+				return found, older, errKeyArray
+			}
+		default:
+			j := i
+			for j < len(body) && body[j] != ',' {
+				j++
+			}
+			n, err := strconv.ParseInt(body[i:j], 10, 64)
+			if err != nil {
+				return found, older, errKeyArray
+			}
+			i = j
+			given, isInt := v.(int64)
+			fresh = isInt && n >= given
 		}
-		if state == 1 {
+		found = append(found, base+pos)
+		if !fresh {
 			older = append(older, base+pos)
 		}
+	}
+	if i != len(body) {
+		return found, older, errKeyArray
 	}
 	return found, older, nil
 }

@@ -14,7 +14,7 @@ type ProbeOptions struct {
 	Chunk     int      // the longest tail read (at most Knobs.LogChunk); a longer one is not read
 	NonASCII  bool     // read only the tail's keys that may be stored in another spelling
 	Keys      []string // keys to confirm
-	Versions  []any    // with Keys, their versions (int64 or string): confirmed as Versions does; nil: by key
+	Versions  []any    // with Keys, their versions (int64 or string): confirmed as Confirm does with them; nil: by key
 	Spellings bool     // the spellings table has rows: confirm through it the keys Spelled reports
 	Spelled   func(key string) bool
 	Schema    int64 // the cookie the caller resolved the source at: with another, nothing is confirmed
@@ -64,7 +64,7 @@ func (s *Source) probeSQL(p probeShape) string {
 	if p.confirm {
 		confirm := s.confirmSQL(p.spellings && s.Logged, p.single, "?1", "?5")
 		if p.versioned {
-			confirm = s.versionsSQL(p.spellings && s.Logged, "?1", "?5")
+			confirm = s.versionsSQL(p.spellings && s.Logged, p.single, "?1", "?5")
 		}
 		cols += `, CASE WHEN (SELECT schema_version FROM pragma_schema_version()) = ?6 THEN (` + confirm + `) END`
 	}
@@ -123,13 +123,8 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 // shapeProbe returns the probe's variant for o, the keys to bind (their
 // array, or the one key) and the positions to confirm through spellings.
 func shapeProbe(s *Source, o ProbeOptions) (p probeShape, list string, sp []byte) {
-	p = probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1 && o.Versions == nil, nonASCII: o.NonASCII, versioned: o.Versions != nil}
+	p = probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII, versioned: o.Versions != nil}
 	switch {
-	case p.versioned && p.confirm:
-		if p.confirm = fitsOne(o.Keys); p.confirm {
-			list = pairArray(o.Keys, o.Versions)
-			p.confirm = len(list) <= listBytes
-		}
 	case p.single:
 		list = o.Keys[0]
 	case p.confirm:
@@ -179,7 +174,7 @@ func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, 
 	}
 	list, _ := vals[0].(string)
 	if p.versioned {
-		out.Found, out.Older, err = parseStates(list, 0, len(o.Keys), out.Found, out.Older)
+		out.Found, out.Older, err = compareVersions(list, 0, o.Versions, out.Found, out.Older)
 	} else {
 		out.Found, err = parsePositions(list, 0, len(o.Keys), out.Found)
 	}
