@@ -38,6 +38,7 @@ type VersionsConfig struct {
 	Seed    uint64
 	Dir     string // where the base table is kept
 	Driver  Driver
+	ByID    bool // the library answers by id alone (Missing): what the versions cost it
 }
 
 // VersionsPage is one page of a twin.
@@ -210,14 +211,19 @@ func runVersions(ctx context.Context, cfg VersionsConfig, base string, libFirst 
 		}
 		before := ix.Stats().ConfirmedPositives + ix.Stats().FalsePositives
 		lib := func() error {
-			if os.Getenv("XBYID") != "" {
+			if cfg.ByID {
 				ids := make([]string, len(page))
 				for i := range page {
 					ids[i] = page[i].ID
 				}
 				start := time.Now()
-				_, err := ix.Missing(ctx, ids)
+				missing, err := ix.Missing(ctx, ids)
 				p.Lib = time.Since(start)
+				for i, it := range items {
+					if err == nil && missing[i] != (it.want == rebuild.NeedNew) {
+						err = fmt.Errorf("the library's Missing answered %v for %s", missing[i], it.ID)
+					}
+				}
 				return err
 			}
 			start := time.Now()

@@ -25,6 +25,7 @@ func versions(ctx context.Context, args []string) error {
 	waits := fs.String("waits", "0,5ms", "network waits, one run each")
 	seeds := fs.Int("seeds", 2, "seeds 1..N")
 	driver := fs.String("driver", syncbench.DefaultDriver().Name, "the app's SQLite driver")
+	fs.BoolVar(&cfg.ByID, "by-id", false, "the library answers by id alone (Missing), against the same IN-list")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
