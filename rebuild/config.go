@@ -82,8 +82,8 @@ type Source struct {
 	// INTEGER, or TEXT compared byte for byte, so of one fixed width (a
 	// UTC time with a fixed number of fraction digits, a zero-padded
 	// counter, a ULID: time.RFC3339Nano trims zeros and does not sort);
-	// stored, BINARY collation. Checked at open: a column Need cannot use
-	// fails Need alone. Empty: none.
+	// stored, BINARY collation. Checked at open like Column; one a
+	// migration breaks later fails Need alone. Empty: none.
 	Version string
 
 	// Snapshot is the file the filter is saved to and loaded from.

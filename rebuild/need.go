@@ -83,8 +83,13 @@ func (ix *Index) Need(ctx context.Context, items []Item) ([]Verdict, error) {
 	var found, fresh []bool
 	if err := ix.call(ctx, "need", func(c *gate.Call) error {
 		vers, err := versionsOf(c.Src(), items, p.valid)
-		if err != nil {
-			return err
+		if err != nil { // the column may have changed since the source was resolved
+			if ferr := c.Fresh(ctx); ferr != nil {
+				return ferr
+			}
+			if vers, err = versionsOf(c.Src(), items, p.valid); err != nil {
+				return err
+			}
 		}
 		found, fresh, err = c.AnswerVersions(ctx, p.asked(), vers)
 		return err

@@ -1,6 +1,7 @@
 package rebuild
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -219,7 +220,8 @@ func testNeed(t *testing.T, tc needCase) {
 
 // TestNeedChecksTheVersionColumn: a version column that cannot order
 // versions exactly is refused at open with a typed error, as a key column
-// is; Need without one is ErrBadConfig; a version of the wrong type is a
+// is, and nothing is written (a migration that breaks it later fails Need
+// alone: TestNeedAfterTheVersionColumnIsRetyped); Need without one is ErrBadConfig; a version of the wrong type is a
 // *VersionError naming its position, and nothing is answered.
 func TestNeedChecksTheVersionColumn(t *testing.T) {
 	ctx := context.Background()
@@ -239,16 +241,17 @@ func TestNeedChecksTheVersionColumn(t *testing.T) {
 		mustExec(t, rawDB(t, path), c.ddl)
 		cfg := appConfig(path)
 		cfg.Version = c.version
+		before := schema(t, path)
 		ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
 		if err == nil {
-			if _, merr := ix.Missing(ctx, []string{"a"}); merr != nil && c.version != "id" {
-				t.Errorf("%s: Missing with a version column Need cannot use: %v", c.ddl, merr)
-			}
-			_, err = ix.Need(ctx, []Item{{ID: "a", Version: int64(1)}})
 			_ = ix.Close(ctx)
+			t.Errorf("%s, version %q: opened", c.ddl, c.version)
 		}
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s, version %q: %v, want %v", c.ddl, c.version, err, c.want)
+		}
+		if !bytes.Equal(schema(t, path), before) {
+			t.Errorf("%s, version %q: the refused open changed the schema", c.ddl, c.version)
 		}
 	}
 
@@ -315,5 +318,31 @@ func TestNeedAfterTheVersionColumnIsRetyped(t *testing.T) {
 	}
 	if _, err := ix.Need(ctx, []Item{{ID: "a", Version: "9"}}); !errors.Is(err, ErrNoSource) {
 		t.Errorf("Need with the version column dropped: %v, want ErrNoSource", err)
+	}
+}
+
+// TestNeedSeesTheVersionColumnChange: an app that calls only Need sees
+// the version column as the schema has it now: added after the index
+// opened without it (a writable open refuses a missing one, a source of
+// another process's schema is resolved at each change), or dropped right
+// before the call (a typed error, not SQL built on a column that is gone).
+func TestNeedSeesTheVersionColumnChange(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "app.db")
+	db := rawDB(t, path)
+	mustExec(t, db, `CREATE TABLE records (id TEXT PRIMARY KEY, ver INTEGER)`)
+	mustExec(t, db, `INSERT INTO records VALUES ('a', 3)`)
+	cfg := appConfig(path)
+	cfg.Version = "ver"
+	ix := open(t, cfg)
+	waitServing(t, ix)
+	mustExec(t, db, `ALTER TABLE records DROP COLUMN ver`)
+	if _, err := ix.Need(ctx, []Item{{ID: "a", Version: 3}}); !errors.Is(err, ErrNoSource) {
+		t.Fatalf("Need right after the version column was dropped: %v, want ErrNoSource", err)
+	}
+	mustExec(t, db, `ALTER TABLE records ADD COLUMN ver INTEGER`)
+	mustExec(t, db, `UPDATE records SET ver = 3`)
+	if got, err := ix.Need(ctx, []Item{{ID: "a", Version: 3}, {ID: "b", Version: 1}}); err != nil || got[0] != Have || got[1] != NeedNew {
+		t.Fatalf("Need once the version column is back: %v, %v", got, err)
 	}
 }

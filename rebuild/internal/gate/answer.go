@@ -53,6 +53,9 @@ func (c *Call) answer(ctx context.Context, keys []string, vers []any) (*page, er
 	if err := c.newest(); err != nil {
 		return nil, err
 	}
+	if vers != nil && c.b.src.VersionErr != nil { // resolved again under the call: the column went
+		return nil, c.b.src.VersionErr
+	}
 	p := &page{keys: keys, vers: vers, by: make([]uint8, len(keys)), found: make([]bool, len(keys)), asked: make([]int, len(keys))}
 	if vers != nil {
 		p.fresh = make([]bool, len(keys))

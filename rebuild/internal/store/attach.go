@@ -67,6 +67,18 @@ func (s *Source) storedKey() []byte {
 	return append(s.Key[:len(s.Key):len(s.Key)], s.Policy...)
 }
 
+// keyFits reports whether positions_key holds a key as storedKey writes
+// it for policy.
+func keyFits(key []byte, policy string) bool {
+	if policy == normalize.Policy {
+		return len(key) == keyLen
+	}
+	return len(key) == keyLen+len(policy) && string(key[keyLen:]) == policy
+}
+
+// keyLen is the length of the key of the positions.
+const keyLen = 32
+
 // KeyedVersion is the first snapshot format version that keeps the key of
 // the positions out of the file: the lowest a source accepts once it was
 // created with its key, or saved one.

@@ -43,7 +43,9 @@ func (s *Source) checkTable(ctx context.Context, q querier, allowUnindexed bool)
 	if err := s.checkExact(ctx, q, declared); err != nil {
 		return err
 	}
-	s.VersionErr = s.checkVersion(ctx, q) // Need's alone: Missing and Fetched need no version
+	if s.VersionErr, err = s.checkVersion(ctx, q); err != nil { // VersionErr is Need's alone
+		return err
+	}
 	if allowUnindexed {
 		return nil
 	}
@@ -51,26 +53,27 @@ func (s *Source) checkTable(ctx context.Context, q querier, allowUnindexed bool)
 }
 
 // checkVersion checks the version column, if the source names one, and
-// returns why Need cannot use it: it must be a
+// returns why Need cannot use it (err: the check itself failed): it must
+// be a
 // stored column other than the key, of INTEGER or TEXT affinity,
 // compared under BINARY (so that SQLite's own >= orders versions as the
 // app stored them: numbers as numbers, text byte by byte).
-func (s *Source) checkVersion(ctx context.Context, q querier) error {
+func (s *Source) checkVersion(ctx context.Context, q querier) (unusable, err error) {
 	if s.Version == "" {
-		return nil
+		return nil, nil
 	}
 	var col, declared string
 	var hidden int
-	err := q.QueryRowContext(ctx, `SELECT name, type, hidden FROM pragma_table_xinfo(?) WHERE name = ? COLLATE NOCASE`, s.Table, s.Version).Scan(&col, &declared, &hidden)
+	err = q.QueryRowContext(ctx, `SELECT name, type, hidden FROM pragma_table_xinfo(?) WHERE name = ? COLLATE NOCASE`, s.Table, s.Version).Scan(&col, &declared, &hidden)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("check source: no version column %q in table %q: %w", s.Version, s.Table, ErrNoSource)
+		return fmt.Errorf("check source: no version column %q in table %q: %w", s.Version, s.Table, ErrNoSource), nil
 	case err != nil:
-		return fmt.Errorf("check source: %w", err)
+		return nil, fmt.Errorf("check source: %w", err)
 	case strings.EqualFold(col, s.Column):
-		return fmt.Errorf("check source: the version column %s is the key column: %w", col, ErrBadConfig)
+		return fmt.Errorf("check source: the version column %s is the key column: %w", col, ErrBadConfig), nil
 	case hidden == 2 || hidden == 3:
-		return fmt.Errorf("check source: version column %s.%s is generated: name a stored column: %w", s.Table, col, ErrInexactColumn)
+		return fmt.Errorf("check source: version column %s.%s is generated: name a stored column: %w", s.Table, col, ErrInexactColumn), nil
 	}
 	s.Version, s.QVer = col, Quote(col)
 	switch a := affinity(declared); a {
@@ -78,14 +81,19 @@ func (s *Source) checkVersion(ctx context.Context, q querier) error {
 		s.VerInt = a == "INTEGER"
 	default:
 		return fmt.Errorf("check source: version column %s.%s is declared %q (%s affinity): declare it INTEGER, or TEXT: %w",
-			s.Table, col, declared, a, ErrInexactColumn)
+			s.Table, col, declared, a, ErrInexactColumn), nil
 	}
 	coll, err := s.collation(ctx, q, s.QVer, col)
-	if err == nil && !strings.EqualFold(coll, "BINARY") {
-		err = fmt.Errorf("check source: version column %s.%s compares under the collation %s, which may order versions otherwise than their bytes; declare it without COLLATE (or COLLATE BINARY): %w",
-			s.Table, col, coll, ErrInexactColumn)
+	switch {
+	case errors.Is(err, ErrInexactColumn):
+		return err, nil
+	case err != nil:
+		return nil, err
+	case !strings.EqualFold(coll, "BINARY"):
+		return fmt.Errorf("check source: version column %s.%s compares under the collation %s, which may order versions otherwise than their bytes; declare it without COLLATE (or COLLATE BINARY): %w",
+			s.Table, col, coll, ErrInexactColumn), nil
 	}
-	return err
+	return nil, nil
 }
 
 // affinity returns the type affinity of a column declared typ

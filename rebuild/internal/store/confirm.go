@@ -90,29 +90,33 @@ func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 }
 
 // versionsSQL is confirmSQL for keys asked with versions: one row, the
-// JSON array of one value per key, in the order of keys (single: the one
-// key ?1): null when the source holds no row with the key; else the
-// highest version its rows hold of the column's type (an INTEGER
-// column's integers; a TEXT column's texts, 't' before them, in byte
-// order), or 'o' if none holds one (NULL, or a value of another type).
-// Each key's rows are read once, through the key's index; with
-// spellings, its rows under its stored spellings too if its position is
-// in sp. The caller compares the versions (compareVersions).
+// JSON array of one value per key of keys (single: the one key ?1): null
+// when the source holds no row with the key; else a text, the key's
+// position, then 'i' and the highest integer its rows hold (an INTEGER
+// column), 't' and the highest text in byte order (a TEXT column), or
+// 'o' if none holds one (NULL, or a value of another type). The position
+// lets compareVersions check that the values come in the keys' order (no
+// ORDER BY: a sort costs a quarter of the statement). Each key's rows are
+// read once, through the key's index; with spellings, its rows under its
+// stored spellings too if its position is in sp.
 func (s *Source) versionsSQL(spellings, single bool, keys, sp string) string {
 	val, inSp := `j.value`, `j.key IN (SELECT value FROM json_each(`+sp+`))`
 	if single {
 		val, inSp = keys, sp+` = 1`
 	}
-	typed := `CASE WHEN typeof(v) = 'integer' THEN v END`
+	pos, typed := `j.key`, `'i' || max(CASE WHEN typeof(v) = 'integer' THEN v END)`
 	if !s.VerInt {
-		typed = `'t' || CASE WHEN typeof(v) = 'text' THEN v END`
+		typed = `'t' || max(CASE WHEN typeof(v) = 'text' THEN v END)`
+	}
+	if single {
+		pos = `0`
 	}
 	rows := `(SELECT t.` + s.QVer + ` AS v FROM ` + s.QTable + ` t WHERE ` + s.sameText("t", val)
 	if spellings {
 		rows += ` UNION ALL SELECT t.` + s.QVer + ` FROM ` + inMain(s.Spellings) + ` a, ` + s.QTable + ` t WHERE ` + inSp +
 			` AND a.canon = ` + val + ` AND ` + s.sameText("t", "a.stored")
 	}
-	x := `(SELECT CASE WHEN count(*) = 0 THEN NULL ELSE coalesce(max(` + typed + `), 'o') END FROM ` + rows + `))`
+	x := `(SELECT CASE WHEN count(*) = 0 THEN NULL ELSE ` + pos + ` || coalesce(` + typed + `, 'o') END FROM ` + rows + `))`
 	if single {
 		return `SELECT json_array(` + x + `)`
 	}

@@ -184,7 +184,7 @@ func parsePositions(list string, base, n int, out []int) ([]int, error) {
 // texts byte by byte, as SQLite's BINARY compares them). A version of
 // another type never counts: the column retyped under the call, or a
 // value the app stored of another type, is answered older (fetched again,
-// never skipped).
+// never skipped). A value whose position is not its place is an error.
 func compareVersions(list string, base int, vers []any, found, older []int) ([]int, []int, error) {
 	if len(list) < 2 || list[0] != '[' || list[len(list)-1] != ']' {
 		return found, older, errKeyArray
@@ -198,38 +198,36 @@ func compareVersions(list string, base int, vers []any, found, older []int) ([]i
 			}
 			i++
 		}
-		if i >= len(body) {
+		if strings.HasPrefix(body[i:], "null") {
+			i += 4
+			continue // no row with the key
+		}
+		str, next, err := readString(body, i)
+		if err != nil {
+			return found, older, err
+		}
+		i = next
+		digits := 0
+		for digits < len(str) && str[digits] >= '0' && str[digits] <= '9' {
+			digits++
+		}
+		if at, err := strconv.Atoi(str[:digits]); err != nil || at != pos || digits == len(str) {
 			return found, older, errKeyArray
 		}
 		fresh := false
-		switch c := body[i]; {
-		case strings.HasPrefix(body[i:], "null"):
-			i += 4
-			continue // no row with the key
-		case c == '"':
-			str, next, err := readString(body, i)
-			if err != nil {
-				return found, older, err
-			}
-			i = next
-			if text, ok := strings.CutPrefix(str, "t"); ok {
-				given, isText := v.(string)
-				fresh = isText && text >= given
-			} else if str != "o" {
-				return found, older, errKeyArray
-			}
-		default:
-			j := i
-			for j < len(body) && body[j] != ',' {
-				j++
-			}
-			n, err := strconv.ParseInt(body[i:j], 10, 64)
+		switch tag, stored := str[digits], str[digits+1:]; {
+		case tag == 't':
+			given, isText := v.(string)
+			fresh = isText && stored >= given
+		case tag == 'i':
+			n, err := strconv.ParseInt(stored, 10, 64)
 			if err != nil {
 				return found, older, errKeyArray
 			}
-			i = j
 			given, isInt := v.(int64)
 			fresh = isInt && n >= given
+		case tag != 'o' || stored != "":
+			return found, older, errKeyArray
 		}
 		found = append(found, base+pos)
 		if !fresh {

@@ -224,8 +224,8 @@ func (s *Source) findRow(ctx context.Context, q querier) error {
 		return nil
 	case len(ds) != len(s.DatasetID):
 		return fmt.Errorf("find source: dataset id of %d bytes in %s", len(ds), SourcesTable)
-	case key != nil && len(key) != len(s.Key) && (recorded == normalize.Policy || string(key[min(len(key), len(s.Key)):]) != recorded):
-		return fmt.Errorf("find source: key of %d bytes in %s", len(key), SourcesTable)
+	case key != nil && !keyFits(key, recorded):
+		return fmt.Errorf("find source: key of %d bytes in %s for policy %s", len(key), SourcesTable, recorded)
 	case want != "" && recorded != want: // Detach asks for none
 		return fmt.Errorf("find source: %s.%s was attached comparing ids by %s, and is opened comparing by %s (Source.Compare): %w",
 			s.Table, s.Column, recorded, want, ErrBadConfig)

@@ -43,6 +43,9 @@ func (k *Keeper) look(ctx context.Context) (now bool, err error) {
 	}
 	defer c.End()
 	src := c.Src()
+	if src.VersionErr != nil { // refused at open, as the key column is; after a migration, Need alone fails
+		return false, fmt.Errorf("open index: %w", src.VersionErr)
+	}
 	c.Prepare(ctx)
 	switch {
 	case k.db.ReadOnly:
