@@ -183,6 +183,7 @@ func TestCompareRecorded(t *testing.T) {
 			if after := dbState(t, path, cfg.Snapshot); after != before {
 				t.Errorf("the refused open changed the database or the snapshot:\n before %q\n after  %q", before, after)
 			}
+			mustExec(t, rawDB(t, path), `INSERT INTO records (id) VALUES ('after the refusal')`) // the app goes on
 			// The snapshot's policy names its mode: the other mode's
 			// check refuses it.
 			s, err := snapshot.ReadClaim(cfg.Snapshot)

@@ -253,6 +253,7 @@ func TestNeedChecksTheVersionColumn(t *testing.T) {
 		if !bytes.Equal(schema(t, path), before) {
 			t.Errorf("%s, version %q: the refused open changed the schema", c.ddl, c.version)
 		}
+		mustExec(t, rawDB(t, path), `INSERT INTO records (id) VALUES ('after the refusal')`) // the app goes on
 	}
 
 	path := appDB(t, "a")
