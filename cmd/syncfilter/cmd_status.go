@@ -19,6 +19,7 @@ type statusJSON struct {
 	Table      string        `json:"table"`
 	Column     string        `json:"column"`
 	Attached   bool          `json:"attached"`
+	Compare    string        `json:"compare"` // how ids compare: canonical or bytes
 	DatasetID  string        `json:"dataset_id,omitempty"`
 	Rows       int64         `json:"rows"`
 	Generation uint64        `json:"generation"`
@@ -148,7 +149,7 @@ func describe(ctx context.Context, db rebuild.DBConfig, src rebuild.Source) (sta
 	if err != nil {
 		return statusJSON{}, err
 	}
-	out := statusJSON{Table: st.Table, Column: st.Column, Attached: st.Attached, Rows: st.Rows, Generation: st.Generation,
+	out := statusJSON{Table: st.Table, Column: st.Column, Attached: st.Attached, Compare: src.Compare.String(), Rows: st.Rows, Generation: st.Generation,
 		LogFloor: st.LogFloor, LogEntries: st.LogEntries, Spellings: st.Spellings, Triggers: st.Triggers, Records: st.Records}
 	if st.Attached {
 		out.DatasetID = hex.EncodeToString(st.DatasetID[:])
@@ -173,7 +174,7 @@ func printStatus(w io.Writer, out statusJSON, db string) {
 	if !out.Attached {
 		fmt.Fprintf(w, "attached        no: the library has no complete record of this source (syncfilter rebuild attaches it)\n")
 	} else {
-		fmt.Fprintf(w, "attached        yes, dataset %s\n", out.DatasetID)
+		fmt.Fprintf(w, "attached        yes, dataset %s, ids compared %s\n", out.DatasetID, out.Compare)
 		fmt.Fprintf(w, "triggers        %d of 2 present\n", out.Triggers)
 		fmt.Fprintf(w, "log             generation %d, %d entries kept, compacted up to %d\n", out.Generation, out.LogEntries, out.LogFloor)
 		fmt.Fprintf(w, "spellings       %d stored non-NFC spellings\n", out.Spellings)

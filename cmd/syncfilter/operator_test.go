@@ -568,6 +568,12 @@ func TestCompareBytesCommands(t *testing.T) {
 	if r := run(t, nfc+"\n", "query", snap, "--db", db); r.code != 0 || !strings.HasPrefix(r.stdout, "absent") {
 		t.Errorf("query of the NFC spelling in a bytes/1 snapshot: exit %d, %q %s", r.code, r.stdout, r.stderr)
 	}
+	if r := run(t, "", append([]string{"status", "--compare", "bytes"}, src...)...).must(t, 0); !strings.Contains(r.stdout, "ids compared bytes") {
+		t.Errorf("status of a bytes source: %s", r.stdout)
+	}
+	if r := run(t, "", "status", "--all", "--json", "--db", db).must(t, 0); !strings.Contains(r.stdout, `"compare": "bytes"`) {
+		t.Errorf("status --all --json of a bytes source: %s", r.stdout)
+	}
 	run(t, "", "rebuild", "--all", "--db", db).must(t, 0)
 	run(t, nfc+"\n", append([]string{"check", "--compare", "bytes", "--exit-code"}, src...)...).must(t, exitMissing)
 }
