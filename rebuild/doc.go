@@ -44,9 +44,10 @@
 //
 // # Keys
 //
-// Keys are valid UTF-8 of at most 64 KiB. Missing answers each position of
-// a page on its own, answers invalid keys missing, and returns an
-// *InvalidKeysError naming them: a partial result, not a failed page.
+// Keys are valid UTF-8 of at most 64 KiB, equal after NFC or, with
+// Source.Compare, byte for byte. Missing (and Need, for pages of id and
+// version) answers each position of a page on its own, answers invalid
+// keys as not fetched, and returns an *InvalidKeysError naming them.
 //
 // # Suspending
 //
