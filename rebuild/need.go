@@ -81,17 +81,9 @@ func (ix *Index) Need(ctx context.Context, items []Item) ([]Verdict, error) {
 	}
 	p := newPage(ix.k.G, ids)
 	var found, fresh []bool
-	if err := ix.call(ctx, "need", func(c *gate.Call) error {
-		vers, err := versionsOf(c.Src(), items, p.valid)
-		if err != nil { // the column may have changed since the source was resolved
-			if ferr := c.Fresh(ctx); ferr != nil {
-				return ferr
-			}
-			if vers, err = versionsOf(c.Src(), items, p.valid); err != nil {
-				return err
-			}
-		}
-		found, fresh, err = c.AnswerVersions(ctx, p.asked(), vers)
+	typed := func(src *store.Source) ([]any, error) { return versionsOf(src, items, p.valid) }
+	if err := ix.call(ctx, "need", func(c *gate.Call) (err error) {
+		found, fresh, err = c.AnswerVersions(ctx, p.asked(), typed)
 		return err
 	}); err != nil {
 		return nil, err
@@ -118,8 +110,8 @@ func (ix *Index) Need(ctx context.Context, items []Item) ([]Verdict, error) {
 
 // versionsOf returns the versions of the items at positions valid, as
 // the source's version column takes them: int64 for INTEGER, string for
-// TEXT (named types too). Without a source (the call's own error
-// follows) either is taken.
+// TEXT (named types too), or the column's own refusal (src.VersionErr).
+// Without a source either type is taken.
 func versionsOf(src *store.Source, items []Item, valid []int) ([]any, error) {
 	wantInt, wantStr, want := true, true, "an integer or a string"
 	switch {

@@ -14,29 +14,37 @@ import (
 // rest is confirmed in the statement that checks the call is fresh (the
 // probe), and in one more what the probe's tail turned into maybes.
 func (c *Call) Answer(ctx context.Context, keys []string) ([]bool, error) {
-	return retry(func() ([]bool, error) {
-		p, err := c.answer(ctx, keys, nil)
-		if err != nil {
-			return nil, c.orMoved(ctx, err)
-		}
-		return p.found, nil
-	})
+	p, err := c.answerPage(ctx, keys, nil)
+	if err != nil {
+		return nil, err
+	}
+	return p.found, nil
 }
 
-// AnswerVersions is Answer of keys with their versions (vers[i] an int64
-// or a string, of the source's version column's type): found reports
-// that the source holds a key, fresh that one of its rows holds a
-// version >= the one given. The filter rules out what it can; every
-// maybe is confirmed with its versions in the statement that confirms.
-func (c *Call) AnswerVersions(ctx context.Context, keys []string, vers []any) (found, fresh []bool, err error) {
-	p, err := retry(func() (*page, error) {
-		p, err := c.answer(ctx, keys, vers)
-		return p, c.orMoved(ctx, err)
-	})
+// Typed returns the versions of a page's keys as the source the call is
+// bound to takes them (int64 for an INTEGER column, string for TEXT), or
+// why they cannot be asked about (the column unusable, a version of
+// another type).
+type Typed func(src *store.Source) ([]any, error)
+
+// AnswerVersions is Answer of keys with their versions, typed for the
+// source as each attempt finds it: found reports that the source holds a
+// key, fresh that one of its rows holds a version >= the one given. The
+// filter rules out what it can; every maybe is confirmed with its
+// versions in the statement that confirms.
+func (c *Call) AnswerVersions(ctx context.Context, keys []string, typed Typed) (found, fresh []bool, err error) {
+	p, err := c.answerPage(ctx, keys, typed)
 	if err != nil {
 		return nil, nil, err
 	}
 	return p.found, p.fresh, nil
+}
+
+func (c *Call) answerPage(ctx context.Context, keys []string, typed Typed) (*page, error) {
+	return retry(func() (*page, error) {
+		p, err := c.answer(ctx, keys, typed)
+		return p, c.orMoved(ctx, err)
+	})
 }
 
 // page is one attempt at answering a call's keys.
@@ -49,12 +57,13 @@ type page struct {
 	asked []int  // the spellings each key was asked with
 }
 
-func (c *Call) answer(ctx context.Context, keys []string, vers []any) (*page, error) {
+func (c *Call) answer(ctx context.Context, keys []string, typed Typed) (*page, error) {
 	if err := c.newest(); err != nil {
 		return nil, err
 	}
-	if vers != nil && c.b.src.VersionErr != nil { // resolved again under the call: the column went
-		return nil, c.b.src.VersionErr
+	vers, err := c.versions(ctx, typed)
+	if err != nil {
+		return nil, err
 	}
 	p := &page{keys: keys, vers: vers, by: make([]uint8, len(keys)), found: make([]bool, len(keys)), asked: make([]int, len(keys))}
 	if vers != nil {
@@ -110,6 +119,24 @@ func (c *Call) answer(ctx context.Context, keys []string, vers []any) (*page, er
 	}
 	c.g.count(p.by, p.found)
 	return p, nil
+}
+
+// versions types a page's versions for the source the call is bound to
+// (nil for a page by key alone). A refusal may come from a binding older
+// than the schema (the column added, dropped or retyped since): the
+// source is resolved again once before it stands.
+func (c *Call) versions(ctx context.Context, typed Typed) ([]any, error) {
+	if typed == nil {
+		return nil, nil
+	}
+	vers, err := typed(c.b.src)
+	if err != nil {
+		if ferr := c.Fresh(ctx); ferr != nil {
+			return nil, ferr
+		}
+		vers, err = typed(c.b.src)
+	}
+	return vers, err
 }
 
 // versionsOf returns the versions of the keys owner maps a list to (nil

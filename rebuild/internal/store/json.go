@@ -23,29 +23,24 @@ func keyArray(keys []string) string {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = append(b, '"')
+		start, plain := 0, plainJSON(k)
+		for j := 0; j < len(k) && !plain; j++ {
+			if c := k[j]; jsonEscaped[c] {
+				b = append(b, k[start:j]...)
+				if c == '"' || c == '\\' {
+					b = append(b, '\\', c)
+				} else {
+					b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+				}
+				start = j + 1
+			}
+		}
+		b = append(b, k[start:]...)
+		b = append(b, '"')
 	}
 	b = append(b, ']')
 	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not written again
-}
-
-// appendString appends k as a JSON string.
-func appendString(b []byte, k string) []byte {
-	b = append(b, '"')
-	start, plain := 0, plainJSON(k)
-	for j := 0; j < len(k) && !plain; j++ {
-		if c := k[j]; jsonEscaped[c] {
-			b = append(b, k[start:j]...)
-			if c == '"' || c == '\\' {
-				b = append(b, '\\', c)
-			} else {
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-			}
-			start = j + 1
-		}
-	}
-	b = append(b, k[start:]...)
-	return append(b, '"')
 }
 
 // plainJSON reports whether k needs no escape, eight bytes at a time: a
