@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -252,6 +253,9 @@ func TestNeedChecksTheVersionColumn(t *testing.T) {
 		}
 		if !bytes.Equal(schema(t, path), before) {
 			t.Errorf("%s, version %q: the refused open changed the schema", c.ddl, c.version)
+		}
+		if _, err := os.Stat(cfg.Snapshot); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s, version %q: the refused open left a file at the snapshot path: %v", c.ddl, c.version, err)
 		}
 		mustExec(t, rawDB(t, path), `INSERT INTO records (id) VALUES ('after the refusal')`) // the app goes on
 	}
