@@ -53,9 +53,9 @@ type probeShape struct {
 // caller's: after a column is appended the call goes on without a
 // statement for it (Catalog.Appended).
 func (s *Source) probeSQL(p probeShape) string {
-	cookie := `(SELECT schema_version FROM pragma_schema_version())`
+	cookie := `k.v` // read once: each read of the pragma costs a virtual table's cursor
 	cols := cookie
-	from := ""
+	from := ` FROM (SELECT schema_version AS v FROM pragma_schema_version()) k`
 	if s.Logged {
 		f, log := logFilter(p.nonASCII), inMain(s.Log)
 		cols += `, ` + s.headCols() + `, c.keys, c.long, (SELECT tag FROM ` + log + ` WHERE seq = ?2)`
@@ -64,7 +64,7 @@ func (s *Source) probeSQL(p probeShape) string {
 		}
 		// A range read only if it reaches the head: a LIMIT subquery runs
 		// as a co-routine costing ~10µs even on an empty log.
-		from = ` FROM ` + inMain(SourcesTable) + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4) AS keys,
+		from += `, ` + inMain(SourcesTable) + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4) AS keys,
 			count(*) FILTER (WHERE ` + f + ` AND octet_length(key) > ?4) AS long
 			FROM ` + log + ` WHERE seq > ?2 AND seq <= ?2 + ?3 AND (SELECT max(seq) FROM ` + log + `) <= ?2 + ?3) c
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
