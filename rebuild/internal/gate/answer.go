@@ -269,7 +269,6 @@ func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string, vers
 			opts.Chunk = 0
 		}
 	}
-	id := NewID() // before the read: the catalog it may carry (rebind)
 	err := c.onAppOr(ctx, len(keys) > 0, func() error {
 		return c.F.St.AppProbe(ctx, src, opts, &c.pr)
 	}, func(r *store.Conn) error {
@@ -282,7 +281,6 @@ func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string, vers
 		f()
 	}
 	if c.pr.Schema != c.b.schema {
-		c.seen, c.seenID = c.pr.Catalog, id
 		if err := c.rebind(ctx); err != nil {
 			return nil, err
 		}

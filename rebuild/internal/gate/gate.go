@@ -138,10 +138,6 @@ type Call struct {
 	b    *binding
 	conn *store.Conn
 	pr   store.Probe
-	// seen: the catalog the last probe read with a cookie not the
-	// binding's, and an id taken before that read; appended consumes it.
-	seen   store.Catalog
-	seenID uint64
 }
 
 // Src is the source as the call resolved it.
@@ -303,29 +299,20 @@ func (c *Call) rebind(ctx context.Context) error {
 
 // appended binds a logged source as last resolved again, at the new
 // schema cookie, when the catalog it rested on changed at most by columns
-// appended to the table (ALTER TABLE … ADD COLUMN): with the catalog the
-// probe read at the new cookie, or one statement, instead of a
-// resolution's ten (errStale, the caller answers again).
+// appended to the table (ALTER TABLE … ADD COLUMN): one statement instead
+// of a resolution's ten (errStale, the caller answers again).
 func (c *Call) appended(ctx context.Context, id uint64) (bool, error) {
-	cat := c.seen
-	c.seen = store.Catalog{}
 	prev := c.g.bound.Load()
 	if prev == nil || prev.f != c.F || prev.err != nil || prev.src == nil || !prev.src.Logged || prev.src.VersionErr != nil || c.g.cfg.Knobs.NoCatalog {
 		return false, nil
 	}
-	if cat.Of(prev.src) {
-		id = c.seenID // the probe read it, in the statement that found the cookie moved
-	} else {
-		conn, err := c.Reader(ctx)
-		if err != nil {
-			return false, err
-		}
-		if cat, err = conn.Catalog(ctx, prev.src); err != nil {
-			return false, nil // a catalog that cannot be read (the sources table gone) resolves again
-		}
+	conn, err := c.Reader(ctx)
+	if err != nil {
+		return false, err
 	}
-	if !cat.Appended(prev.cat) {
-		return false, nil
+	cat, err := conn.Catalog(ctx, prev.src)
+	if err != nil || !cat.Appended(prev.cat) {
+		return false, nil // a catalog that cannot be read (the sources table gone) resolves again
 	}
 	b := &binding{id: id, f: c.F, schema: cat.Schema, src: prev.src, cat: cat, detached: prev.detached}
 	c.g.keep(b)

@@ -17,16 +17,34 @@ type Catalog struct {
 	table  string // the table's row: type, rowid, rootpage
 	text   string // its CREATE statement
 	rest   string // the other rows, in order, and the source's row
-	src    *Source
-	ok     bool // read for a resolved source
+	ok     bool   // read for a resolved source
 }
 
-// catalogCols are the expressions of s's catalog after the cookie: the
-// table's row (type, rowid and rootpage, a newline, its CREATE text), the
-// rows of its indexes and triggers and of the library's objects, and the
-// source's row (every column a resolution reads) if s has one. The names
-// are literals, so that a probe can carry them (probeSQL).
-func catalogCols(s *Source) [3]string {
+// catalogRows reads the cookie, the table's row (type, rowid and rootpage,
+// a newline, its CREATE text) and the other rows.
+const catalogRows = `SELECT (SELECT schema_version FROM pragma_schema_version()),
+	(SELECT type || ' ' || rowid || ' ' || rootpage || char(10) || coalesce(sql, '') FROM sqlite_master
+		WHERE name = ?1 COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1),
+	(SELECT group_concat(r, char(10)) FROM (SELECT type || ' ' || name || ' ' || tbl_name || ' ' || rowid || ' ' || rootpage || ' ' || coalesce(sql, '') AS r
+		FROM sqlite_master WHERE tbl_name = ?1 COLLATE NOCASE AND type IN ('index', 'trigger') OR name IN (?2, ?3, ?4, ?5, ?6)
+		ORDER BY type, name))`
+
+// catalogSQL returns the catalog's statement for s: with the source's row
+// (every column a resolution reads) if s has one.
+func catalogSQL(s *Source) string {
+	if s == nil || !s.Row {
+		return catalogRows + `, ''`
+	}
+	row := `quote(id) || ' ' || quote(dataset_id) || ' ' || quote(scanned) || ' ' || quote(created_at) || ' ' || quote(tbl_rowid)`
+	if s.Keyed {
+		row += ` || ' ' || quote(positions_key) || ' ' || quote(lowest_version)`
+	}
+	return catalogRows + `, (SELECT ` + row + ` FROM ` + SourcesTable + ` WHERE id = ` + strconv.FormatInt(s.ID, 10) + `)`
+}
+
+// Catalog reads s's catalog (s resolved; nil: the cookie alone, for a
+// source that did not resolve).
+func (c *Conn) Catalog(ctx context.Context, s *Source) (cat Catalog, err error) {
 	var table string
 	names := [4]string{}
 	if s != nil {
@@ -35,57 +53,20 @@ func catalogCols(s *Source) [3]string {
 			names = [4]string{s.Log, s.Spellings, s.Ins, s.Upd}
 		}
 	}
-	tbl, in := textLiteral(table), ""
-	for _, n := range append(names[:], SourcesTable) {
-		in += textLiteral(n) + `, `
-	}
-	cols := [3]string{
-		`(SELECT type || ' ' || rowid || ' ' || rootpage || char(10) || coalesce(sql, '') FROM sqlite_master
-		WHERE name = ` + tbl + ` COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1)`,
-		`(SELECT group_concat(r, char(10)) FROM (SELECT type || ' ' || name || ' ' || tbl_name || ' ' || rowid || ' ' || rootpage || ' ' || coalesce(sql, '') AS r
-		FROM sqlite_master WHERE tbl_name = ` + tbl + ` COLLATE NOCASE AND type IN ('index', 'trigger') OR name IN (` + strings.TrimSuffix(in, `, `) + `)
-		ORDER BY type, name))`,
-		`''`,
-	}
-	if s != nil && s.Row {
-		row := `quote(id) || ' ' || quote(dataset_id) || ' ' || quote(scanned) || ' ' || quote(created_at) || ' ' || quote(tbl_rowid)`
-		if s.Keyed {
-			row += ` || ' ' || quote(positions_key) || ' ' || quote(lowest_version)`
-		}
-		cols[2] = `(SELECT ` + row + ` FROM ` + SourcesTable + ` WHERE id = ` + strconv.FormatInt(s.ID, 10) + `)`
-	}
-	return cols
-}
-
-// textLiteral is v as an SQL string literal.
-func textLiteral(v string) string { return `'` + strings.ReplaceAll(v, `'`, `''`) + `'` }
-
-// Catalog reads s's catalog (s resolved; nil: the cookie alone, for a
-// source that did not resolve).
-func (c *Conn) Catalog(ctx context.Context, s *Source) (cat Catalog, err error) {
-	cols := catalogCols(s)
 	var v [4]driver.Value
-	if err = c.first(ctx, `SELECT (SELECT schema_version FROM pragma_schema_version()), `+strings.Join(cols[:], `, `), v[:]); err != nil {
+	err = c.first(ctx, catalogSQL(s), v[:], arg(1, table), arg(2, names[0]), arg(3, names[1]), arg(4, names[2]), arg(5, names[3]), arg(6, SourcesTable))
+	if err != nil {
 		return cat, fmt.Errorf("read the catalog: %w", err)
 	}
 	var ok bool
 	if cat.Schema, ok = v[0].(int64); !ok {
 		return cat, fmt.Errorf("read the catalog: schema cookie %v", v[0])
 	}
-	cat.read(s, v[1:])
+	cat.table, cat.text, _ = strings.Cut(textValue(v[1]), "\n")
+	cat.rest = textValue(v[2]) + "\n" + textValue(v[3])
+	cat.ok = s != nil && cat.table != ""
 	return cat, nil
 }
-
-// read sets the catalog of s from the values of catalogCols.
-func (c *Catalog) read(s *Source, v []driver.Value) {
-	c.table, c.text, _ = strings.Cut(textValue(v[0]), "\n")
-	c.rest = textValue(v[1]) + "\n" + textValue(v[2])
-	c.src = s
-	c.ok = s != nil && c.table != ""
-}
-
-// Of reports whether c was read for s.
-func (c Catalog) Of(s *Source) bool { return c.ok && c.src == s }
 
 // Appended reports whether c differs from old at most by columns appended
 // to the table (ALTER TABLE … ADD COLUMN inserts ", <column>" before the

@@ -44,21 +44,6 @@ func TestCatalogAppended(t *testing.T) {
 			if got := after.Appended(before); got != c.same {
 				t.Fatalf("Appended = %v, want %v\nbefore: %q %q\nafter:  %q %q", got, c.same, before.text, before.rest, after.text, after.rest)
 			}
-			// A probe at the old cookie carries the same catalog, for
-			// every shape; at the new one, none.
-			for _, o := range []ProbeOptions{{Schema: before.Schema}, {Schema: before.Schema, Keys: []string{"a"}}, {Schema: before.Schema, Keys: []string{"a", "b"}}} {
-				p := probeAt(t, db, s, o)
-				if !p.Catalog.Of(s) || p.Catalog.Schema != after.Schema || p.Catalog.table != after.table || p.Catalog.text != after.text || p.Catalog.rest != after.rest {
-					t.Fatalf("probe's catalog %+v, want %+v", p.Catalog, after)
-				}
-				if p.Confirmed {
-					t.Fatal("confirmed at another cookie")
-				}
-				o.Schema = after.Schema
-				if p := probeAt(t, db, s, o); p.Catalog.Of(s) || p.Catalog.text != "" {
-					t.Fatalf("a probe at the current cookie read the catalog: %+v", p.Catalog)
-				}
-			}
 		})
 	}
 }
@@ -101,19 +86,4 @@ func readCatalog(t *testing.T, db *DB, s *Source) Catalog {
 		t.Fatal(err)
 	}
 	return cat
-}
-
-func probeAt(t *testing.T, db *DB, s *Source, o ProbeOptions) Probe {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := db.Reader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Release(conn)
-	var p Probe
-	if err := conn.Probe(ctx, s, o, &p); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -23,10 +23,9 @@ type ProbeOptions struct {
 // Probe is what one probe read. Confirmed: Found answers Keys (not when
 // they were too many or too long for one statement, or the schema moved).
 type Probe struct {
-	Schema     int64   // the schema cookie
-	Head       Head    // logged sources
-	Catalog    Catalog // logged sources, when Schema is not ProbeOptions.Schema: the catalog with it
-	AfterTag   int64   // the tag of the entry at After, if AfterFound
+	Schema     int64 // the schema cookie
+	Head       Head  // logged sources
+	AfterTag   int64 // the tag of the entry at After, if AfterFound
 	AfterFound bool
 	Tail       bool // Logged holds the text keys logged after After, up to the head
 	Logged     []string
@@ -48,23 +47,16 @@ type probeShape struct {
 // read transaction (about the cost of a lookup) instead of four. ?1 the
 // keys (single: the key), ?2 the caller's mark, ?3 the longest tail read,
 // ?4 the longest key read in the tail's array (else ReadLog reads it), ?5
-// the positions to confirm through spellings, ?6 the caller's cookie. A
-// logged source's probe reads the catalog when the cookie is not the
-// caller's: after a column is appended the call goes on without a
-// statement for it (Catalog.Appended).
+// the positions to confirm through spellings, ?6 the caller's cookie.
 func (s *Source) probeSQL(p probeShape) string {
-	cookie := `k.v` // read once: each read of the pragma costs a virtual table's cursor
-	cols := cookie
-	from := ` FROM (SELECT schema_version AS v FROM pragma_schema_version()) k`
+	cols := `(SELECT schema_version FROM pragma_schema_version())`
+	from := ""
 	if s.Logged {
 		f, log := logFilter(p.nonASCII), inMain(s.Log)
 		cols += `, ` + s.headCols() + `, c.keys, c.long, (SELECT tag FROM ` + log + ` WHERE seq = ?2)`
-		for _, c := range catalogCols(s) {
-			cols += `, CASE WHEN ` + cookie + ` != ?6 THEN ` + c + ` END`
-		}
 		// A range read only if it reaches the head: a LIMIT subquery runs
 		// as a co-routine costing ~10µs even on an empty log.
-		from += `, ` + inMain(SourcesTable) + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4) AS keys,
+		from = ` FROM ` + inMain(SourcesTable) + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4) AS keys,
 			count(*) FILTER (WHERE ` + f + ` AND octet_length(key) > ?4) AS long
 			FROM ` + log + ` WHERE seq > ?2 AND seq <= ?2 + ?3 AND (SELECT max(seq) FROM ` + log + `) <= ?2 + ?3) c
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
@@ -74,7 +66,7 @@ func (s *Source) probeSQL(p probeShape) string {
 		if p.versioned {
 			confirm = s.versionsSQL(p.spellings && s.Logged, p.single, "?1", "?5")
 		}
-		cols += `, CASE WHEN ` + cookie + ` = ?6 THEN (` + confirm + `) END`
+		cols += `, CASE WHEN (SELECT schema_version FROM pragma_schema_version()) = ?6 THEN (` + confirm + `) END`
 	}
 	return `SELECT ` + cols + from
 }
@@ -96,7 +88,7 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 	// (NULL where unused): drivers count them up to the highest.
 	top, n := 0, 1
 	if s.Logged {
-		top, n = 6, n+headValues+3+3
+		top, n = 4, n+headValues+3
 	}
 	if p.confirm {
 		top, n = 6, n+1
@@ -105,11 +97,8 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 	for i := range args {
 		args[i] = arg(i+1, nil)
 	}
-	if top == 6 {
-		args[5].Value = o.Schema
-	}
 	if p.confirm {
-		args[0].Value = list
+		args[0].Value, args[5].Value = list, o.Schema
 		if p.spellings {
 			args[4] = spelledArg(5, p.single, sp)
 		}
@@ -117,7 +106,7 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 	if s.Logged {
 		args[1].Value, args[2].Value, args[3].Value = int64(o.After), chunk, int64(knobs.ShortKey)
 	}
-	var vals [1 + headValues + 3 + 3 + 1]driver.Value
+	var vals [1 + headValues + 3 + 1]driver.Value
 	err := r.first(ctx, s.sql(p), vals[:n], args...)
 	if errors.Is(err, errNoRow) {
 		err = ErrNotAttached
@@ -175,11 +164,6 @@ func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, 
 			out.Tail = true
 		}
 		vals = vals[headValues+3:]
-		if out.Schema != o.Schema {
-			out.Catalog.Schema = out.Schema
-			out.Catalog.read(s, vals)
-		}
-		vals = vals[3:]
 	}
 	if !p.confirm {
 		return nil
