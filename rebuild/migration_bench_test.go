@@ -2,114 +2,122 @@ package rebuild
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
-	"github.com/syncfilter/syncfilter/normalize"
 )
 
 // BenchmarkAfterAddColumn: the first page after the app's ALTER TABLE …
-// ADD COLUMN (a special page of the sync loop), the library on the app's
-// pool of two connections against the IN-list prepared on the same pool,
-// 100,000 rows. Untimed between pages: the column dropped again and three
-// pages, so that every timed page follows one ADD COLUMN on a table of
-// the same shape.
+// ADD COLUMN, run on the app's pool (a special page of the sync loop):
+// the library, handed that pool, against the IN-list prepared on it.
+// 100,000 rows; pages of 10 and 100 ids, half of them stored. Untimed
+// between pages: the column dropped again and three pages, so that every
+// timed page follows one ADD COLUMN on a table of the same shape.
 //
 //	go test -run '^$' -bench AfterAddColumn -benchtime 100x -count 3 ./rebuild
 func BenchmarkAfterAddColumn(b *testing.B) {
 	for _, size := range []int{10, 100} {
+		const rows = 100_000
+		page, want := make([]string, size), size/2
+		for i := range page {
+			page[i] = benchID(uint64(i) * 97 % rows) // stored
+			if i%2 == 1 {
+				page[i] = benchID(rows + uint64(i)) // new
+			}
+		}
 		for _, side := range []string{"syncfilter", "in-list"} {
 			b.Run(fmt.Sprintf("page=%d/%s", size, side), func(b *testing.B) {
-				path := filepath.Join(b.TempDir(), "app.db")
-				app, err := testdriver.Open(path, testdriver.App{JournalMode: "WAL"})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer app.Close()
-				app.SetMaxOpenConns(2)
-				if _, err := app.Exec(`CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`); err != nil {
-					b.Fatal(err)
-				}
-				tx, _ := app.Begin()
-				for i := uint64(0); i < 100_000; i++ {
-					if _, err := tx.Exec(`INSERT INTO records VALUES (?, 'x')`, benchID(i)); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := tx.Commit(); err != nil {
-					b.Fatal(err)
-				}
-				page := make([]string, size)
-				for i := range page {
-					page[i] = benchID(uint64(i * 97))
-				}
-				var ask func() error
+				app := migrationDB(b, rows)
+				var ask func() (int, error)
 				if side == "syncfilter" {
-					ix, err := Open(context.Background(), DBConfig{Path: path, DB: app}, Source{Table: "records", Column: "id", Snapshot: path + ".sfb"})
+					ix, err := Open(context.Background(), DBConfig{Path: app.path, DB: app.db}, Source{Table: "records", Column: "id", Snapshot: app.path + ".sfb"})
 					if err != nil {
 						b.Fatal(err)
 					}
-					defer ix.Close(context.Background())
+					b.Cleanup(func() { _ = ix.Close(context.Background()) })
 					if err := ix.Wait(context.Background()); err != nil {
 						b.Fatal(err)
 					}
-					ask = func() error { _, err := ix.Missing(context.Background(), page); return err }
+					ask = func() (int, error) {
+						missing, err := ix.Missing(context.Background(), page)
+						return countTrue(missing), err
+					}
 				} else {
-					q := `SELECT id FROM records WHERE id IN (?`
-					for range size - 1 {
-						q += `, ?`
+					l := &inListLookup{db: app.db, stmts: map[int]*sql.Stmt{}}
+					b.Cleanup(func() {
+						for _, s := range l.stmts {
+							_ = s.Close()
+						}
+					})
+					ask = func() (int, error) {
+						missing, err := l.missing(page)
+						return len(missing), err
 					}
-					st, err := app.Prepare(q + `)`)
-					if err != nil {
-						b.Fatal(err)
-					}
-					ask = func() error {
-						args := make([]any, len(page))
-						for i, id := range page {
-							args[i], _ = normalize.String(id)
-						}
-						rows, err := st.Query(args...)
-						if err != nil {
-							return err
-						}
-						n := 0
-						for rows.Next() {
-							n++
-						}
-						return rows.Close()
+				}
+				check := func() {
+					if n, err := ask(); err != nil || n != want {
+						b.Fatalf("%d missing, want %d: %v", n, want, err)
 					}
 				}
 				for range 20 {
-					if err := ask(); err != nil {
-						b.Fatal(err)
-					}
+					check()
 				}
-				time.Sleep(50 * time.Millisecond)
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					if _, err := app.Exec(`ALTER TABLE records ADD COLUMN extra TEXT`); err != nil {
-						b.Fatal(err)
-					}
+					app.exec(b, `ALTER TABLE records ADD COLUMN extra TEXT`)
 					b.StartTimer()
-					if err := ask(); err != nil {
-						b.Fatal(err)
-					}
+					check()
 					b.StopTimer()
-					if _, err := app.Exec(`ALTER TABLE records DROP COLUMN extra`); err != nil {
-						b.Fatal(err)
-					}
+					app.exec(b, `ALTER TABLE records DROP COLUMN extra`)
 					for range 3 {
-						if err := ask(); err != nil {
-							b.Fatal(err)
-						}
+						check()
 					}
 					b.StartTimer()
 				}
+				b.StopTimer() // the closes in Cleanup are not the page's
 			})
 		}
+	}
+}
+
+// migrationApp is an app's database of the benchmark's ids in WAL mode,
+// on a pool of two connections.
+type migrationApp struct {
+	db   *sql.DB
+	path string
+}
+
+func migrationDB(b *testing.B, rows uint64) migrationApp {
+	path := filepath.Join(b.TempDir(), "app.db")
+	db, err := testdriver.Open(path, testdriver.App{JournalMode: "WAL"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(2)
+	a := migrationApp{db: db, path: path}
+	a.exec(b, `CREATE TABLE records (id TEXT PRIMARY KEY, body TEXT)`)
+	tx, err := db.Begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range rows {
+		if _, err := tx.Exec(`INSERT INTO records VALUES (?, 'payload')`, benchID(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	return a
+}
+
+func (a migrationApp) exec(b *testing.B, q string) {
+	if _, err := a.db.Exec(q); err != nil {
+		b.Fatal(err)
 	}
 }
