@@ -53,6 +53,14 @@
 // tables, and normalization if needed, in pooled buffers: a key that
 // changes costs the new string's allocation, one that does not, none.
 //
+// # Spellings
+//
+// [Equivalents] lists every valid string whose canonical form is a given
+// key, found from the key alone: what a lookup must ask for when the
+// stored spelling of an id is unknown. A name has a handful ("José": the
+// precomposed é, e with U+0301, e with U+0341); each 'K' doubles them
+// (U+212A KELVIN SIGN), so the caller bounds how many it takes.
+//
 // # Errors
 //
 // A key that is not valid UTF-8 is refused with an [*InvalidUTF8Error] that

@@ -1,0 +1,382 @@
+package normalize
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Equivalents: every spelling of a key, found from the key alone.
+//
+// Two valid strings are one key when their full canonical decompositions,
+// each put in canonical order, are equal. So a spelling s of a canonical
+// key k is a sequence of code points whose decompositions, joined, give
+// one of the orderings of k's decomposition that canonical ordering takes
+// back to it: in each run of non-starters, any order that keeps the marks
+// of one class in their order. Equivalents walks those orderings and, in
+// each, every way to cut it into pieces where a piece is a code point of
+// the ordering or the decomposition of another code point (the inverse
+// of the decomposition table, built once per process from the code
+// points assigned in PinnedUnicode). Each spelling is found once, as one
+// ordering cut one way. With tables newer than the pin, each is checked
+// with String before it is returned.
+
+// Equivalents returns every valid UTF-8 string whose canonical form is
+// key, which must be canonical (c(key) == key), key itself first; false
+// when there are more than limit of them or key is not canonical. With
+// tables newer than PinnedUnicode, a key holding a code point unassigned
+// in it is refused (false) rather than walked on tables that differ.
+func Equivalents(key string, limit int) ([]string, bool) {
+	if !IsCanonical(key) || !samePin && !allAssigned(key) || limit < 1 {
+		return nil, false
+	}
+	if quickCanonical(key) && !mayRespell(key) {
+		return []string{key}, true
+	}
+	inv := inverse()
+	// Cut the decomposition where no piece can span the cut (before a
+	// starter that no decomposition holds after its first code point):
+	// the spellings are every choice of one spelling per part.
+	d := decompose(key)
+	var parts [][]string
+	var fixed []byte // code points with no other spelling, not yet a part
+	total := 1
+	for i := 0; i < len(d); {
+		j := i + 1
+		for j < len(d) && (d[j].ccc != 0 || inv.joins[d[j].r]) {
+			j++
+		}
+		var alts []string
+		switch {
+		case j == i+1 && inv.singles[d[i].r] == nil:
+			fixed = utf8.AppendRune(fixed, d[i].r)
+			i = j
+			continue
+		case j == i+1: // a starter alone: itself, or a code point that stands for it
+			alts = inv.singles[d[i].r]
+		default:
+			e := walker{inv: inv.pieces, limit: limit}
+			e.orders(d[i:j], 0, make([]rune, 0, j-i))
+			if e.over {
+				return nil, false
+			}
+			alts = e.out
+		}
+		if total*len(alts) > limit {
+			return nil, false
+		}
+		total *= len(alts)
+		if len(fixed) > 0 {
+			parts, fixed = append(parts, []string{string(fixed)}), fixed[:0]
+		}
+		parts = append(parts, alts)
+		i = j
+	}
+	if len(fixed) > 0 {
+		parts = append(parts, []string{string(fixed)})
+	}
+	out := make([]string, 1, total)
+	out[0] = key
+	pick := make([]int, len(parts))
+	for {
+		var b strings.Builder
+		b.Grow(len(key) + 8)
+		for p, i := range pick {
+			b.WriteString(parts[p][i])
+		}
+		if s := b.String(); s != key && (samePin || keyOf(s) == key) {
+			// Tables newer than the pin may hold pieces c does not
+			// decompose: there each spelling is checked.
+			out = append(out, s)
+		}
+		p := len(pick) - 1
+		for ; p >= 0; p-- {
+			if pick[p]++; pick[p] < len(parts[p]) {
+				break
+			}
+			pick[p] = 0
+		}
+		if p < 0 {
+			return out, true
+		}
+	}
+}
+
+// keyOf is String, or a string no key equals when s has no form.
+func keyOf(s string) string {
+	c, err := String(s)
+	if err != nil {
+		return "\xff" + err.Error()
+	}
+	return c
+}
+
+// mayRespell reports whether a quick key may have another spelling: it
+// holds a code point outside ASCII, or an ASCII character that one
+// decomposes to alone ('K', ';', '`').
+func mayRespell(key string) bool {
+	return strings.ContainsAny(key, "K;`") || !isASCII(key)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// decomposed is one code point of a full canonical decomposition.
+type decomposed struct {
+	r   rune
+	ccc uint8
+}
+
+// decompose returns key's full canonical decomposition in canonical
+// order (Hangul syllables decomposed algorithmically).
+func decompose(key string) []decomposed {
+	d := make([]decomposed, 0, len(key))
+	add := func(r rune, ccc uint8) { d = append(d, decomposed{r, ccc}) }
+	for i := 0; i < len(key); {
+		r, size := utf8.DecodeRuneInString(key[i:])
+		if x := r - hangulSBase; x >= 0 && x < hangulSCount {
+			add(hangulLBase+x/(hangulVCount*hangulTCount), 0)
+			add(hangulVBase+x%(hangulVCount*hangulTCount)/hangulTCount, 0)
+			if t := x % hangulTCount; t != 0 {
+				add(hangulTBase+t, 0)
+			}
+			i += size
+			continue
+		}
+		p := norm.NFD.PropertiesString(key[i : i+size])
+		i += size
+		dec := p.Decomposition()
+		if len(dec) == 0 {
+			add(r, p.CCC())
+			continue
+		}
+		for j := 0; j < len(dec); {
+			dr, n := utf8.DecodeRune(dec[j:])
+			add(dr, norm.NFD.Properties(dec[j:]).CCC())
+			j += n
+		}
+	}
+	// Canonical order: a stable sort of each run of non-starters by class.
+	for i := 1; i < len(d); i++ {
+		m := d[i]
+		j := i
+		for j > 0 && m.ccc != 0 && d[j-1].ccc > m.ccc {
+			d[j] = d[j-1]
+			j--
+		}
+		d[j] = m
+	}
+	return d
+}
+
+// walker collects the spellings of one decomposition.
+type walker struct {
+	inv   map[rune][]piece
+	limit int
+	out   []string // the spellings found
+	over  bool
+}
+
+// orders walks the orderings of d's runs of non-starters from position
+// i on (ord holds the ordering so far) and cuts each complete one.
+func (e *walker) orders(d []decomposed, i int, ord []rune) {
+	if e.over {
+		return
+	}
+	if i == len(d) {
+		e.cut(ord)
+		return
+	}
+	if d[i].ccc == 0 {
+		e.orders(d, i+1, append(ord, d[i].r))
+		return
+	}
+	j := i
+	for j < len(d) && d[j].ccc != 0 {
+		j++
+	}
+	e.permute(d, i, j, make([]bool, j-i), ord)
+}
+
+// permute places the marks d[i:j] after ord in every order that keeps
+// the marks of one class in their order (used marks are true in taken),
+// then walks on from j.
+func (e *walker) permute(d []decomposed, i, j int, taken []bool, ord []rune) {
+	if e.over {
+		return
+	}
+	if allTaken(taken) {
+		e.orders(d, j, ord)
+		return
+	}
+	for k := i; k < j; k++ {
+		if taken[k-i] || !firstOfClass(d, i, k, taken) {
+			continue
+		}
+		taken[k-i] = true
+		e.permute(d, i, j, taken, append(ord, d[k].r))
+		taken[k-i] = false
+	}
+}
+
+func allTaken(taken []bool) bool {
+	for _, t := range taken {
+		if !t {
+			return false
+		}
+	}
+	return true
+}
+
+// firstOfClass reports whether d[k] is the first mark of its class in
+// d[i:k+1] not yet taken.
+func firstOfClass(d []decomposed, i, k int, taken []bool) bool {
+	for x := i; x < k; x++ {
+		if !taken[x-i] && d[x].ccc == d[k].ccc {
+			return false
+		}
+	}
+	return true
+}
+
+// cut appends to e.out every way to write ord: each piece one code
+// point of ord, or a code point whose decomposition is the piece (a
+// singleton: the one code point). steps[i] lists the pieces that start
+// at i, found once per ordering.
+func (e *walker) cut(ord []rune) {
+	steps := make([][]step, len(ord))
+	for i, r := range ord {
+		steps[i] = append(steps[i], step{r, i + 1})
+		for _, p := range e.inv[r] {
+			if n := i + 1 + len(p.rest); n <= len(ord) && slices.Equal(ord[i+1:n], p.rest) {
+				steps[i] = append(steps[i], step{p.r, n})
+			}
+		}
+		if l := r - hangulLBase; l >= 0 && l < hangulLCount && i+1 < len(ord) {
+			if lv := compose(r, ord[i+1]); lv >= 0 {
+				steps[i] = append(steps[i], step{lv, i + 2})
+				if i+2 < len(ord) {
+					if lvt := compose(lv, ord[i+2]); lvt >= 0 {
+						steps[i] = append(steps[i], step{lvt, i + 3})
+					}
+				}
+			}
+		}
+	}
+	e.path(steps, 0, make([]rune, 0, len(ord)))
+}
+
+// step is a piece that starts where it is filed and ends before next.
+type step struct {
+	r    rune
+	next int
+}
+
+// path appends every spelling steps allow from position i on, after sp.
+func (e *walker) path(steps [][]step, i int, sp []rune) {
+	if e.over {
+		return
+	}
+	if i == len(steps) {
+		// A spelling is one ordering cut one way: each is found once.
+		if len(e.out) == e.limit {
+			e.over = true
+			return
+		}
+		e.out = append(e.out, string(sp))
+		return
+	}
+	for _, st := range steps[i] {
+		e.path(steps, st.next, append(sp, st.r))
+	}
+}
+
+// piece is a code point r whose full canonical decomposition is the code
+// point it is filed under, then rest.
+type piece struct {
+	rest []rune
+	r    rune
+}
+
+var (
+	invOnce sync.Once
+	inv     inverseTable
+)
+
+// inverseTable is the decomposition table read backwards.
+type inverseTable struct {
+	pieces  map[rune][]piece  // by the first code point of its decomposition, each code point that has one (Hangul syllables aside: cut composes them)
+	singles map[rune][]string // a starter's spellings alone, when it has more than itself
+	joins   map[rune]bool     // starters a piece may hold after its first code point (Hangul vowels and trailing consonants among them)
+}
+
+// undecomposed returns the last code point of the block that holds r if
+// none of the block's code points has a canonical decomposition
+// (TestUndecomposed checks them all: the unified ideographs, Yi, Tangut,
+// Nüshu, private use, and the Hangul syllables, which cut composes),
+// else -1.
+func undecomposed(r rune) rune {
+	for _, b := range undecomposedBlocks {
+		if r >= b[0] && r <= b[1] {
+			return b[1]
+		}
+	}
+	return -1
+}
+
+var undecomposedBlocks = [...][2]rune{
+	{0x3400, 0x4DBF}, {0x4E00, 0x9FFF}, {0xA000, 0xA4CF}, {hangulSBase, hangulSBase + hangulSCount - 1},
+	{0x17000, 0x18AFF}, {0x18D00, 0x18D8F}, {0x1B170, 0x1B2FF},
+	{0x20000, 0x2A6DF}, {0x2A700, 0x2EE5F}, {0x30000, 0x323AF},
+	{0xE000, 0xF8FF}, {0xF0000, 0x10FFFF}, // private use
+}
+
+// inverse returns the table of the code points assigned in PinnedUnicode.
+func inverse() *inverseTable {
+	invOnce.Do(func() {
+		inv = inverseTable{pieces: map[rune][]piece{}, singles: map[rune][]string{}, joins: map[rune]bool{}}
+		for r := rune(hangulVBase); r < hangulVBase+hangulVCount; r++ {
+			inv.joins[r] = true
+		}
+		for r := rune(hangulTBase + 1); r < hangulTBase+hangulTCount; r++ {
+			inv.joins[r] = true
+		}
+		var buf [utf8.UTFMax]byte
+		for _, rg := range assigned {
+			for r := max(rg[0], utf8.RuneSelf); r <= rg[1]; r++ {
+				if end := undecomposed(r); end >= 0 {
+					r = end
+					continue
+				}
+				n := utf8.EncodeRune(buf[:], r)
+				dec := norm.NFD.Properties(buf[:n]).Decomposition()
+				if len(dec) == 0 {
+					continue
+				}
+				d := []rune(string(dec))
+				inv.pieces[d[0]] = append(inv.pieces[d[0]], piece{d[1:], r})
+				if len(d) == 1 {
+					if inv.singles[d[0]] == nil {
+						inv.singles[d[0]] = []string{string(d[0])}
+					}
+					inv.singles[d[0]] = append(inv.singles[d[0]], string(r))
+				}
+				for _, x := range d[1:] {
+					if norm.NFD.PropertiesString(string(x)).CCC() == 0 {
+						inv.joins[x] = true
+					}
+				}
+			}
+		}
+	})
+	return &inv
+}
