@@ -268,7 +268,9 @@ func TestControlCharactersAfterKill(t *testing.T) {
 // put back after the app's 12-step migration, a page of ids that cannot
 // be stored in another spelling (ASCII without K, ; or `: UUIDs) is
 // answered from SQLite without scanning the table for stored spellings;
-// a page holding a name waits for that scan, and is exact.
+// so is a page holding names, which asks every spelling of each name
+// (walked from the name alone), and is exact. Only a key with more
+// spellings than a call walks (seven K) takes the read, and is exact.
 func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -276,7 +278,9 @@ func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
 	for i := range plain {
 		plain[i] = fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
 	}
-	path := appDB(t, append(slices.Clone(plain), "cafe\u0301")...)
+	// Seven K, one of them a KELVIN SIGN: 128 spellings, more than a
+	// call walks.
+	path := appDB(t, append(slices.Clone(plain), "cafe\u0301", "KKK\u212aKKK")...)
 	scans := 0
 	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(),
 		knobs: knobs{noFollow: true, spellingScan: func() { scans++ }}},
@@ -315,8 +319,18 @@ func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
 	if !slices.Equal(got, []bool{false, false, true}) {
 		t.Fatalf("Missing(café in NFC, a stored id, a new name) = %v, want [false false true]", got)
 	}
-	if scans == 0 {
-		t.Fatal("a name was answered without the table's stored spellings")
+	if scans != 0 {
+		t.Fatalf("names were answered by %d reads of the table, want their spellings walked", scans)
+	}
+	got, err = ix.Missing(ctx, []string{"KKKKKKK", "caf\u00e9", "KKKKKKKK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []bool{false, false, true}) {
+		t.Fatalf("Missing(seven K, café, eight K) = %v, want [false false true]", got)
+	}
+	if scans != 1 {
+		t.Fatalf("keys of more spellings than a call walks: %d reads of the table, want 1", scans)
 	}
 }
 
@@ -415,5 +429,57 @@ func TestSuspendedCallsSeeNewSpellings(t *testing.T) {
 		if got, err := ix.Missing(ctx, []string{nfc}); err != nil || got[0] {
 			t.Fatalf("stored in NFD: Missing(%q) = %v, %v; want fetched", nfc, got, err)
 		}
+	}
+}
+
+// TestWalkedSpellingsAfterTableRebuild: after the app's 12-step table
+// change (the library's triggers gone, nothing puts them back), ids the
+// app then stores in every kind of other spelling, which no log records,
+// are found by their NFC key, in a page and one by one, without a read
+// of the table: a decomposed letter, marks in the other canonical order,
+// a deprecated mark that decomposes to another (U+0341), KELVIN and
+// ANGSTROM SIGN, conjoining jamo for a Hangul syllable, a CJK
+// compatibility ideograph. Their neighbours (one mark fewer, another
+// letter) stay missing.
+func TestWalkedSpellingsAfterTableRebuild(t *testing.T) {
+	t.Parallel()
+	path := appDB(t, "seed-1", "Jose\u0301")
+	scans := 0
+	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(),
+		knobs: knobs{noFollow: true, spellingScan: func() { scans++ }}},
+		Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb", NoAutoRebuild: true}})
+	expect(t, ix, set([]string{"seed-1", "Jos\u00e9"}), []string{"seed-1", "Jos\u00e9", "Jose"})
+	app := rawDB(t, path)
+	for _, q := range []string{
+		`CREATE TABLE records_new (id TEXT PRIMARY KEY, body TEXT)`,
+		`INSERT INTO records_new SELECT id, body FROM records`,
+		`DROP TABLE records`,
+		`ALTER TABLE records_new RENAME TO records`,
+	} {
+		mustExec(t, app, q)
+	}
+	stored := map[string]string{ // NFC key → the spelling the app stores
+		"Zo\u00eb":          "Zoe\u0308",
+		"Nguy\u1ec7n":       "Nguye\u0302\u0323n", // marks out of canonical order
+		"Andr\u00e9":        "Andre\u0341",
+		"Kelvin-1":          "\u212aelvin-1",
+		"\u00c5sa":          "\u212bsa",
+		"\uac01-2":          "\u1100\u1161\u11a8-2",
+		"\u8c48-3":          "\uf900-3",
+		"Dvo\u0159\u00e1k": "Dvor\u030c\u00e1k",
+	}
+	var want []string
+	for k, s := range stored {
+		mustExec(t, app, `INSERT INTO records (id) VALUES (?)`, s)
+		want = append(want, k)
+	}
+	probe := append(slices.Clone(want), "seed-1", "Jos\u00e9", "Zoe", "Nguy\u00ean", "Kelvin-2", "\u00c5s", "\uac00-2", "Dvo\u0159ak")
+	slices.Sort(probe)
+	expect(t, ix, set(want, []string{"seed-1", "Jos\u00e9"}), probe)
+	if scans != 0 {
+		t.Fatalf("%d reads of the table's stored spellings, want none", scans)
+	}
+	if st := stats(ix); st.Serving {
+		t.Fatal("the filter still serves a table whose triggers are gone")
 	}
 }

@@ -79,31 +79,38 @@ func (c *Call) answer(ctx context.Context, keys []string, typed Typed) (*page, e
 		return nil, err
 	}
 	// The view whose stored spellings the confirmation asks through: the
-	// serving one, or one of the spellings alone.
+	// serving one, or one of the spellings alone; a walked one lends
+	// every spelling of the keys and reads no log (track is nil).
 	sv := v
+	var w *walk
 	if sv == nil && c.g.anySpelled(keys) {
-		if sv, err = c.spellingsView(ctx); err != nil {
+		w = &walk{keys: keys, spells: c.g.spells}
+		if sv, err = c.spellingsView(ctx, w); err != nil {
 			return nil, err
 		}
 	}
-	var at Mark // sv's mark, which the probe reads after
-	if sv != nil {
-		at = sv.Mark()
+	track, walked := sv, map[string][]string(nil)
+	if sv != nil && sv.Walked {
+		track, walked = nil, w.other
 	}
-	list, owner := withSpellings(keys, ask, sv, nil)
-	pr, err := c.probe(ctx, sv, at, list, p.versionsOf(owner))
+	var at Mark // track's mark, which the probe reads after
+	if track != nil {
+		at = track.Mark()
+	}
+	list, owner := withSpellings(keys, ask, track, walked)
+	pr, err := c.probe(ctx, track, at, list, p.versionsOf(owner))
 	if err != nil {
 		return nil, err
 	}
 	behind := false
-	var extra map[string][]string // spellings logged beyond sv's mark, when sv stays behind
-	if sv != nil && c.b.src.Logged {
-		if behind, err = c.advance(ctx, sv, at, pr, c.g.cfg.Knobs.Inline); err != nil {
+	var extra map[string][]string // spellings logged beyond track's mark, when it stays behind
+	if track != nil && c.b.src.Logged {
+		if behind, err = c.advance(ctx, track, at, pr, c.g.cfg.Knobs.Inline); err != nil {
 			return nil, err
 		}
 		if behind && c.g.anySpelled(keys) {
-			if extra, err = c.tailSpellings(ctx, sv.Mark().Gen, pr.Head.Seq); err != nil {
-				return nil, c.stale(sv, err)
+			if extra, err = c.tailSpellings(ctx, track.Mark().Gen, pr.Head.Seq); err != nil {
+				return nil, c.stale(track, err)
 			}
 		}
 	}
@@ -114,7 +121,7 @@ func (c *Call) answer(ctx context.Context, keys []string, typed Typed) (*page, e
 		}
 	}
 	p.take(owner, got, older)
-	if err := c.again(ctx, p, v, sv, before, behind, extra, pr.Head.HasSpellings); err != nil {
+	if err := c.again(ctx, p, v, track, before, behind, extra, pr.Head.HasSpellings); err != nil {
 		return nil, err
 	}
 	c.g.count(p.by, p.found)
@@ -419,22 +426,24 @@ func (c *Call) onAppOr(ctx context.Context, want bool, app func() error, own fun
 }
 
 // withSpellings returns the keys at positions at, then the stored
-// spellings sv (and extra) know of them; owner[j] is the position in keys
-// of the key list[j] asks about.
+// spellings sv (nil: none) and extra know of them; owner[j] is the
+// position in keys of the key list[j] asks about.
 func withSpellings(keys []string, at []int, sv *View, extra map[string][]string) (list []string, owner []int) {
 	list, owner = make([]string, len(at)), make([]int, len(at))
 	for j, i := range at {
 		list[j], owner[j] = keys[i], i
 	}
-	if sv == nil {
+	if sv == nil && extra == nil {
 		return list, owner
 	}
 	for _, i := range at {
 		if !maySpell(keys[i]) { // byte for byte, sv holds no spellings
 			continue
 		}
-		for _, s := range sv.Spellings(keys[i]) {
-			list, owner = append(list, s), append(owner, i)
+		if sv != nil {
+			for _, s := range sv.Spellings(keys[i]) {
+				list, owner = append(list, s), append(owner, i)
+			}
 		}
 		for _, s := range extra[keys[i]] {
 			list, owner = append(list, s), append(owner, i)

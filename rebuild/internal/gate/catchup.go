@@ -123,7 +123,7 @@ func (c *Call) catchUpHeld(ctx context.Context) error {
 		return err
 	}
 	v := c.g.Held()
-	if v != nil && (v.File != c.F || !c.b.src.Logged || v.Src.ID != c.b.src.ID) {
+	if v != nil && (v.Walked || v.File != c.F || !c.b.src.Logged || v.Src.ID != c.b.src.ID) {
 		v = nil
 	}
 	var at Mark

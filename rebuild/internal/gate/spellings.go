@@ -13,9 +13,10 @@ import (
 // to a generation the database records (Head.SpellingsGen), and beyond
 // it the spellings a view took from the log. Without a complete table (a
 // source never attached and opened read-only, or attached again after a
-// migration until its rebuild completes) a view's set starts from a read
-// of the table's keys that hold a character outside ASCII: once per
-// source and process, by the first call that needs it.
+// migration until its rebuild completes) the call asks every spelling of
+// its keys, found from each key alone (walk.go): no read of the table.
+// Only a key with more than walkLimit spellings makes a view's set start
+// from a read of the table's keys that hold a character outside ASCII.
 
 // spellingsTable reports whether the spellings table had a row at the
 // last probe.
@@ -24,16 +25,16 @@ func (g *Gate) spellingsTable() bool { return g.hasSp.Load() }
 // spellingsView returns a view whose spellings the call may ask through
 // when no filter serves it: the one held, or a new one of the spellings
 // alone (built once, by one caller; the others wait for it).
-func (c *Call) spellingsView(ctx context.Context) (*View, error) {
+func (c *Call) spellingsView(ctx context.Context, w *walk) (*View, error) {
 	for range retries {
 		c.dropOlder()
 		if h := c.g.Held(); h != nil && h.File.N > c.F.N {
 			// The call began on a file the path no longer names: its
 			// answer is about that file, through a view of its spellings
 			// that serves this call alone.
-			return c.buildSpellingsView(ctx)
+			return c.buildSpellingsView(ctx, w)
 		}
-		if v := c.usable(ctx); v != nil {
+		if v := c.usable(ctx, w); v != nil {
 			return v, nil
 		}
 		c.PutReader() // the one building may need a reader: never wait holding one
@@ -42,10 +43,10 @@ func (c *Call) spellingsView(ctx context.Context) (*View, error) {
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
-		v := c.usable(ctx)
+		v := c.usable(ctx, w)
 		var err error
 		if v == nil {
-			v, err = c.newSpellingsView(ctx, c.g.Held())
+			v, err = c.newSpellingsView(ctx, c.g.Held(), w)
 		}
 		<-c.g.spTurn
 		if err != nil || v != nil {
@@ -79,11 +80,18 @@ func (c *Call) dropOlder() {
 }
 
 // usable returns the view held if its spellings may serve the call (the
-// probe checks a logged source's view further).
-func (c *Call) usable(ctx context.Context) *View {
+// probe checks a logged source's view further): a walked one only if
+// every key of the call walks.
+func (c *Call) usable(ctx context.Context, w *walk) *View {
 	v, src := c.g.Held(), c.b.src
 	if v == nil || v.File != c.F || v.Src.ID != src.ID || v.Src.Logged != src.Logged {
 		return nil
+	}
+	if v.Walked {
+		if !w.ok() {
+			return nil
+		}
+		return v
 	}
 	if !src.Logged {
 		if dv, err := c.F.St.DataVersion(ctx); err != nil || dv != v.DV {
@@ -96,19 +104,25 @@ func (c *Call) usable(ctx context.Context) *View {
 // newSpellingsView builds a view of the stored spellings alone and holds
 // it in place of old, which cannot serve the call; nil if the state
 // changed meanwhile (the caller looks again).
-func (c *Call) newSpellingsView(ctx context.Context, old *View) (*View, error) {
-	v, err := c.buildSpellingsView(ctx)
+func (c *Call) newSpellingsView(ctx context.Context, old *View, w *walk) (*View, error) {
+	v, err := c.buildSpellingsView(ctx, w)
 	if err != nil || !c.g.SetSpellings(v, old) {
 		return nil, err
 	}
 	return v, nil
 }
 
-// buildSpellingsView reads the stored spellings of the call's file into
-// a view of them alone.
-func (c *Call) buildSpellingsView(ctx context.Context) (*View, error) {
+// buildSpellingsView makes a view of the stored spellings of the call's
+// file alone: the complete table's, else walked if every key of the call
+// walks, else read.
+func (c *Call) buildSpellingsView(ctx context.Context, w *walk) (*View, error) {
 	src := c.b.src
 	var v *View
+	walked := func(epoch uint64) *View {
+		v := NewView(nil, c.F, src, epoch, Mark{})
+		v.Walked = true
+		return v
+	}
 	switch {
 	case src.Logged:
 		conn, err := c.Reader(ctx)
@@ -125,10 +139,16 @@ func (c *Call) buildSpellingsView(ctx context.Context) (*View, error) {
 			v = NewView(nil, c.F, src, h.Epoch, Mark{Gen: h.SpellingsGen})
 			break
 		}
+		if w.ok() {
+			v = walked(h.Epoch)
+			break
+		}
 		v = NewView(nil, c.F, src, h.Epoch, Mark{h.Seq, h.Tag})
 		if err := c.readSpellings(ctx, v); err != nil {
 			return nil, err
 		}
+	case w.ok():
+		v = walked(0)
 	default:
 		dv, err := c.F.St.DataVersion(ctx)
 		if err != nil {

@@ -30,6 +30,7 @@ type View struct {
 	Rows     int64         // rows when it was built (0: loaded)
 	Built    time.Time     // when it was built or loaded
 	DV       store.Changes // unlogged sources: data_version when the table was read
+	Walked   bool          // spellings alone, found from each key (walk.go), none read: true of any file at any time
 
 	mark atomic.Pointer[Mark]
 	sp   sync.Map // canonical form → *[]string, its stored spellings: a list replaced, never changed
