@@ -54,7 +54,7 @@ type Gate struct {
 	mu     sync.Mutex              // owner of the state: every transition (state.go); held only to swap it
 	state  atomic.Pointer[state]   // stored under mu, read lock-free; never nil
 	bound  atomic.Pointer[binding] // the source as last resolved
-	spTurn chan struct{}           // capacity 1: one read of the table's stored spellings at a time
+	spTurn chan struct{}           // capacity 1: one build of a view of stored spellings at a time
 	hasSp  atomic.Bool             // the spellings table had a row at the last probe
 
 	C Counters
