@@ -459,13 +459,13 @@ func TestWalkedSpellingsAfterTableRebuild(t *testing.T) {
 		mustExec(t, app, q)
 	}
 	stored := map[string]string{ // NFC key → the spelling the app stores
-		"Zo\u00eb":          "Zoe\u0308",
-		"Nguy\u1ec7n":       "Nguye\u0302\u0323n", // marks out of canonical order
-		"Andr\u00e9":        "Andre\u0341",
-		"Kelvin-1":          "\u212aelvin-1",
-		"\u00c5sa":          "\u212bsa",
-		"\uac01-2":          "\u1100\u1161\u11a8-2",
-		"\u8c48-3":          "\uf900-3",
+		"Zo\u00eb":         "Zoe\u0308",
+		"Nguy\u1ec7n":      "Nguye\u0302\u0323n", // marks out of canonical order
+		"Andr\u00e9":       "Andre\u0341",
+		"Kelvin-1":         "\u212aelvin-1",
+		"\u00c5sa":         "\u212bsa",
+		"\uac01-2":         "\u1100\u1161\u11a8-2",
+		"\u8c48-3":         "\uf900-3",
 		"Dvo\u0159\u00e1k": "Dvor\u030c\u00e1k",
 	}
 	var want []string
