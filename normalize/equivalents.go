@@ -18,19 +18,20 @@ import (
 // back to it: in each run of non-starters, any order that keeps the marks
 // of one class in their order. Equivalents walks those orderings and, in
 // each, every way to cut it into pieces where a piece is a code point of
-// the ordering or the decomposition of another code point (the inverse
-// of the decomposition table, built once per process from the code
-// points assigned in PinnedUnicode). Each spelling is found once, as one
-// ordering cut one way. With tables newer than the pin, each is checked
-// with String before it is returned.
+// the ordering or the decomposition of another code point (the table of
+// decompose.go read backwards, once per process). Each spelling is found once, as one
+// ordering cut one way. With tables newer than the pin, a code point
+// unassigned in it is a cut that c keeps as it is (pinned.go), and each
+// spelling is checked with String before it is returned.
 
 // Equivalents returns every valid UTF-8 string whose canonical form is
 // key, which must be canonical (c(key) == key), key itself first; false
-// when there are more than limit of them or key is not canonical. With
-// tables newer than PinnedUnicode, a key holding a code point unassigned
-// in it is refused (false) rather than walked on tables that differ.
+// when there are more than limit (at least 1) of them, when key is not
+// canonical, or when it is longer than MaxWalkBytes. Its cost is bounded
+// by the key's length and limit: a key's count of orderings is checked
+// in one pass before any is walked.
 func Equivalents(key string, limit int) ([]string, bool) {
-	if !IsCanonical(key) || !samePin && !allAssigned(key) || limit < 1 {
+	if len(key) > MaxWalkBytes || limit < 1 || !IsCanonical(key) {
 		return nil, false
 	}
 	if quickCanonical(key) && !mayRespell(key) {
@@ -41,6 +42,9 @@ func Equivalents(key string, limit int) ([]string, bool) {
 	// starter that no decomposition holds after its first code point):
 	// the spellings are every choice of one spelling per part.
 	d := decompose(key)
+	if orderings(d, limit) > limit {
+		return nil, false
+	}
 	var parts [][]string
 	var fixed []byte // code points with no other spelling, not yet a part
 	total := 1
@@ -65,7 +69,7 @@ func Equivalents(key string, limit int) ([]string, bool) {
 			}
 			alts = e.out
 		}
-		if total*len(alts) > limit {
+		if len(alts) > limit/total {
 			return nil, false
 		}
 		total *= len(alts)
@@ -114,6 +118,11 @@ func keyOf(s string) string {
 	return c
 }
 
+// MaxWalkBytes is the longest key Equivalents walks: longer ones are
+// refused, so that a hostile id cannot make a caller walk a long run of
+// marks.
+const MaxWalkBytes = 256
+
 // mayRespell reports whether a quick key may have another spelling: it
 // holds a code point outside ASCII, or an ASCII character that one
 // decomposes to alone ('K', ';', '`').
@@ -149,6 +158,11 @@ func decompose(key string) []decomposed {
 			if t := x % hangulTCount; t != 0 {
 				add(hangulTBase+t, 0)
 			}
+			i += size
+			continue
+		}
+		if !samePin && r >= utf8.RuneSelf && !isAssigned(r) {
+			add(r, 0) // a cut c keeps as it is: nothing reorders or composes across it
 			i += size
 			continue
 		}
@@ -201,51 +215,72 @@ func (e *walker) orders(d []decomposed, i int, ord []rune) {
 		return
 	}
 	j := i
-	for j < len(d) && d[j].ccc != 0 {
-		j++
+	var queues [][]rune // the run's marks by class, in their order
+	for ; j < len(d) && d[j].ccc != 0; j++ {
+		q := slices.IndexFunc(queues, func(q []rune) bool { return ccc(q[0]) == d[j].ccc })
+		if q < 0 {
+			queues = append(queues, nil)
+			q = len(queues) - 1
+		}
+		queues[q] = append(queues[q], d[j].r)
 	}
-	e.permute(d, i, j, make([]bool, j-i), ord)
+	e.permute(d, j, queues, make([]int, len(queues)), j-i, ord)
 }
 
-// permute places the marks d[i:j] after ord in every order that keeps
-// the marks of one class in their order (used marks are true in taken),
-// then walks on from j.
-func (e *walker) permute(d []decomposed, i, j int, taken []bool, ord []rune) {
+// permute places the left marks of queues not yet taken (heads[q] of
+// queue q are) after ord, in every order that keeps each class's marks in
+// their order, then walks on from position next of d.
+func (e *walker) permute(d []decomposed, next int, queues [][]rune, heads []int, left int, ord []rune) {
 	if e.over {
 		return
 	}
-	if allTaken(taken) {
-		e.orders(d, j, ord)
+	if left == 0 {
+		e.orders(d, next, ord)
 		return
 	}
-	for k := i; k < j; k++ {
-		if taken[k-i] || !firstOfClass(d, i, k, taken) {
+	for q, marks := range queues {
+		if h := heads[q]; h < len(marks) {
+			heads[q]++
+			e.permute(d, next, queues, heads, left-1, append(ord, marks[h]))
+			heads[q]--
+		}
+	}
+}
+
+// ccc is r's canonical combining class.
+func ccc(r rune) uint8 {
+	var buf [utf8.UTFMax]byte
+	return norm.NFD.Properties(buf[:utf8.EncodeRune(buf[:], r)]).CCC()
+}
+
+// orderings returns how many orderings of d's runs of non-starters
+// canonical ordering takes back to d (the product, over runs, of the
+// multinomial of the run's classes), or limit+1 once there are more.
+func orderings(d []decomposed, limit int) int {
+	total := 1
+	var count [256]int // marks of each class so far in the run
+	var seen []uint8
+	run := 0
+	for _, m := range d {
+		if m.ccc == 0 {
+			for _, c := range seen {
+				count[c] = 0
+			}
+			seen, run = seen[:0], 0
 			continue
 		}
-		taken[k-i] = true
-		e.permute(d, i, j, taken, append(ord, d[k].r))
-		taken[k-i] = false
-	}
-}
-
-func allTaken(taken []bool) bool {
-	for _, t := range taken {
-		if !t {
-			return false
+		if count[m.ccc] == 0 {
+			seen = append(seen, m.ccc)
+		}
+		run++
+		count[m.ccc]++
+		// Multinomial(run; counts) = Multinomial(run-1; counts before) ×
+		// run / count: exact in integers at each step.
+		if total = total * run / count[m.ccc]; total > limit {
+			return limit + 1
 		}
 	}
-	return true
-}
-
-// firstOfClass reports whether d[k] is the first mark of its class in
-// d[i:k+1] not yet taken.
-func firstOfClass(d []decomposed, i, k int, taken []bool) bool {
-	for x := i; x < k; x++ {
-		if !taken[x-i] && d[x].ccc == d[k].ccc {
-			return false
-		}
-	}
-	return true
+	return total
 }
 
 // cut appends to e.out every way to write ord: each piece one code
@@ -319,28 +354,8 @@ type inverseTable struct {
 	joins   map[rune]bool     // starters a piece may hold after its first code point (Hangul vowels and trailing consonants among them)
 }
 
-// undecomposed returns the last code point of the block that holds r if
-// none of the block's code points has a canonical decomposition
-// (TestUndecomposed checks them all: the unified ideographs, Yi, Tangut,
-// Nüshu, private use, and the Hangul syllables, which cut composes),
-// else -1.
-func undecomposed(r rune) rune {
-	for _, b := range undecomposedBlocks {
-		if r >= b[0] && r <= b[1] {
-			return b[1]
-		}
-	}
-	return -1
-}
-
-var undecomposedBlocks = [...][2]rune{
-	{0x3400, 0x4DBF}, {0x4E00, 0x9FFF}, {0xA000, 0xA4CF}, {hangulSBase, hangulSBase + hangulSCount - 1},
-	{0x17000, 0x18AFF}, {0x18D00, 0x18D8F}, {0x1B170, 0x1B2FF},
-	{0x20000, 0x2A6DF}, {0x2A700, 0x2EE5F}, {0x30000, 0x323AF},
-	{0xE000, 0xF8FF}, {0xF0000, 0x10FFFF}, // private use
-}
-
-// inverse returns the table of the code points assigned in PinnedUnicode.
+// inverse returns the table of the code points assigned in
+// PinnedUnicode (decompose.go, generated).
 func inverse() *inverseTable {
 	invOnce.Do(func() {
 		inv = inverseTable{pieces: map[rune][]piece{}, singles: map[rune][]string{}, joins: map[rune]bool{}}
@@ -350,30 +365,21 @@ func inverse() *inverseTable {
 		for r := rune(hangulTBase + 1); r < hangulTBase+hangulTCount; r++ {
 			inv.joins[r] = true
 		}
-		var buf [utf8.UTFMax]byte
-		for _, rg := range assigned {
-			for r := max(rg[0], utf8.RuneSelf); r <= rg[1]; r++ {
-				if end := undecomposed(r); end >= 0 {
-					r = end
-					continue
+		for i := range decompositions {
+			r, d := decompositions[i].r, decompositions[i].d[:]
+			if n := slices.Index(d, 0); n >= 0 {
+				d = d[:n]
+			}
+			inv.pieces[d[0]] = append(inv.pieces[d[0]], piece{d[1:], r})
+			if len(d) == 1 {
+				if inv.singles[d[0]] == nil {
+					inv.singles[d[0]] = []string{string(d[0])}
 				}
-				n := utf8.EncodeRune(buf[:], r)
-				dec := norm.NFD.Properties(buf[:n]).Decomposition()
-				if len(dec) == 0 {
-					continue
-				}
-				d := []rune(string(dec))
-				inv.pieces[d[0]] = append(inv.pieces[d[0]], piece{d[1:], r})
-				if len(d) == 1 {
-					if inv.singles[d[0]] == nil {
-						inv.singles[d[0]] = []string{string(d[0])}
-					}
-					inv.singles[d[0]] = append(inv.singles[d[0]], string(r))
-				}
-				for _, x := range d[1:] {
-					if norm.NFD.PropertiesString(string(x)).CCC() == 0 {
-						inv.joins[x] = true
-					}
+				inv.singles[d[0]] = append(inv.singles[d[0]], string(r))
+			}
+			for _, x := range d[1:] {
+				if ccc(x) == 0 {
+					inv.joins[x] = true
 				}
 			}
 		}

@@ -2,8 +2,10 @@ package normalize
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -114,32 +116,54 @@ func BenchmarkEquivalents(b *testing.B) {
 	}
 }
 
-func BenchmarkInverse(b *testing.B) {
-	for b.Loop() {
-		invOnce = sync.Once{}
-		inverse()
+// TestEquivalentsBounded: a key of a long run of marks is walked in
+// bounded time: refused at once when its orderings exceed the limit or it
+// is longer than MaxWalkBytes, walked when it has few.
+func TestEquivalentsBounded(t *testing.T) {
+	same := "a" + strings.Repeat("\u0316", 100)               // one class: one ordering
+	mixed := "a" + strings.Repeat("\u0316\u0301", 40)         // two classes: C(80, 40) orderings
+	long := "a" + strings.Repeat("\u0316", MaxWalkBytes/2)    // over MaxWalkBytes
+	twoClass := "a" + strings.Repeat("\u0316", 30) + "\u0301" // 31 orderings, each cut 3 ways at the end
+	for _, c := range []struct {
+		key  string
+		ok   bool
+		want int
+	}{{same, true, 1}, {mixed, false, 0}, {long, false, 0}, {twoClass, true, 31*2 + 1}} {
+		key, err := String(c.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		got, ok := Equivalents(key, 4096)
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%d bytes: %v", len(key), took)
+		}
+		if ok != c.ok || len(got) != c.want {
+			t.Errorf("%d bytes: %d spellings, %v; want %d, %v", len(key), len(got), ok, c.want, c.ok)
+		}
 	}
 }
 
-// TestUndecomposed: inverse skips no code point that has a canonical
-// decomposition.
-func TestUndecomposed(t *testing.T) {
-	n := 0
-	for _, rg := range assigned {
-		for r := rg[0]; r <= rg[1]; r++ {
-			if undecomposed(r) < 0 {
-				continue
-			}
-			n++
-			if r >= hangulSBase && r < hangulSBase+hangulSCount {
-				continue
-			}
-			if d := norm.NFD.PropertiesString(string(r)).Decomposition(); d != nil {
-				t.Fatalf("U+%04X decomposes to %+q but is skipped", r, d)
-			}
-		}
+// TestEquivalentsNewerTables: with tables newer than the pin, a code
+// point unassigned in it is kept as it is and the pieces around it are
+// walked on their own (run here by treating 15.0.0's tables as newer).
+func TestEquivalentsNewerTables(t *testing.T) {
+	samePin = false
+	defer func() { samePin = norm.Version == PinnedUnicode }()
+	const kirat = "\U00016D67" // assigned in Unicode 16.0
+	got, ok := Equivalents(kirat+"\u00e9K", 100)
+	slices.Sort(got)
+	want := []string{kirat + "e\u0301K", kirat + "e\u0301\u212a", kirat + "e\u0341K", kirat + "e\u0341\u212a", kirat + "\u00e9K", kirat + "\u00e9\u212a"}
+	slices.Sort(want)
+	if !ok || !slices.Equal(got, want) {
+		t.Fatalf("Equivalents = %+q, %v; want %+q", got, ok, want)
 	}
-	if n < 100_000 {
-		t.Fatalf("only %d code points skipped", n)
+}
+
+func BenchmarkInverseTable(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		invOnce = sync.Once{}
+		inverse()
 	}
 }
