@@ -27,6 +27,8 @@ func ablateDefaults(k *knobs) {
 			k.noPrepare = true
 		case "catalog":
 			k.noCatalog = true
+		case "walk":
+			k.noWalk = true
 		default:
 			panic(fmt.Sprintf("SYNCFILTER_ABLATE: no mechanism %q", name))
 		}

@@ -151,11 +151,11 @@ type knobs struct {
 
 	// The speed mechanisms, each switched off by the ablation benchmark
 	// (ablate.go, docs/BENCHMARKS.md).
-	noAppPool, noDeferredLoad, noLookup, noPrepare, noCatalog bool
+	noAppPool, noDeferredLoad, noLookup, noPrepare, noCatalog, noWalk bool
 }
 
 func (k knobs) gate() gate.Knobs {
-	return gate.Knobs{NoAppPool: k.noAppPool, NoLookup: k.noLookup, NoPrepare: k.noPrepare, NoCatalog: k.noCatalog, Behind: k.behind, Inline: k.inline,
+	return gate.Knobs{NoAppPool: k.noAppPool, NoLookup: k.noLookup, NoPrepare: k.noPrepare, NoCatalog: k.noCatalog, NoWalk: k.noWalk, Behind: k.behind, Inline: k.inline,
 		SpellScan: k.spellingScan, AfterProbe: k.afterProbe, CatchUpChunk: k.catchUpChunk}
 }
 

@@ -621,7 +621,7 @@ func TestConfirmAfterAMigrationIsExact(t *testing.T) {
 // TestColumnRenamedUnderACall: a key column renamed between a call's
 // resolution of the source and one of its statements (here its scan for
 // stored spellings, which a key of more spellings than a call walks
-// needs: seven K) fails the call with the typed error of a source
+// needs: eleven K) fails the call with the typed error of a source
 // without that column (ErrNoSource), not SQLite's "no such column"; once
 // renamed back, calls are answered again.
 func TestColumnRenamedUnderACall(t *testing.T) {
@@ -636,7 +636,7 @@ func TestColumnRenamedUnderACall(t *testing.T) {
 	ix := open(t, config{DBConfig: DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver(),
 		knobs: knobs{noFollow: true, spellingScan: rename}},
 		Source: Source{Table: "records", Column: "id"}})
-	_, err := ix.Missing(ctx, []string{"caf\u00e9", "abc", "KKKKKKK"})
+	_, err := ix.Missing(ctx, []string{"caf\u00e9", "abc", "KKKKKKKKKKK"})
 	if !errors.Is(err, ErrNoSource) {
 		t.Fatalf("Missing with the key column renamed under it = %v, want ErrNoSource", err)
 	}

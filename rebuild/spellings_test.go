@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
+	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 	"golang.org/x/text/unicode/norm"
 )
@@ -270,7 +271,7 @@ func TestControlCharactersAfterKill(t *testing.T) {
 // answered from SQLite without scanning the table for stored spellings;
 // so is a page holding names, which asks every spelling of each name
 // (walked from the name alone), and is exact. Only a key with more
-// spellings than a call walks (seven K) takes the read, and is exact.
+// spellings than a call walks (eleven K) takes the read, and is exact.
 func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -278,9 +279,9 @@ func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
 	for i := range plain {
 		plain[i] = fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)
 	}
-	// Seven K, one of them a KELVIN SIGN: 128 spellings, more than a
+	// Eleven K, one of them a KELVIN SIGN: 2,048 spellings, more than a
 	// call walks.
-	path := appDB(t, append(slices.Clone(plain), "cafe\u0301", "KKK\u212aKKK")...)
+	path := appDB(t, append(slices.Clone(plain), "cafe\u0301", "KKK\u212aKKKKKKK")...)
 	scans := 0
 	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(),
 		knobs: knobs{noFollow: true, spellingScan: func() { scans++ }}},
@@ -322,12 +323,12 @@ func TestPlainKeysNeedNoSpellingScan(t *testing.T) {
 	if scans != 0 {
 		t.Fatalf("names were answered by %d reads of the table, want their spellings walked", scans)
 	}
-	got, err = ix.Missing(ctx, []string{"KKKKKKK", "caf\u00e9", "KKKKKKKK"})
+	got, err = ix.Missing(ctx, []string{"KKKKKKKKKKK", "caf\u00e9", "KKKKKKKKKKKK"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got, []bool{false, false, true}) {
-		t.Fatalf("Missing(seven K, café, eight K) = %v, want [false false true]", got)
+		t.Fatalf("Missing(eleven K, café, twelve K) = %v, want [false false true]", got)
 	}
 	if scans != 1 {
 		t.Fatalf("keys of more spellings than a call walks: %d reads of the table, want 1", scans)
@@ -440,13 +441,20 @@ func TestSuspendedCallsSeeNewSpellings(t *testing.T) {
 // a deprecated mark that decomposes to another (U+0341), KELVIN and
 // ANGSTROM SIGN, conjoining jamo for a Hangul syllable, a CJK
 // compatibility ideograph. Their neighbours (one mark fewer, another
-// letter) stay missing.
+// letter) stay missing. The same with walking off: read from the table.
 func TestWalkedSpellingsAfterTableRebuild(t *testing.T) {
+	t.Parallel()
+	for _, walk := range []bool{true, false} {
+		t.Run(fmt.Sprintf("walk=%v", walk), func(t *testing.T) { walkedAfterTableRebuild(t, walk) })
+	}
+}
+
+func walkedAfterTableRebuild(t *testing.T, walk bool) {
 	t.Parallel()
 	path := appDB(t, "seed-1", "Jose\u0301")
 	scans := 0
 	ix := open(t, config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver(),
-		knobs: knobs{noFollow: true, spellingScan: func() { scans++ }}},
+		knobs: knobs{noFollow: true, noWalk: !walk, spellingScan: func() { scans++ }}},
 		Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb", NoAutoRebuild: true}})
 	expect(t, ix, set([]string{"seed-1", "Jos\u00e9"}), []string{"seed-1", "Jos\u00e9", "Jose"})
 	app := rawDB(t, path)
@@ -476,10 +484,61 @@ func TestWalkedSpellingsAfterTableRebuild(t *testing.T) {
 	probe := append(slices.Clone(want), "seed-1", "Jos\u00e9", "Zoe", "Nguy\u00ean", "Kelvin-2", "\u00c5s", "\uac00-2", "Dvo\u0159ak")
 	slices.Sort(probe)
 	expect(t, ix, set(want, []string{"seed-1", "Jos\u00e9"}), probe)
-	if scans != 0 {
-		t.Fatalf("%d reads of the table's stored spellings, want none", scans)
+	if walk != (scans == 0) {
+		t.Fatalf("walk %v: %d reads of the table's stored spellings", walk, scans)
 	}
 	if st := stats(ix); st.Serving {
 		t.Fatal("the filter still serves a table whose triggers are gone")
+	}
+}
+
+// TestWalkedAndReadSpellingsInTurn: on a source never attached (read
+// only, no log), calls that walk and calls that must read (a key of more
+// spellings than a call walks) take turns with commits of ids in other
+// spellings between them; every answer is exact, and a read serves only
+// until the next commit.
+func TestWalkedAndReadSpellingsInTurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const manyK = "KKKKKKKKKKK" // 2,048 spellings
+	path := appDB(t, "cafe\u0301", "KKKKK\u212aKKKKK")
+	scans := 0
+	ix := open(t, config{DBConfig: DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver(),
+		knobs: knobs{noFollow: true, spellingScan: func() { scans++ }}},
+		Source: Source{Table: "records", Column: "id"}})
+	app := rawDB(t, path)
+	stored := []string{"caf\u00e9", manyK}
+	for i, step := range []struct {
+		insert string // stored before the page, in another spelling
+		page   []string
+		scans  int // reads so far
+	}{
+		{"", []string{"caf\u00e9", "cafe"}, 0},
+		{"", []string{manyK, "caf\u00e9"}, 1},
+		{"", []string{manyK + "K", "na\u00efve"}, 1}, // the read serves: nothing committed
+		{"nai\u0308ve", []string{"na\u00efve", "caf\u00e9"}, 1},
+		{"\u212a\u00f6ln", []string{manyK, "K\u00f6ln", "na\u00efve"}, 2},
+		{"Zoe\u0308", []string{"Zo\u00eb", "K\u00f6ln", "Zoe"}, 2},
+	} {
+		if step.insert != "" {
+			mustExec(t, app, `INSERT INTO records (id) VALUES (?)`, step.insert)
+			c, err := normalize.String(step.insert)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored = append(stored, c)
+		}
+		got, err := ix.Missing(ctx, step.page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, k := range step.page {
+			if got[j] == slices.Contains(stored, k) {
+				t.Fatalf("step %d: Missing(%+q) = %v, stored %+q", i, k, got[j], stored)
+			}
+		}
+		if scans != step.scans {
+			t.Fatalf("step %d: %d reads of the table, want %d", i, scans, step.scans)
+		}
 	}
 }

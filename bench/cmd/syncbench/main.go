@@ -9,7 +9,7 @@
 //		[-waits 0,5ms,20ms-50ms] [-after 0,0.5] [-variants mixed,all-new] [-events add-column,rebuild,restart]
 //		[-crash-pages 3] [-names -1] [-driver mattn] [-seed 1] [-csv pages.csv] [-keep] [-v]
 //	go run -tags syncfilter_ablate ./cmd/syncbench ablation [-rows 300000] [-pages 400] [-waits 0,5ms,20ms-50ms]
-//		[-after 0,0.5] [-off follower,apppool,deferredload,lookup,prepare,catalog] [-min 10] [-max 1000] [-v]
+//		[-after 0,0.5] [-off follower,apppool,deferredload,lookup,prepare,catalog,walk] [-min 10] [-max 1000] [-v]
 //	go run ./cmd/syncbench real-initial [-rows 200000] [-page 1000] [-waits 0,100ms]
 //	go run ./cmd/syncbench real-single [-rows 1000000] [-ops 2000] [-waits 5ms]
 //	go run ./cmd/syncbench real-collections [-rows 100000] [-n 10] [-reps 5] [-page 1000]

@@ -84,13 +84,14 @@ func (c *Call) answer(ctx context.Context, keys []string, typed Typed) (*page, e
 	sv := v
 	var w *walk
 	if sv == nil && c.g.anySpelled(keys) {
-		w = &walk{keys: keys, spells: c.g.spells}
+		w = &walk{keys: keys, spells: c.g.spells, off: c.g.cfg.Knobs.NoWalk}
+		w.ok() // walked before any turn or reader is taken
 		if sv, err = c.spellingsView(ctx, w); err != nil {
 			return nil, err
 		}
 	}
 	track, walked := sv, map[string][]string(nil)
-	if sv != nil && sv.Walked {
+	if sv != nil && sv.Walked && w != nil {
 		track, walked = nil, w.other
 	}
 	var at Mark // track's mark, which the probe reads after
@@ -98,7 +99,7 @@ func (c *Call) answer(ctx context.Context, keys []string, typed Typed) (*page, e
 		at = track.Mark()
 	}
 	list, owner := withSpellings(keys, ask, track, walked)
-	pr, err := c.probe(ctx, track, at, list, p.versionsOf(owner))
+	pr, err := c.probe(ctx, track, at, list, p.versionsOf(owner), walked != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -114,14 +115,17 @@ func (c *Call) answer(ctx context.Context, keys []string, typed Typed) (*page, e
 			}
 		}
 	}
+	// Walked spellings are every spelling: the spellings table has none
+	// to add.
+	spellings := pr.Head.HasSpellings && walked == nil
 	got, older := pr.Found, pr.Older
 	if !pr.Confirmed && len(list) > 0 {
-		if got, older, err = c.confirm(ctx, list, p.versionsOf(owner), pr.Head.HasSpellings); err != nil {
+		if got, older, err = c.confirm(ctx, list, p.versionsOf(owner), spellings); err != nil {
 			return nil, err
 		}
 	}
 	p.take(owner, got, older)
-	if err := c.again(ctx, p, v, track, before, behind, extra, pr.Head.HasSpellings); err != nil {
+	if err := c.again(ctx, p, v, track, before, behind, extra, spellings); err != nil {
 		return nil, err
 	}
 	c.g.count(p.by, p.found)
@@ -266,10 +270,11 @@ func (c *Call) trusted() *View {
 
 // probe runs the call's probe on the app's pool when it may (warm pages,
 // see DBConfig.DB), else on the call's reader. It resolves the source again when the schema
-// changed (errStale).
-func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string, vers []any) (*store.Probe, error) {
+// changed (errStale). walked: keys holds every spelling of the call's
+// keys, and the spellings table is not asked.
+func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string, vers []any, walked bool) (*store.Probe, error) {
 	src := c.b.src
-	opts := store.ProbeOptions{Keys: keys, Versions: vers, Spellings: c.g.spellingsTable(), Spelled: c.g.spelledFunc(), Schema: c.b.schema}
+	opts := store.ProbeOptions{Keys: keys, Versions: vers, Spellings: c.g.spellingsTable() && !walked, Spelled: c.g.spelledFunc(), Schema: c.b.schema}
 	if sv != nil && src.Logged {
 		opts.After, opts.Chunk, opts.NonASCII = at.Gen, c.F.St.LogChunk(), sv.F == nil
 		if c.g.cfg.Knobs.Behind && sv.F != nil {
@@ -295,7 +300,7 @@ func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string, vers
 	}
 	if src.Logged {
 		c.g.hasSp.Store(c.pr.Head.HasSpellings)
-		if c.pr.Head.HasSpellings && !opts.Spellings && c.g.anySpelled(keys) {
+		if c.pr.Head.HasSpellings && !opts.Spellings && !walked && c.g.anySpelled(keys) {
 			return nil, errStale // confirmed without the spellings table: again with it
 		}
 	} else if held := c.g.Held(); held != nil && held.File == c.F && held.Src.Logged {
@@ -425,15 +430,15 @@ func (c *Call) onAppOr(ctx context.Context, want bool, app func() error, own fun
 	return own(conn)
 }
 
-// withSpellings returns the keys at positions at, then the stored
-// spellings sv (nil: none) and extra know of them; owner[j] is the
-// position in keys of the key list[j] asks about.
-func withSpellings(keys []string, at []int, sv *View, extra map[string][]string) (list []string, owner []int) {
+// withSpellings returns the keys at positions at, then the spellings sv
+// (nil: none) and more (logged beyond sv's mark, or walked) know of them;
+// owner[j] is the position in keys of the key list[j] asks about.
+func withSpellings(keys []string, at []int, sv *View, more map[string][]string) (list []string, owner []int) {
 	list, owner = make([]string, len(at)), make([]int, len(at))
 	for j, i := range at {
 		list[j], owner[j] = keys[i], i
 	}
-	if sv == nil && extra == nil {
+	if sv == nil && more == nil {
 		return list, owner
 	}
 	for _, i := range at {
@@ -445,7 +450,7 @@ func withSpellings(keys []string, at []int, sv *View, extra map[string][]string)
 				list, owner = append(list, s), append(owner, i)
 			}
 		}
-		for _, s := range extra[keys[i]] {
+		for _, s := range more[keys[i]] {
 			list, owner = append(list, s), append(owner, i)
 		}
 	}

@@ -130,7 +130,7 @@ func (c *Call) catchUpHeld(ctx context.Context) error {
 	if v != nil {
 		at = v.Mark()
 	}
-	pr, err := c.probe(ctx, v, at, nil, nil)
+	pr, err := c.probe(ctx, v, at, nil, nil, false)
 	if err != nil || v == nil || !c.b.src.Logged {
 		return err
 	}

@@ -11,7 +11,8 @@
 // never returned.
 //
 // Locks: Gate.mu (every state transition, held only to swap the pointer)
-// and the spTurn token (one read of the stored spellings at a time). File.refs
+// and the spTurn token (one build of a view of stored spellings at a
+// time). File.refs
 // counts the calls using the database file, which closes after the last.
 // It starts no goroutine and imports store, syncfilter and normalize.
 package gate

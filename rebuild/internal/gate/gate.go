@@ -36,6 +36,7 @@ type Knobs struct {
 	NoLookup     bool   // Fetched of a key with one spelling probes as a page does
 	NoPrepare    bool   // Open prepares no probe on the app's pool
 	NoCatalog    bool   // every schema change resolves the source again
+	NoWalk       bool   // unknown spellings are read from the table, never walked
 	Behind       bool   // calls never take log entries in
 	Inline       bool   // calls take every log entry they lack
 	AfterProbe   func() // a call's probe of keys returned

@@ -19,7 +19,8 @@ type Mark struct {
 
 // View is what a call may trust about one source in one file: a filter
 // (nil for a view of the stored spellings alone) and the stored spellings
-// that are not NFC, both caught up on the log to one mark.
+// that are not NFC, both caught up on the log to one mark; or, Walked,
+// none: the call asks every spelling of its keys (walk.go).
 type View struct {
 	ID       uint64
 	F        *syncfilter.Filter // nil: spellings only
@@ -30,7 +31,7 @@ type View struct {
 	Rows     int64         // rows when it was built (0: loaded)
 	Built    time.Time     // when it was built or loaded
 	DV       store.Changes // unlogged sources: data_version when the table was read
-	Walked   bool          // spellings alone, found from each key (walk.go), none read: true of any file at any time
+	Walked   bool          // no spellings held: each call walks its keys' (true of any data, held for one file)
 
 	mark atomic.Pointer[Mark]
 	sp   sync.Map // canonical form → *[]string, its stored spellings: a list replaced, never changed
