@@ -57,8 +57,8 @@
 //
 // [Equivalents] lists every valid string whose canonical form is a given
 // key, found from the key alone: what a lookup must ask for when the
-// stored spelling of an id is unknown. Each accented letter has two or
-// three ("José": the precomposed é, e with U+0301, e with U+0341), each
+// stored spelling of an id is unknown. Each accented letter has two to
+// six ("José": the precomposed é, e with U+0301, e with U+0341), each
 // 'K' two (U+212A KELVIN SIGN), and they multiply ("Nguyễn Thị Ánh
 // Tuyết" has 90), so the caller bounds how many it takes.
 //

@@ -26,14 +26,16 @@ import (
 
 // Equivalents returns every valid UTF-8 string whose canonical form is
 // key, which must be canonical (c(key) == key), key itself first; false
-// when there are more than limit (at least 1) of them, when key is not
-// canonical, or when it is longer than MaxWalkBytes. Its cost is bounded
-// by the key's length and limit: a key's count of orderings is checked
-// in one pass before any is walked.
+// when there are more than limit (at least 1; above MaxEquivalents,
+// MaxEquivalents) of them, when key is not canonical, or when it is
+// longer than MaxWalkBytes. Its cost is bounded by the key's length and
+// limit: a key's count of orderings is checked in one pass before any is
+// walked.
 func Equivalents(key string, limit int) ([]string, bool) {
 	if len(key) > MaxWalkBytes || limit < 1 || !IsCanonical(key) {
 		return nil, false
 	}
+	limit = min(limit, MaxEquivalents)
 	if quickCanonical(key) && !mayRespell(key) {
 		return []string{key}, true
 	}
@@ -120,8 +122,11 @@ func keyOf(s string) string {
 
 // MaxWalkBytes is the longest key Equivalents walks: longer ones are
 // refused, so that a hostile id cannot make a caller walk a long run of
-// marks.
-const MaxWalkBytes = 256
+// marks. MaxEquivalents is the most spellings it returns.
+const (
+	MaxWalkBytes   = 256
+	MaxEquivalents = 1 << 16
+)
 
 // mayRespell reports whether a quick key may have another spelling: it
 // holds a code point outside ASCII, or an ASCII character that one
@@ -216,10 +221,11 @@ func (e *walker) orders(d []decomposed, i int, ord []rune) {
 	}
 	j := i
 	var queues [][]rune // the run's marks by class, in their order
+	var classes []uint8 // the class of each queue
 	for ; j < len(d) && d[j].ccc != 0; j++ {
-		q := slices.IndexFunc(queues, func(q []rune) bool { return ccc(q[0]) == d[j].ccc })
+		q := slices.Index(classes, d[j].ccc)
 		if q < 0 {
-			queues = append(queues, nil)
+			queues, classes = append(queues, nil), append(classes, d[j].ccc)
 			q = len(queues) - 1
 		}
 		queues[q] = append(queues[q], d[j].r)

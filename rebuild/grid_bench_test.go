@@ -204,7 +204,7 @@ func BenchmarkFetchedOne(b *testing.B) {
 // so that no scan starts): every spelling of each such key is asked
 // (walked from the key), nothing of the table read; the first walk of
 // the process also builds the decomposition table read backwards (about
-// 3 ms, once, before the timed pages). The table holds 100,000 such ids
+// 1 ms, once, before the timed pages). The table holds 100,000 such ids
 // (one in four stored in NFD) beside 100,000 ASCII ones; the same page
 // with walking off (a read of the table's ids outside ASCII), the next
 // page, and a first page of ASCII ids, for scale:

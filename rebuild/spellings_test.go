@@ -542,3 +542,50 @@ func TestWalkedAndReadSpellingsInTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkLimits: keys past the walk's limits are answered exactly from
+// a read of the table: a page whose names have more other spellings
+// together than a call walks (1,100 names of two accented letters, 8
+// each), and a key longer than normalize.MaxWalkBytes stored in NFD.
+func TestWalkLimits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := func(i int) string { return fmt.Sprintf("Jos\u00e9-\u00e9-%04d", i) }
+	long := strings.Repeat("\u00e9", normalize.MaxWalkBytes/2+1)
+	var stored []string
+	for i := 0; i < 1100; i += 3 {
+		stored = append(stored, norm.NFD.String(name(i)))
+	}
+	path := appDB(t, stored...)
+	scans := 0
+	ix := open(t, config{DBConfig: DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver(),
+		knobs: knobs{noFollow: true, spellingScan: func() { scans++ }}},
+		Source: Source{Table: "records", Column: "id"}})
+	page := make([]string, 1100)
+	for i := range page {
+		page[i] = name(i)
+	}
+	got, err := ix.Missing(ctx, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range page {
+		if got[i] != (i%3 != 0) {
+			t.Fatalf("Missing(%+q) = %v", k, got[i])
+		}
+	}
+	if scans != 1 {
+		t.Fatalf("a page over the walk's budget: %d reads of the table, want 1", scans)
+	}
+	mustExec(t, rawDB(t, path), `INSERT INTO records (id) VALUES (?)`, norm.NFD.String(long))
+	got, err = ix.Missing(ctx, []string{long, long + "x", "caf\u00e9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []bool{false, true, true}) {
+		t.Fatalf("Missing(a long key stored in NFD, one longer, café) = %v, want [false true true]", got)
+	}
+	if scans != 2 {
+		t.Fatalf("a key over MaxWalkBytes after a commit: %d reads of the table, want 2", scans)
+	}
+}

@@ -5,8 +5,10 @@
 // canonical decomposition. normalize.Equivalents reads it backwards (which
 // code points decompose to a piece of a key):
 //
-//	go run ./normalize/internal/decompgen > normalize/decompose.go
+//	go run ./normalize/internal/decompgen > /tmp/decompose.go && mv /tmp/decompose.go normalize/decompose.go
 //
+// (through a file of its own: the generator builds normalize, which an
+// emptied decompose.go would break)
 // By Unicode's stability policy the decomposition of an assigned
 // character never changes, so the table holds under newer normalization
 // tables too. The generator reads the golang.org/x/text/unicode/norm
@@ -25,7 +27,7 @@ import (
 	"github.com/syncfilter/syncfilter/normalize"
 )
 
-const pinned = "15.0.0"
+const pinned = normalize.PinnedUnicode
 
 // longest is the most code points a full canonical decomposition has.
 const longest = 4

@@ -85,7 +85,6 @@ func (c *Call) answer(ctx context.Context, keys []string, typed Typed) (*page, e
 	var w *walk
 	if sv == nil && c.g.anySpelled(keys) {
 		w = &walk{keys: keys, spells: c.g.spells, off: c.g.cfg.Knobs.NoWalk}
-		w.ok() // walked before any turn or reader is taken
 		if sv, err = c.spellingsView(ctx, w); err != nil {
 			return nil, err
 		}

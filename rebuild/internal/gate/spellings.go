@@ -15,8 +15,8 @@ import (
 // source never attached and opened read-only, or attached again after a
 // migration until its rebuild completes) the call asks every spelling of
 // its keys, found from each key alone (walk.go): no read of the table.
-// Only a key with more than walkLimit spellings makes a view's set start
-// from a read of the table's keys that hold a character outside ASCII.
+// Only keys beyond the walk's limits make a view's set start from a read
+// of the table's keys that hold a character outside ASCII.
 
 // spellingsTable reports whether the spellings table had a row at the
 // last probe.
@@ -38,6 +38,7 @@ func (c *Call) spellingsView(ctx context.Context, w *walk) (*View, error) {
 			return v, nil
 		}
 		c.PutReader() // the one building may need a reader: never wait holding one
+		w.ok()        // walked before the turn is taken
 		select {
 		case c.g.spTurn <- struct{}{}:
 		case <-ctx.Done():

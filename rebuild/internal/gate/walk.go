@@ -5,15 +5,15 @@ import "github.com/syncfilter/syncfilter/normalize"
 // Walked spellings. Without a complete spellings table, a call asks
 // SQLite about every spelling of its keys instead of reading the table's
 // keys that may be spelled otherwise: normalize.Equivalents finds them
-// from each key alone. A name has a few (each accented letter two or
-// three, each 'K' two: "Nguyễn Thị Ánh Tuyết" 90), each one more key the
+// from each key alone. A name has a few (each accented letter two to
+// six, each 'K' two: "Nguyễn Thị Ánh Tuyết" 90), each one more key the
 // confirmation looks up (about a microsecond), where the read costs
-// O(rows). A call whose keys have more than walkPageMax spellings, or
-// one key more than walkKeyMax (or longer than normalize.MaxWalkBytes),
-// takes the read.
+// O(rows). A call whose keys have more than walkPageMax other spellings
+// together, or one key more than walkKeyMax spellings (or longer than
+// normalize.MaxWalkBytes), takes the read.
 const (
 	walkKeyMax  = 1024 // spellings of one key
-	walkPageMax = 8192 // spellings of a call's keys together
+	walkPageMax = 8192 // other spellings of a call's keys together
 )
 
 // walk holds the spellings of a call's keys, found when first asked for.
@@ -39,12 +39,12 @@ func (w *walk) ok() bool {
 			if _, seen := w.other[k]; seen || !w.spells(k) {
 				continue
 			}
-			eq, ok := normalize.Equivalents(k, min(walkKeyMax, left))
+			eq, ok := normalize.Equivalents(k, min(walkKeyMax, left+1))
 			if !ok {
 				w.fits, w.other = false, nil
 				break
 			}
-			w.other[k], left = eq[1:], left-len(eq)
+			w.other[k], left = eq[1:], left-(len(eq)-1)
 		}
 	}
 	return w.fits
