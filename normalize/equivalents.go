@@ -151,39 +151,12 @@ type decomposed struct {
 }
 
 // decompose returns key's full canonical decomposition in canonical
-// order (Hangul syllables decomposed algorithmically).
+// order.
 func decompose(key string) []decomposed {
 	d := make([]decomposed, 0, len(key))
-	add := func(r rune, ccc uint8) { d = append(d, decomposed{r, ccc}) }
-	for i := 0; i < len(key); {
-		r, size := utf8.DecodeRuneInString(key[i:])
-		if x := r - hangulSBase; x >= 0 && x < hangulSCount {
-			add(hangulLBase+x/(hangulVCount*hangulTCount), 0)
-			add(hangulVBase+x%(hangulVCount*hangulTCount)/hangulTCount, 0)
-			if t := x % hangulTCount; t != 0 {
-				add(hangulTBase+t, 0)
-			}
-			i += size
-			continue
-		}
-		if !samePin && r >= utf8.RuneSelf && !isAssigned(r) {
-			add(r, 0) // a cut c keeps as it is: nothing reorders or composes across it
-			i += size
-			continue
-		}
-		p := norm.NFD.PropertiesString(key[i : i+size])
-		i += size
-		dec := p.Decomposition()
-		if len(dec) == 0 {
-			add(r, p.CCC())
-			continue
-		}
-		for j := 0; j < len(dec); {
-			dr, n := utf8.DecodeRune(dec[j:])
-			add(dr, norm.NFD.Properties(dec[j:]).CCC())
-			j += n
-		}
-	}
+	// Under newer tables a code point unassigned in the pin is a cut c
+	// keeps as it is: nothing reorders or composes across it.
+	decomposeEach(key, !samePin, func(r rune, ccc uint8) { d = append(d, decomposed{r, ccc}) })
 	// Canonical order: a stable sort of each run of non-starters by class.
 	for i := 1; i < len(d); i++ {
 		m := d[i]

@@ -127,6 +127,17 @@ func composeSegments(out []byte, s string) []byte {
 		out = appendSegment(out, starter, rest)
 		starter, marks = r, marks[:0]
 	}
+	decomposeEach(s, false, emit)
+	starter, rest := composeRun(starter, marks)
+	return appendSegment(out, starter, rest)
+}
+
+// decomposeEach calls emit with each code point of the full canonical
+// decomposition of valid UTF-8 s and its combining class, in the order
+// of s (not yet in canonical order): the tables' decompositions, Hangul
+// syllables algorithmically. With cuts, a code point unassigned in
+// PinnedUnicode is emitted as a starter, as c keeps it (pinned.go).
+func decomposeEach(s string, cuts bool, emit func(r rune, ccc uint8)) {
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
 			emit(rune(b), 0)
@@ -143,6 +154,10 @@ func composeSegments(out []byte, s string) []byte {
 			}
 			continue
 		}
+		if cuts && !isAssigned(r) {
+			emit(r, 0)
+			continue
+		}
 		p := norm.NFD.PropertiesString(s[i-size:])
 		d := p.Decomposition()
 		if len(d) == 0 {
@@ -156,8 +171,6 @@ func composeSegments(out []byte, s string) []byte {
 			j += dsize
 		}
 	}
-	starter, rest := composeRun(starter, marks)
-	return appendSegment(out, starter, rest)
 }
 
 // composeRun puts run, the non-starters after starter (-1: none), in
