@@ -203,6 +203,7 @@ func TestCompareRecorded(t *testing.T) {
 		if err := ix.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
+		needDropColumn(t, rawDB(t, path))
 		mustExec(t, rawDB(t, path), `ALTER TABLE syncfilter_sources DROP COLUMN compare`)
 		bytesCfg := cfg
 		bytesCfg.Compare = syncfilter.CompareBytes

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,39 +18,75 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// TestEncrypted: an app on ncruces/go-sqlite3 whose database is encrypted
-// by its VFS (adiantum, xts), the key in the URI, hands the VFS and the
-// key over in DBConfig.ConnParams and syncs through the README's loop
-// with exact answers, in WAL and DELETE mode; a Close and an OpenDB
-// again load the saved snapshot, answers still exact. A wrong or missing
-// key is ErrBadConfig at OpenDB, every file left as it was. No file
-// beside the database holds the key or a stored id, and the database's
-// own files hold no stored id in clear.
+// TestEncrypted: an app whose database is encrypted (ncruces/go-sqlite3
+// with its adiantum or xts VFS, the key in the URI; SQLCipher through
+// mutecomm/go-sqlcipher/v4, a raw key or a passphrase in _pragma_key)
+// hands the key over in DBConfig.ConnParams and syncs through the
+// README's loop with exact answers, in WAL and DELETE mode; a Close and
+// an OpenDB again load the saved snapshot, answers still exact. A wrong
+// or missing key is ErrBadConfig at OpenDB, every file left as it was.
+// No file beside the database holds the key or a stored id, and the
+// database's own files hold no stored id in clear.
 func TestEncrypted(t *testing.T) {
-	if testdriver.Name() != "ncruces" {
-		t.Skip("the encrypting VFSes are ncruces/go-sqlite3's (make drivers)")
+	setups := encryptedSetups()
+	if len(setups) == 0 {
+		t.Skip("the encrypting drivers are ncruces/go-sqlite3 with its VFSes and go-sqlcipher (make drivers)")
 	}
-	for _, vfs := range []string{"adiantum", "xts"} {
+	for _, e := range setups {
 		for _, mode := range []string{"wal", "delete"} {
-			t.Run(vfs+"/"+mode, func(t *testing.T) {
+			t.Run(e.name+"/"+mode, func(t *testing.T) {
 				t.Parallel()
-				encryptedSync(t, vfs, mode)
+				encryptedSync(t, e, mode)
 			})
 		}
-		t.Run(vfs+"/own-table", func(t *testing.T) {
+		t.Run(e.name+"/own-table", func(t *testing.T) {
 			t.Parallel()
-			encryptedOwnTable(t, vfs)
+			encryptedOwnTable(t, e)
 		})
 	}
 }
 
-// encryptedOwnTable: the library's own table creates the database, through
-// the VFS and with the key of DBConfig.ConnParams.
-func encryptedOwnTable(t *testing.T, vfs string) {
+// encryptedSetup is one way an app encrypts its database: the connection
+// parameters that carry the key, the key as a test looks for it in the
+// files, and parameters that open the file with a wrong key or none.
+type encryptedSetup struct {
+	name   string
+	params url.Values
+	key    string // hex
+	wrong  []url.Values
+}
+
+// encryptedSetups are the setups of the tests' driver.
+func encryptedSetups() []encryptedSetup {
+	wrong := []byte(testKey)
+	wrong[0] ^= 1
+	switch testdriver.Name() {
+	case "ncruces":
+		var out []encryptedSetup
+		for _, vfs := range []string{"adiantum", "xts"} {
+			out = append(out, encryptedSetup{vfs, url.Values{"vfs": {vfs}, "hexkey": {testKey}}, testKey,
+				[]url.Values{{"vfs": {vfs}, "hexkey": {string(wrong)}}, {"vfs": {vfs}}, nil}})
+		}
+		return out
+	case "sqlcipher":
+		pass := "correct horse battery staple"
+		return []encryptedSetup{
+			{"sqlcipher-raw", url.Values{"_pragma_key": {"x'" + testKey + "'"}, "_pragma_cipher_page_size": {"4096"}}, testKey,
+				[]url.Values{{"_pragma_key": {"x'" + string(wrong) + "'"}, "_pragma_cipher_page_size": {"4096"}}, nil}},
+			{"sqlcipher-passphrase", url.Values{"_pragma_key": {pass}}, hex.EncodeToString([]byte(pass)),
+				[]url.Values{{"_pragma_key": {pass + "!"}}, nil}},
+		}
+	}
+	return nil
+}
+
+// encryptedOwnTable: the library's own table creates the database,
+// encrypted with the key of DBConfig.ConnParams.
+func encryptedOwnTable(t *testing.T, e encryptedSetup) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "own.db")
-	cfg := DBConfig{Path: path, Driver: testdriver.Driver(), ConnParams: url.Values{"vfs": {vfs}, "hexkey": {testKey}}}
+	cfg := DBConfig{Path: path, Driver: testdriver.Driver(), ConnParams: e.params}
 	src := Source{Snapshot: path + ".sfb"}
 	fetched := ids("secret-own", 50)
 	ix, err := Open(ctx, cfg, src)
@@ -81,32 +116,30 @@ func encryptedOwnTable(t *testing.T, vfs string) {
 	if err := ix.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	noLeak(t, dir, path, testKey, fetched)
+	noLeak(t, dir, path, e.key, fetched)
 	if _, err := Open(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, src); !errors.Is(err, ErrBadConfig) {
 		t.Fatalf("Open without the key: %v, want ErrBadConfig", err)
 	}
 }
 
-// encryptedApp opens path as an app on ncruces with the encrypting VFS
-// vfs and hexkey key.
+// encryptedApp opens path as an app on the tests' driver does, with the
+// parameters that carry its key.
 func encryptedApp(t testing.TB, path, mode string, params url.Values) *sql.DB {
 	t.Helper()
-	dsn := testdriver.DSN("ncruces", path, testdriver.App{JournalMode: mode}) + "&" + params.Encode()
-	c, err := testdriver.Driver().(driver.DriverContext).OpenConnector(dsn)
+	dsn := testdriver.DSN(testdriver.Name(), path, testdriver.App{JournalMode: mode}) + "&" + params.Encode()
+	db, err := testdriver.OpenDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := sql.OpenDB(c)
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
 
-func encryptedSync(t *testing.T, vfs, mode string) {
+func encryptedSync(t *testing.T, e encryptedSetup, mode string) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "app.db")
-	key := testKey
-	params := url.Values{"vfs": {vfs}, "hexkey": {key}}
+	key, params := e.key, e.params
 	app := encryptedApp(t, path, mode, params)
 	mustExec(t, app, `CREATE TABLE messages (id TEXT PRIMARY KEY, body TEXT)`)
 
@@ -169,7 +202,7 @@ func encryptedSync(t *testing.T, vfs, mode string) {
 
 	db, err := OpenDB(ctx, cfg)
 	if err != nil {
-		t.Fatalf("OpenDB of an %s database with its key: %v", vfs, err)
+		t.Fatalf("OpenDB of an %s database with its key: %v", e.name, err)
 	}
 	ix, err := db.Index(ctx, src)
 	if err != nil {
@@ -214,17 +247,11 @@ func encryptedSync(t *testing.T, vfs, mode string) {
 	if !files[filepath.Base(src.Snapshot)] {
 		t.Fatalf("no snapshot beside the database: %v", slices.Sorted(maps.Keys(files)))
 	}
-	t.Logf("%s, %s mode: %d ids stored, files scanned: %v", vfs, mode, len(stored), slices.Sorted(maps.Keys(files)))
+	t.Logf("%s, %s mode: %d ids stored, files scanned: %v", e.name, mode, len(stored), slices.Sorted(maps.Keys(files)))
 
 	// A wrong key, no key, no VFS: refused at OpenDB, nothing written.
-	wrong := []byte(key)
-	wrong[0] ^= 1
 	before := dirFiles(t, dir)
-	for _, q := range []url.Values{
-		{"vfs": {vfs}, "hexkey": {string(wrong)}},
-		{"vfs": {vfs}},
-		nil,
-	} {
+	for _, q := range e.wrong {
 		db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), ConnParams: q})
 		if db != nil {
 			_ = db.Close(ctx)
@@ -232,13 +259,26 @@ func encryptedSync(t *testing.T, vfs, mode string) {
 		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "key is wrong or missing") {
 			t.Fatalf("OpenDB with ConnParams %v: %v, want ErrBadConfig saying the key is wrong or missing", slices.Collect(maps.Keys(q)), err)
 		}
-		for _, s := range []string{key, string(wrong), strings.ToUpper(key)} {
-			if strings.Contains(err.Error(), s) {
+		for _, s := range []string{key, strings.ToUpper(key), encodedValues(q)} {
+			if s != "" && strings.Contains(err.Error(), s) {
 				t.Fatalf("the error shows a key: %v", err)
 			}
 		}
 		sameFiles(t, dir, before)
 	}
+}
+
+// encodedValues is the values of q, one after another.
+func encodedValues(q url.Values) string {
+	var b strings.Builder
+	for _, vs := range q {
+		for _, v := range vs {
+			if len(v) >= 8 {
+				b.WriteString(v)
+			}
+		}
+	}
+	return b.String()
 }
 
 // noLeak fails t if a file in dir other than the database and its

@@ -44,6 +44,20 @@ func mustExec(t testing.TB, db *sql.DB, q string, args ...any) {
 	}
 }
 
+// needDropColumn skips t on an SQLite without ALTER TABLE … DROP COLUMN
+// (before 3.35: SQLCipher 4.4's 3.33), which t uses to stage a database.
+func needDropColumn(t testing.TB, db *sql.DB) {
+	t.Helper()
+	var v string
+	if err := db.QueryRow(`SELECT sqlite_version()`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil || major == 3 && minor < 35 {
+		t.Skipf("SQLite %s has no DROP COLUMN, which the test stages a database with", v)
+	}
+}
+
 func insertIDs(t testing.TB, db *sql.DB, ids ...string) {
 	t.Helper()
 	tx, err := db.Begin()

@@ -317,6 +317,7 @@ func TestNeedAfterTheVersionColumnIsRetyped(t *testing.T) {
 	if got, err := ix.Need(ctx, []Item{{ID: "a", Version: "9"}, {ID: "b", Version: "11"}}); err != nil || got[0] != Have || got[1] != NeedUpdate {
 		t.Errorf("text versions after the retype: %v, %v", got, err)
 	}
+	needDropColumn(t, db)
 	mustExec(t, db, `ALTER TABLE records DROP COLUMN ver`)
 	if got, err := missingList(ctx, ix, []string{"a", "c"}); err != nil || len(got) != 1 || got[0] != "c" {
 		t.Errorf("Missing with the version column dropped: %q, %v", got, err)
@@ -341,6 +342,7 @@ func TestNeedSeesTheVersionColumnChange(t *testing.T) {
 	cfg.Version = "ver"
 	ix := open(t, cfg)
 	waitServing(t, ix)
+	needDropColumn(t, db)
 	mustExec(t, db, `ALTER TABLE records DROP COLUMN ver`)
 	if _, err := ix.Need(ctx, []Item{{ID: "a", Version: 3}}); !errors.Is(err, ErrNoSource) {
 		t.Fatalf("Need right after the version column was dropped: %v, want ErrNoSource", err)

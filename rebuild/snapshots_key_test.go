@@ -222,6 +222,7 @@ func TestDatabaseOfBeforeTheKeyTakesANewOne(t *testing.T) {
 	}
 	oldKey := dbKey(t, path, cfg.Snapshot)
 	old := asVersion1(t, path, cfg.Snapshot, oldKey, true)
+	needDropColumn(t, rawDB(t, path))
 	mustExec(t, rawDB(t, path), `ALTER TABLE syncfilter_sources DROP COLUMN positions_key`)
 	mustExec(t, rawDB(t, path), `ALTER TABLE syncfilter_sources DROP COLUMN lowest_version`)
 

@@ -160,6 +160,16 @@ func OpenWith(name, path string, o App) (*sql.DB, error) {
 	return sql.OpenDB(c), nil
 }
 
+// OpenDSN opens dsn with the tests' driver, as an app that writes its own
+// DSN does.
+func OpenDSN(dsn string) (*sql.DB, error) {
+	c, err := connector(Driver(), dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(c), nil
+}
+
 func connector(d driver.Driver, dsn string) (driver.Connector, error) {
 	if dc, ok := d.(driver.DriverContext); ok {
 		return dc.OpenConnector(dsn)

@@ -74,7 +74,7 @@ type confirmShape struct{ single, spellings, versioned bool }
 // spellings, a key not held as asked is looked up in the spellings table
 // if its position is in the array sp (single: sp = 1).
 func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
-	val, inSp := `j.value`, `j.key IN (SELECT value FROM json_each(`+sp+`))`
+	val, inSp := `j.value`, s.inPositions(`j.key`, sp)
 	if single {
 		val, inSp = keys, sp+` = 1`
 	}
@@ -83,10 +83,13 @@ func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 		cond += ` OR (` + inSp + ` AND EXISTS (SELECT 1 FROM ` + inMain(s.Spellings) + ` a WHERE a.canon = ` + val + `
 			AND EXISTS (SELECT 1 FROM ` + s.QTable + ` t WHERE ` + s.sameText("t", "a.stored") + `)))`
 	}
-	if single {
+	switch {
+	case single && s.plain:
+		return `SELECT CASE WHEN ` + cond + ` THEN '0' END`
+	case single:
 		return `SELECT CASE WHEN ` + cond + ` THEN '[0]' ELSE '[]' END`
 	}
-	return `SELECT json_group_array(j.key) FROM json_each(` + keys + `) j WHERE ` + cond
+	return `SELECT ` + s.groupPositions(`j.key`) + ` FROM ` + s.keysFrom(keys) + ` WHERE ` + cond
 }
 
 // versionsSQL is confirmSQL for keys asked with versions: one row, the
@@ -100,7 +103,7 @@ func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 // read once, through the key's index; with spellings, its rows under its
 // stored spellings too if its position is in sp.
 func (s *Source) versionsSQL(spellings, single bool, keys, sp string) string {
-	val, inSp := `j.value`, `j.key IN (SELECT value FROM json_each(`+sp+`))`
+	val, inSp := `j.value`, s.inPositions(`j.key`, sp)
 	if single {
 		val, inSp = keys, sp+` = 1`
 	}
@@ -117,7 +120,12 @@ func (s *Source) versionsSQL(spellings, single bool, keys, sp string) string {
 			` AND a.canon = ` + val + ` AND ` + s.sameText("t", "a.stored")
 	}
 	x := `(SELECT CASE WHEN count(*) = 0 THEN NULL ELSE ` + pos + ` || coalesce(` + typed + `, 'o') END FROM ` + rows + `))`
-	if single {
+	switch {
+	case s.plain && single:
+		return `SELECT group_concat(` + item("v") + `, '') FROM (SELECT ` + x + ` AS v)`
+	case s.plain:
+		return `SELECT group_concat(` + item("v") + `, '') FROM (SELECT ` + x + ` AS v FROM ` + s.keysFrom(keys) + `)`
+	case single:
 		return `SELECT json_array(` + x + `)`
 	}
 	return `SELECT json_group_array(` + x + `) FROM json_each(` + keys + `) j`
@@ -151,7 +159,7 @@ func confirm(ctx context.Context, r runner, s *Source, keys []string, vers []any
 		start = end
 		var sp []byte
 		if spellings {
-			sp = appendSpelled(sbuf[:0], chunk, spelled)
+			sp = s.appendSpelled(sbuf[:0], chunk, spelled)
 			sbuf = sp
 		}
 		shape := confirmShape{single: len(chunk) == 1, spellings: sp != nil, versioned: vers != nil}
@@ -159,18 +167,17 @@ func confirm(ctx context.Context, r runner, s *Source, keys []string, vers []any
 		if shape.single {
 			args[0] = arg(1, chunk[0])
 		} else {
-			args[0] = arg(1, keyArray(chunk))
+			args[0] = arg(1, s.keyList(chunk))
 		}
 		if shape.spellings {
-			args = append(args, spelledArg(2, shape.single, sp))
+			args = append(args, s.spelledArg(2, shape.single, sp))
 		}
 		err := r.first(ctx, s.sql(shape), vals, args...)
 		if err == nil {
-			list, _ := vals[0].(string)
 			if vers != nil {
-				found, older, err = compareVersions(list, base, vers[base:end], found, older)
+				found, older, err = s.compareVersions(vals[0], base, vers[base:end], found, older)
 			} else {
-				found, err = parsePositions(list, base, len(chunk), found)
+				found, err = s.parsePositions(vals[0], base, len(chunk), found)
 			}
 		}
 		if err != nil {
@@ -180,32 +187,49 @@ func confirm(ctx context.Context, r runner, s *Source, keys []string, vers []any
 	return found, older, nil
 }
 
-// appendSpelled appends to b the JSON array of the positions of the keys
-// spelled reports (all, if nil), or returns nil if there is none.
-func appendSpelled(b []byte, keys []string, spelled func(string) bool) []byte {
-	b = append(b, '[')
+// appendSpelled appends to b the list of the positions of the keys spelled
+// reports (all, if nil), or returns nil if there is none: a JSON array, or
+// plain a byte per key, '1' for those (inPositions reads either).
+func (s *Source) appendSpelled(b []byte, keys []string, spelled func(string) bool) []byte {
+	if !s.plain {
+		b = append(b, '[')
+	}
 	n := 0
 	for i, k := range keys {
 		if spelled != nil && !spelled(k) {
+			if s.plain {
+				b = append(b, '0')
+			}
 			continue
 		}
-		if n > 0 {
+		switch {
+		case s.plain:
+			b = append(b, '1')
+		case n > 0:
 			b = append(b, ',')
+			fallthrough
+		default:
+			b = strconv.AppendInt(b, int64(i), 10)
 		}
-		b = strconv.AppendInt(b, int64(i), 10)
 		n++
 	}
 	if n == 0 {
 		return nil
 	}
+	if s.plain {
+		return b
+	}
 	return append(b, ']')
 }
 
-// spelledArg is the spellings parameter n: the array sp, or 1 for a
-// single key.
-func spelledArg(n int, single bool, sp []byte) driver.NamedValue {
-	if single {
+// spelledArg is the spellings parameter n: the list sp, or 1 for a single
+// key.
+func (s *Source) spelledArg(n int, single bool, sp []byte) driver.NamedValue {
+	switch {
+	case single:
 		return arg(n, int64(1))
+	case s.plain:
+		return arg(n, sp)
 	}
 	return arg(n, string(sp))
 }

@@ -117,16 +117,15 @@ func firstInt(ctx context.Context, r runner, q string, args ...driver.NamedValue
 	return n, nil
 }
 
-// eachKey runs q, whose rows are a key each as a JSON string (json_quote)
-// or NULL, and hands fn every key (ok false for a NULL).
-func (c *Conn) eachKey(ctx context.Context, q string, fn func(k string, ok bool) error, args ...driver.NamedValue) error {
+// eachKey runs q, whose rows are a key each (s.quote) or NULL, and hands
+// fn every key (ok false for a NULL).
+func (c *Conn) eachKey(ctx context.Context, s *Source, q string, fn func(k string, ok bool) error, args ...driver.NamedValue) error {
 	dest := make([]driver.Value, 1)
 	return c.each(ctx, q, dest, func() error {
-		js, ok := dest[0].(string)
-		if !ok {
+		if dest[0] == nil {
 			return fn("", false)
 		}
-		k, err := parseString(js)
+		k, err := s.parseKey(dest[0])
 		if err != nil {
 			return err
 		}

@@ -34,6 +34,7 @@ type Knobs struct {
 	ShortKey      int           // longest key read inside a chunk's JSON array (512); longer ones one by one
 	NoChunkedScan bool          // scan row by row, as for a source without an index
 	LeaseTerm     time.Duration // how long a scan's lease lasts unless renewed (LeaseTerm)
+	PlainSQL      bool          // the plain dialect whatever the SQLite (dialect.go)
 }
 
 func (k Knobs) withDefaults() Knobs {

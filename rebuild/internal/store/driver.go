@@ -28,6 +28,9 @@ type Driver struct {
 	// leaksCancelled: a query whose context ends while the driver runs it
 	// loses its statement, unfinalized (see QueryContext).
 	leaksCancelled bool
+	// plain: the SQLite lacks the JSON statements, and the plain dialect
+	// stands in (dialect.go); set by checkEngine, before any source.
+	plain bool
 }
 
 // QueryContext returns the context for a query the library runs under
@@ -96,6 +99,7 @@ var supported = map[string]string{
 	"github.com/mattn/go-sqlite3":          "github.com/mattn/go-sqlite3",
 	"modernc.org/sqlite":                   "modernc.org/sqlite",
 	"github.com/ncruces/go-sqlite3/driver": "github.com/ncruces/go-sqlite3",
+	"github.com/mutecomm/go-sqlcipher/v4":  "github.com/mutecomm/go-sqlcipher/v4",
 }
 
 // NewDriver returns the driver d, or if nil the default (mattn/go-sqlite3,
@@ -118,7 +122,7 @@ func NewDriver(d driver.Driver) (*Driver, error) {
 	}
 	name, ok := supported[pkgPath(d)]
 	if !ok {
-		return nil, fmt.Errorf("choose SQLite driver: %T is not one the library supports (github.com/mattn/go-sqlite3, modernc.org/sqlite, github.com/ncruces/go-sqlite3/driver); "+
+		return nil, fmt.Errorf("choose SQLite driver: %T is not one the library supports (github.com/mattn/go-sqlite3, modernc.org/sqlite, github.com/ncruces/go-sqlite3/driver, github.com/mutecomm/go-sqlcipher/v4); "+
 			"if it wraps one of them, pass the driver it wraps: %w", d, ErrUnsupportedDriver)
 	}
 	return &Driver{drv: d, Name: name, columnsFirst: name == "github.com/ncruces/go-sqlite3",
@@ -196,7 +200,7 @@ func (d *Driver) pool(path, mode string, busy time.Duration, params url.Values) 
 	ms := strconv.FormatInt(busy.Milliseconds(), 10)
 	opts := "mode=" + mode + "&cache=private"
 	switch d.Name {
-	case "github.com/mattn/go-sqlite3": // keep SQLite's synchronous=FULL, not mattn's NORMAL
+	case "github.com/mattn/go-sqlite3", "github.com/mutecomm/go-sqlcipher/v4": // keep SQLite's synchronous=FULL, not mattn's NORMAL
 		opts += "&_busy_timeout=" + ms + "&_synchronous=FULL"
 	default: // modernc and ncruces run the PRAGMAs a DSN lists
 		opts += "&_pragma=busy_timeout(" + ms + ")"
@@ -237,27 +241,40 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 
 func (c *connector) Driver() driver.Driver { return c.d.drv }
 
-// minVersion is the oldest SQLite the statements run on: json_each and
-// json_group_array built in (3.38), octet_length (3.43), a NUL inside a
-// JSON string read back whole from json_each (3.45).
-const minVersion = 3_045_000
+// minVersion is the oldest SQLite the JSON dialect runs on: json_each
+// and json_group_array built in (3.38), octet_length (3.43), a NUL inside
+// a JSON string read back whole from json_each (3.45). minPlainVersion is
+// the oldest the plain dialect is tested on (SQLCipher 4.4.2's); it needs
+// aggregates with FILTER (3.30).
+const (
+	minVersion      = 3_045_000
+	minPlainVersion = 3_033_000
+)
 
-// checkEngine checks that the driver's SQLite can run the statements.
+// checkEngine checks that the driver's SQLite can run the statements, and
+// chooses their dialect: JSON where the SQLite has it (unless
+// Knobs.PlainSQL), plain otherwise.
 func (d *Driver) checkEngine(ctx context.Context, c *Conn) error {
 	var vals [1]driver.Value
-	err := c.first(ctx, `SELECT json_quote(sqlite_version()) WHERE octet_length('é') = 2
-		AND (SELECT octet_length(value) FROM json_each('["a\u0000b"]')) = 3`, vals[:])
-	var v string
-	if err == nil {
-		s, _ := vals[0].(string)
-		v, err = parseString(s)
+	err := c.first(ctx, `SELECT sqlite_version()`, vals[:])
+	if err != nil {
+		return fmt.Errorf("check SQLite through %s: %w: %w", d.Name, err, ErrUnsupportedDriver)
 	}
-	switch {
-	case err != nil:
-		return fmt.Errorf("check SQLite through %s: %w (the library needs SQLite 3.45.0 or later, with the JSON functions): %w", d.Name, err, ErrUnsupportedDriver)
-	case versionNumber(v) < minVersion:
-		return fmt.Errorf("check SQLite through %s: version %q, the library needs 3.45.0 or later (the JSON functions, octet_length, NULs inside JSON strings): %w", d.Name, v, ErrUnsupportedDriver)
+	v := textValue(vals[0])
+	if versionNumber(v) >= minVersion && !c.db.knobs.PlainSQL {
+		err = c.first(ctx, `SELECT 1 WHERE octet_length('é') = 2
+			AND (SELECT octet_length(value) FROM json_each('["a\u0000b"]')) = 3`, vals[:])
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("check SQLite through %s: %w", d.Name, err)
+		}
 	}
+	if versionNumber(v) < minPlainVersion {
+		return fmt.Errorf("check SQLite through %s: version %q, the library needs 3.33.0 or later: %w", d.Name, v, ErrUnsupportedDriver)
+	}
+	d.plain = true
 	return nil
 }
 

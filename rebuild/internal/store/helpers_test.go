@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -42,12 +43,31 @@ func openStore(t testing.TB, path string, knobs Knobs) *DB {
 	if err != nil {
 		t.Fatal(err)
 	}
+	knobs.PlainSQL = knobs.PlainSQL || os.Getenv("SYNCFILTER_TEST_PLAIN") != ""
 	db, err := Open(context.Background(), path, Options{Driver: d, Readers: 2, BusyTimeout: 10 * time.Second, Knobs: knobs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
 	return db
+}
+
+// skipBelow skips t when the tests' SQLite is older than version (a
+// statement the test runs needs it; the library's do not).
+func skipBelow(t testing.TB, version string) {
+	t.Helper()
+	q, err := testdriver.Open(filepath.Join(t.TempDir(), "version.db"), testdriver.App{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	var v string
+	if err := q.QueryRow(`SELECT sqlite_version()`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if versionNumber(v) < versionNumber(version) {
+		t.Skipf("SQLite %s: the test needs %s", v, version)
+	}
 }
 
 // attach resolves and attaches table.column.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"strconv"
 	"strings"
@@ -186,7 +187,7 @@ func compareVersions(list string, base int, vers []any, found, older []int) ([]i
 	}
 	body := list[1 : len(list)-1]
 	i := 0
-	for pos, v := range vers {
+	for pos := range vers {
 		if pos > 0 {
 			if i >= len(body) || body[i] != ',' {
 				return found, older, errKeyArray
@@ -202,27 +203,9 @@ func compareVersions(list string, base int, vers []any, found, older []int) ([]i
 			return found, older, err
 		}
 		i = next
-		digits := 0
-		for digits < len(str) && str[digits] >= '0' && str[digits] <= '9' {
-			digits++
-		}
-		if at, err := strconv.Atoi(str[:digits]); err != nil || at != pos || digits == len(str) {
-			return found, older, errKeyArray
-		}
-		fresh := false
-		switch tag, stored := str[digits], str[digits+1:]; {
-		case tag == 't':
-			given, isText := v.(string)
-			fresh = isText && stored >= given
-		case tag == 'i':
-			n, err := strconv.ParseInt(stored, 10, 64)
-			if err != nil {
-				return found, older, errKeyArray
-			}
-			given, isInt := v.(int64)
-			fresh = isInt && n >= given
-		case tag != 'o' || stored != "":
-			return found, older, errKeyArray
+		at, fresh, err := versionEntry(str, vers, pos-1)
+		if err != nil || at != pos {
+			return found, older, cmp.Or(err, errKeyArray)
 		}
 		found = append(found, base+pos)
 		if !fresh {
@@ -233,6 +216,35 @@ func compareVersions(list string, base int, vers []any, found, older []int) ([]i
 		return found, older, errKeyArray
 	}
 	return found, older, nil
+}
+
+// versionEntry reads one value of versionsSQL: the key's position (after
+// prev, below len(vers)) and whether its rows hold a version at least the
+// one asked (vers[pos]).
+func versionEntry(str string, vers []any, prev int) (pos int, fresh bool, err error) {
+	digits := 0
+	for digits < len(str) && str[digits] >= '0' && str[digits] <= '9' {
+		digits++
+	}
+	pos, err = strconv.Atoi(str[:digits])
+	if err != nil || pos <= prev || pos >= len(vers) || digits == len(str) {
+		return 0, false, errKeyArray
+	}
+	switch tag, stored := str[digits], str[digits+1:]; {
+	case tag == 't':
+		given, isText := vers[pos].(string)
+		fresh = isText && stored >= given
+	case tag == 'i':
+		n, err := strconv.ParseInt(stored, 10, 64)
+		if err != nil {
+			return 0, false, errKeyArray
+		}
+		given, isInt := vers[pos].(int64)
+		fresh = isInt && n >= given
+	case tag != 'o' || stored != "":
+		return 0, false, errKeyArray
+	}
+	return pos, fresh, nil
 }
 
 // unescape decodes the escapes of a JSON string's contents.

@@ -82,8 +82,8 @@ const (
 // NUL, the only keys that may be stored in a spelling other than NFC:
 // length() stops at the first NUL and counts characters, octet_length()
 // counts every byte (a GLOB would stop at a NUL too).
-func nonASCIIKey(col string) string {
-	return `length(` + col + `) <> octet_length(` + col + `)`
+func (s *Source) nonASCIIKey(col string) string {
+	return `length(` + col + `) <> ` + s.octets(col)
 }
 
 // ReadLog hands fn the text keys logged with after < seq <= upTo (only
@@ -110,10 +110,9 @@ func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonAS
 			}
 			end = uint64(next) - 1
 		}
-		list, _ := vals[0].(string)
-		keys, err = parseKeyArray(list, keys[:0])
+		keys, err = s.parseKeys(vals[0], keys[:0])
 		if n, _ := vals[2].(int64); n > 0 && err == nil {
-			err = c.eachKey(ctx, long, func(k string, _ bool) error {
+			err = c.eachKey(ctx, s, long, func(k string, _ bool) error {
 				keys = append(keys, k)
 				return nil
 			}, arg(1, int64(after)), arg(2, int64(end)), arg(3, short))
@@ -136,10 +135,10 @@ func (c *Conn) ReadLog(ctx context.Context, s *Source, after, upTo uint64, nonAS
 func arg(ordinal int, v any) driver.NamedValue { return driver.NamedValue{Ordinal: ordinal, Value: v} }
 
 // logFilter is the condition on a log entry worth reading.
-func logFilter(nonASCII bool) string {
-	f := `typeof(key) = 'text' AND octet_length(key) <= ` + strconv.Itoa(MaxStoredBytes)
+func (s *Source) logFilter(nonASCII bool) string {
+	f := `typeof(key) = 'text' AND ` + s.octets("key") + ` <= ` + strconv.Itoa(MaxStoredBytes)
 	if nonASCII {
-		f += ` AND ` + nonASCIIKey("key")
+		f += ` AND ` + s.nonASCIIKey("key")
 	}
 	return f
 }
@@ -148,9 +147,9 @@ func logFilter(nonASCII bool) string {
 // reading of at most ?4 bytes as a JSON array, how many entries, how many
 // longer keys worth reading, and the first seq after ?2 up to ?3.
 func (s *Source) logSQL(nonASCII bool) string {
-	f := logFilter(nonASCII)
-	return `SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4), count(*),
-		count(*) FILTER (WHERE ` + f + ` AND octet_length(key) > ?4),
+	f := s.logFilter(nonASCII)
+	return `SELECT ` + s.groupKeys("key", f+` AND `+s.octets("key")+` <= ?4`) + `, count(*),
+		count(*) FILTER (WHERE ` + f + ` AND ` + s.octets("key") + ` > ?4),
 		(SELECT min(seq) FROM ` + s.Log + ` WHERE seq > ?2 AND seq <= ?3)
 		FROM ` + s.Log + ` WHERE seq > ?1 AND seq <= ?2`
 }
@@ -158,7 +157,7 @@ func (s *Source) logSQL(nonASCII bool) string {
 // longLogSQL reads the keys worth reading of more than ?3 bytes logged
 // with ?1 < seq <= ?2, one row each.
 func (s *Source) longLogSQL(nonASCII bool) string {
-	return `SELECT json_quote(key) FROM ` + s.Log + ` WHERE seq > ?1 AND seq <= ?2 AND ` + logFilter(nonASCII) + ` AND octet_length(key) > ?3`
+	return `SELECT ` + s.quote("key") + ` FROM ` + s.Log + ` WHERE seq > ?1 AND seq <= ?2 AND ` + s.logFilter(nonASCII) + ` AND ` + s.octets("key") + ` > ?3`
 }
 
 // TagAt returns the tag of the log entry at seq (0 if there is none).

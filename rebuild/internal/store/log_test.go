@@ -58,7 +58,7 @@ func TestReadLogByRange(t *testing.T) {
 		for _, after := range []uint64{0, 3, 31, 49, 120, 194, 202} {
 			const upTo = 202
 			var want []string
-			rows, err := app.Query(`SELECT key FROM `+s.Log+` WHERE seq > ? AND seq <= ? AND typeof(key) = 'text' AND octet_length(key) <= ? ORDER BY seq`, after, upTo, MaxStoredBytes)
+			rows, err := app.Query(`SELECT key FROM `+s.Log+` WHERE seq > ? AND seq <= ? AND typeof(key) = 'text' AND length(CAST(key AS BLOB)) <= ? ORDER BY seq`, after, upTo, MaxStoredBytes)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -55,6 +55,8 @@ func TestLookupUsesTheIndex(t *testing.T) {
 			rows.Close()
 			searches := false
 			for _, d := range plan {
+				// SQLite before 3.36 names the table and its alias.
+				d = strings.Replace(strings.Replace(d, " TABLE t AS t ", " t ", 1), " TABLE t ", " t ", 1)
 				if strings.HasPrefix(d, "SCAN t") {
 					t.Errorf("%s: %s scans the table: %q", schema, st.name, plan)
 				}

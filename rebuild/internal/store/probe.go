@@ -52,12 +52,12 @@ func (s *Source) probeSQL(p probeShape) string {
 	cols := `(SELECT schema_version FROM pragma_schema_version())`
 	from := ""
 	if s.Logged {
-		f, log := logFilter(p.nonASCII), inMain(s.Log)
+		f, log := s.logFilter(p.nonASCII), inMain(s.Log)
 		cols += `, ` + s.headCols() + `, c.keys, c.long, (SELECT tag FROM ` + log + ` WHERE seq = ?2)`
 		// A range read only if it reaches the head: a LIMIT subquery runs
 		// as a co-routine costing ~10µs even on an empty log.
-		from = ` FROM ` + inMain(SourcesTable) + ` s, (SELECT json_group_array(key) FILTER (WHERE ` + f + ` AND octet_length(key) <= ?4) AS keys,
-			count(*) FILTER (WHERE ` + f + ` AND octet_length(key) > ?4) AS long
+		from = ` FROM ` + inMain(SourcesTable) + ` s, (SELECT ` + s.groupKeys("key", f+` AND `+s.octets("key")+` <= ?4`) + ` AS keys,
+			count(*) FILTER (WHERE ` + f + ` AND ` + s.octets("key") + ` > ?4) AS long
 			FROM ` + log + ` WHERE seq > ?2 AND seq <= ?2 + ?3 AND (SELECT max(seq) FROM ` + log + `) <= ?2 + ?3) c
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 	}
@@ -100,7 +100,7 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 	if p.confirm {
 		args[0].Value, args[5].Value = list, o.Schema
 		if p.spellings {
-			args[4] = spelledArg(5, p.single, sp)
+			args[4] = s.spelledArg(5, p.single, sp)
 		}
 	}
 	if s.Logged {
@@ -122,21 +122,21 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 
 // shapeProbe returns the probe's variant for o, the keys to bind (their
 // array, or the one key) and the positions to confirm through spellings.
-func shapeProbe(s *Source, o ProbeOptions) (p probeShape, list string, sp []byte) {
+func shapeProbe(s *Source, o ProbeOptions) (p probeShape, list any, sp []byte) {
 	p = probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII, versioned: o.Versions != nil}
 	switch {
 	case p.single:
 		list = o.Keys[0]
 	case p.confirm:
 		if p.confirm = fitsOne(o.Keys); p.confirm {
-			list = keyArray(o.Keys)
-			p.confirm = len(list) <= listBytes
+			list = s.keyList(o.Keys)
+			p.confirm = listLen(list) <= listBytes
 		}
 	}
 	if !p.confirm {
 		p.single, p.versioned = false, false
 	} else if o.Spellings && s.Logged {
-		sp = appendSpelled(nil, o.Keys, o.Spelled)
+		sp = s.appendSpelled(nil, o.Keys, o.Spelled)
 		p.spellings = sp != nil
 	}
 	return p, list, sp
@@ -157,8 +157,7 @@ func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, 
 		}
 		out.AfterTag, out.AfterFound = vals[headValues+2].(int64)
 		if long, _ := vals[headValues+1].(int64); long == 0 && out.Head.Seq <= tailEnd {
-			list, _ := vals[headValues].(string)
-			if out.Logged, err = parseKeyArray(list, out.Logged); err != nil {
+			if out.Logged, err = s.parseKeys(vals[headValues], out.Logged); err != nil {
 				return fmt.Errorf("read log: %w", err)
 			}
 			out.Tail = true
@@ -172,11 +171,10 @@ func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, 
 		out.Confirmed = false // the caller's view is out of date
 		return nil
 	}
-	list, _ := vals[0].(string)
 	if p.versioned {
-		out.Found, out.Older, err = compareVersions(list, 0, o.Versions, out.Found, out.Older)
+		out.Found, out.Older, err = s.compareVersions(vals[0], 0, o.Versions, out.Found, out.Older)
 	} else {
-		out.Found, err = parsePositions(list, 0, len(o.Keys), out.Found)
+		out.Found, err = s.parsePositions(vals[0], 0, len(o.Keys), out.Found)
 	}
 	if err != nil {
 		return fmt.Errorf("read found keys: %w", err)

@@ -96,11 +96,9 @@ func (c *Conn) scanChunk(ctx context.Context, s *Source, first bool, last string
 	if got == 0 {
 		return keys, "", false, nil
 	}
-	list, _ := vals[0].(string)
-	js, _ := vals[2].(string)
-	keys, err = parseKeyArray(list, keys)
+	keys, err = s.parseKeys(vals[0], keys)
 	if err == nil {
-		top, err = parseString(js)
+		top, err = s.parseKey(vals[2])
 	}
 	if err != nil {
 		return keys, "", false, fmt.Errorf("read keys: %w", err)
@@ -110,7 +108,7 @@ func (c *Conn) scanChunk(ctx context.Context, s *Source, first bool, last string
 		return keys, "", false, fmt.Errorf("read keys: %d in the array and %d long, %d rows", len(keys), long, got)
 	}
 	if long > 0 {
-		err = c.eachKey(ctx, s.longSQL(op), func(k string, ok bool) error {
+		err = c.eachKey(ctx, s, s.longSQL(op), func(k string, ok bool) error {
 			if !ok { // too long to stand for any key
 				counts.Long++
 			} else {
@@ -126,8 +124,8 @@ func (c *Conn) scanChunk(ctx context.Context, s *Source, first bool, last string
 // first chunk, from the empty key), those of at most ?3 bytes as one JSON
 // array, how many, the largest (a JSON string), how many longer than ?3.
 func (s *Source) scanSQL(op string) string {
-	return `SELECT json_group_array(k) FILTER (WHERE octet_length(k) <= ?3), count(*), json_quote(max(k)),
-		count(*) FILTER (WHERE octet_length(k) > ?3)
+	return `SELECT ` + s.groupKeys("k", s.octets("k")+` <= ?3`) + `, count(*), ` + s.quote("max(k)") + `,
+		count(*) FILTER (WHERE ` + s.octets("k") + ` > ?3)
 		FROM (SELECT ` + s.QCol + ` AS k FROM ` + s.QTable + ` WHERE ` + s.QCol + ` ` + op + ` ?1 AND ` + s.QCol + ` < x'' ORDER BY ` + s.QCol + ` LIMIT ?2)`
 }
 
@@ -135,15 +133,15 @@ func (s *Source) scanSQL(op string) string {
 // up to ?2, one row each: a JSON string, or NULL when longer than
 // MaxStoredBytes.
 func (s *Source) longSQL(op string) string {
-	return `SELECT CASE WHEN octet_length(` + s.QCol + `) <= ` + strconv.Itoa(MaxStoredBytes) + ` THEN json_quote(` + s.QCol + `) END FROM ` + s.QTable +
-		` WHERE ` + s.QCol + ` ` + op + ` ?1 AND ` + s.QCol + ` <= ?2 AND ` + s.QCol + ` < x'' AND octet_length(` + s.QCol + `) > ?3`
+	return `SELECT CASE WHEN ` + s.octets(s.QCol) + ` <= ` + strconv.Itoa(MaxStoredBytes) + ` THEN ` + s.quote(s.QCol) + ` END FROM ` + s.QTable +
+		` WHERE ` + s.QCol + ` ` + op + ` ?1 AND ` + s.QCol + ` <= ?2 AND ` + s.QCol + ` < x'' AND ` + s.octets(s.QCol) + ` > ?3`
 }
 
 // scanRows reads the source row by row in one statement, handing text keys
 // over in chunks; ctx is checked every chunk.
 func (c *Conn) scanRows(ctx context.Context, s *Source, keysFn func([]string) error) (counts ScanCounts, err error) {
-	q := `SELECT typeof(` + s.QCol + `), CASE WHEN typeof(` + s.QCol + `) = 'text' AND octet_length(` + s.QCol + `) <= ` + strconv.Itoa(MaxStoredBytes) +
-		` THEN json_quote(` + s.QCol + `) END FROM ` + s.QTable
+	q := `SELECT typeof(` + s.QCol + `), CASE WHEN typeof(` + s.QCol + `) = 'text' AND ` + s.octets(s.QCol) + ` <= ` + strconv.Itoa(MaxStoredBytes) +
+		` THEN ` + s.quote(s.QCol) + ` END FROM ` + s.QTable
 	dest := make([]driver.Value, 2)
 	keys := make([]string, 0, c.db.knobs.ScanChunk)
 	flush := func() error {
@@ -161,12 +159,11 @@ func (c *Conn) scanRows(ctx context.Context, s *Source, keysFn func([]string) er
 		case "blob":
 			counts.Blobs++
 		case "text":
-			js, ok := dest[1].(string)
-			if !ok {
+			if dest[1] == nil {
 				counts.Long++
 				return nil
 			}
-			k, err := parseString(js)
+			k, err := s.parseKey(dest[1])
 			if err != nil {
 				return err
 			}

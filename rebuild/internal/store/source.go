@@ -132,6 +132,8 @@ type Source struct {
 	Log, Spellings, Ins, Upd string // the source's object names (from ID)
 
 	stmts sync.Map // stmtKey → statement, built at first use (sql)
+
+	plain bool // the statements' plain dialect (dialect.go)
 }
 
 // stmtKey is a statement of the hot paths, built once per source.
@@ -173,7 +175,7 @@ type Want struct {
 // attached yet will be).
 func Resolve(ctx context.Context, q querier, w Want) (*Source, error) {
 	table, column, allowUnindexed := w.Table, w.Column, w.AllowUnindexed
-	s := &Source{Table: table, Column: column, Policy: w.Policy, Version: w.Version}
+	s := &Source{Table: table, Column: column, Policy: w.Policy, Version: w.Version, plain: plainOf(q)}
 	if table == "" {
 		s.Table, s.Column, s.Own = OwnTable, OwnColumn, true
 		exists, err := hasTable(ctx, q, OwnTable)

@@ -21,8 +21,8 @@ func (db *DB) ScanSpellings(ctx context.Context, s *Source, fn func(key string) 
 	c, err := db.ownConn(ctx)
 	if err == nil {
 		defer c.close()
-		err = c.eachKey(ctx, `SELECT json_quote(`+s.QCol+`) FROM `+s.QTable+` WHERE typeof(`+s.QCol+`) = 'text' AND `+nonASCIIKey(s.QCol)+
-			` AND octet_length(`+s.QCol+`) <= `+strconv.Itoa(MaxStoredBytes), func(k string, _ bool) error { return fn(k) })
+		err = c.eachKey(ctx, s, `SELECT `+s.quote(s.QCol)+` FROM `+s.QTable+` WHERE typeof(`+s.QCol+`) = 'text' AND `+s.nonASCIIKey(s.QCol)+
+			` AND `+s.octets(s.QCol)+` <= `+strconv.Itoa(MaxStoredBytes), func(k string, _ bool) error { return fn(k) })
 	}
 	if err != nil {
 		return fmt.Errorf("scan stored spellings: %w", err)

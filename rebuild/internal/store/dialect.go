@@ -1,0 +1,233 @@
+package store
+
+import (
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// The statements that carry keys have two dialects. The JSON one (SQLite
+// 3.45 and later) passes keys in as one JSON array (json_each) and reads
+// them out as one (json_group_array, json_quote). The plain one, for an
+// older SQLite built without the JSON functions (SQLCipher 4.4's 3.33.0),
+// passes a list in as one BLOB, each key framed: six decimal digits of its
+// length in bytes, then its bytes, which a recursive CTE cuts at byte
+// offsets (substr of a BLOB counts bytes). It reads a list out as the text
+// group_concat joins, each value an 'x' and its bytes in hex (that
+// SQLite's group_concat ends its result at the first NUL). octet_length
+// is length(CAST(x AS BLOB)). Both carry any bytes, a NUL or invalid UTF-8
+// included, and each is one statement for every page size.
+
+// plainOf reports whether the statements run through q take the plain
+// dialect: the driver's SQLite lacks the JSON ones (checkEngine).
+func plainOf(q querier) bool {
+	switch q := q.(type) {
+	case *Conn:
+		return q.db.Driver.plain
+	case *Tx:
+		return q.drv.plain
+	}
+	return false
+}
+
+// frameDigits is the width of a framed key's length (MaxStoredBytes fits).
+const frameDigits = 6
+
+// octets is the length in bytes of the text x.
+func (s *Source) octets(x string) string {
+	if s.plain {
+		return `length(CAST(` + x + ` AS BLOB))`
+	}
+	return `octet_length(` + x + `)`
+}
+
+// keysFrom is the FROM item j over the list of keys p: j.key each key's
+// position, j.value the key.
+func (s *Source) keysFrom(p string) string {
+	if !s.plain {
+		return `json_each(` + p + `) j`
+	}
+	n := `CAST(CAST(substr(` + p + `, e.o, ` + strconv.Itoa(frameDigits) + `) AS TEXT) AS INTEGER)`
+	at := `e.o + ` + strconv.Itoa(frameDigits)
+	return `(WITH RECURSIVE e(key, o, value) AS (SELECT -1, 1, NULL
+		UNION ALL SELECT e.key + 1, ` + at + ` + ` + n + `, CAST(substr(` + p + `, ` + at + `, ` + n + `) AS TEXT) FROM e WHERE e.o <= length(` + p + `))
+		SELECT key, value FROM e WHERE key >= 0) j`
+}
+
+// inPositions is the condition that position x is in the list p
+// (appendSpelled's).
+func (s *Source) inPositions(x, p string) string {
+	if s.plain {
+		return `substr(` + p + `, ` + x + ` + 1, 1) = x'31'`
+	}
+	return x + ` IN (SELECT value FROM json_each(` + p + `))`
+}
+
+// groupKeys is the aggregate that lists the texts x of the rows filter
+// selects (parseKeys reads it).
+func (s *Source) groupKeys(x, filter string) string {
+	if s.plain {
+		return `group_concat(` + item(x) + `, '') FILTER (WHERE ` + filter + `)`
+	}
+	return `json_group_array(` + x + `) FILTER (WHERE ` + filter + `)`
+}
+
+// item is the text x as one item of a plain list out (NULL if x is).
+func item(x string) string { return `CASE WHEN ` + x + ` IS NOT NULL THEN 'x' || hex(` + x + `) END` }
+
+// groupPositions is the aggregate that lists the integers x
+// (parsePositions reads it).
+func (s *Source) groupPositions(x string) string {
+	if s.plain {
+		return `group_concat(` + x + `)`
+	}
+	return `json_group_array(` + x + `)`
+}
+
+// quote is the text x as one value parseKey reads (NULL if x is).
+func (s *Source) quote(x string) string {
+	if s.plain {
+		return `CAST(` + x + ` AS TEXT)`
+	}
+	return `json_quote(` + x + `)`
+}
+
+// keyList returns keys as the one parameter keysFrom reads.
+func (s *Source) keyList(keys []string) any {
+	if !s.plain {
+		return keyArray(keys)
+	}
+	n := 0
+	for _, k := range keys {
+		n += frameDigits + len(k)
+	}
+	b := make([]byte, 0, n)
+	for _, k := range keys {
+		b = appendFrame(b, k)
+	}
+	return b
+}
+
+// listLen is the length of a list keyList returned.
+func listLen(list any) int {
+	switch l := list.(type) {
+	case string:
+		return len(l)
+	case []byte:
+		return len(l)
+	}
+	return 0
+}
+
+// appendFrame appends k framed to b.
+func appendFrame(b []byte, k string) []byte {
+	var d [frameDigits]byte
+	n := len(k)
+	for i := frameDigits - 1; i >= 0; i-- {
+		d[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return append(append(b, d[:]...), k...)
+}
+
+// errKeyList is a framed list from SQLite this reader does not expect.
+var errKeyList = errors.New("unexpected list from group_concat")
+
+// parseKeys appends the keys of a list groupKeys made to out (NULL, nil
+// here, is an empty plain list).
+func (s *Source) parseKeys(v any, out []string) ([]string, error) {
+	list := textValue(v)
+	if !s.plain {
+		return parseKeyArray(list, out)
+	}
+	for i := 0; i < len(list); {
+		k, next, err := readItem(list, i)
+		if err != nil {
+			return out, err
+		}
+		out, i = append(out, k), next
+	}
+	return out, nil
+}
+
+// readItem reads the item of a plain list at list[i:], and returns the
+// index after it.
+func readItem(list string, i int) (string, int, error) {
+	if list[i] != 'x' {
+		return "", 0, errKeyList
+	}
+	end := strings.IndexByte(list[i+1:], 'x')
+	if end < 0 {
+		end = len(list)
+	} else {
+		end += i + 1
+	}
+	b, err := hex.DecodeString(list[i+1 : end])
+	if err != nil {
+		return "", 0, errKeyList
+	}
+	return string(b), end, nil
+}
+
+// parseKey reads one value quote made.
+func (s *Source) parseKey(v any) (string, error) {
+	if s.plain {
+		return textValue(v), nil
+	}
+	return parseString(textValue(v))
+}
+
+// parsePositions appends base+i for every position i (below n) of a list
+// groupPositions made to out.
+func (s *Source) parsePositions(v any, base, n int, out []int) ([]int, error) {
+	list := textValue(v)
+	if !s.plain {
+		return parsePositions(list, base, n, out)
+	}
+	for i := 0; i < len(list); {
+		if i > 0 {
+			if list[i] != ',' || i+1 == len(list) {
+				return out, errKeyList
+			}
+			i++
+		}
+		p, start := 0, i
+		for i < len(list) && list[i] >= '0' && list[i] <= '9' && i-start < 10 {
+			p = p*10 + int(list[i]-'0')
+			i++
+		}
+		if i == start || i < len(list) && list[i] != ',' || p >= n {
+			return out, errKeyList
+		}
+		out = append(out, base+p)
+	}
+	return out, nil
+}
+
+// compareVersions is the package's compareVersions for a list of either
+// dialect (plain: only the keys with rows, in position order).
+func (s *Source) compareVersions(v any, base int, vers []any, found, older []int) ([]int, []int, error) {
+	list := textValue(v)
+	if !s.plain {
+		return compareVersions(list, base, vers, found, older)
+	}
+	prev := -1
+	for i := 0; i < len(list); {
+		str, next, err := readItem(list, i)
+		if err != nil {
+			return found, older, err
+		}
+		i = next
+		pos, fresh, err := versionEntry(str, vers, prev)
+		if err != nil {
+			return found, older, err
+		}
+		prev = pos
+		found = append(found, base+pos)
+		if !fresh {
+			older = append(older, base+pos)
+		}
+	}
+	return found, older, nil
+}
