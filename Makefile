@@ -118,12 +118,26 @@ NCRUCES = set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	sed '1s|^//go:build ignore$$|//go:build !cgo \|\| syncfilter_nomattn|' internal/testdriver/ncruces.go >"$$tmp/ncruces.go"; \
 	printf '{"Replace":{"%s":"%s"}}' "$(CURDIR)/internal/testdriver/ncruces.go" "$$tmp/ncruces.go" >"$$tmp/overlay.json"; \
 	GOWORK="$(CURDIR)/internal/ncruces/go.work" CGO_ENABLED=0 SYNCFILTER_TEST_DRIVER=ncruces $(GO) test -overlay "$$tmp/overlay.json"
+# SQLCipher (github.com/mutecomm/go-sqlcipher/v4, SQLite 3.33.0 without
+# the JSON functions: the statements' plain dialect) is a fork of mattn,
+# whose C symbols it shares: its runs build with -tags syncfilter_nomattn
+# through SQLCIPHER, the workspace internal/sqlcipher/go.work and an
+# overlay of internal/testdriver/sqlcipher.go, as ncruces' do. make test
+# runs the plain dialect's statements on mattn's SQLite (the store
+# package with SYNCFILTER_TEST_PLAIN); make drivers runs every behaviour
+# test on SQLCipher, TestEncrypted with its keys among them.
+SQLCIPHER = set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	sed '1s|^//go:build ignore$$|//go:build cgo \&\& syncfilter_nomattn|' internal/testdriver/sqlcipher.go >"$$tmp/sqlcipher.go"; \
+	printf '{"Replace":{"%s":"%s"}}' "$(CURDIR)/internal/testdriver/sqlcipher.go" "$$tmp/sqlcipher.go" >"$$tmp/overlay.json"; \
+	GOWORK="$(CURDIR)/internal/sqlcipher/go.work" SYNCFILTER_TEST_DRIVER=sqlcipher $(GO) test -tags syncfilter_nomattn -overlay "$$tmp/overlay.json"
 drivers-short:
 	SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
+	SYNCFILTER_TEST_PLAIN=1 $(GO) test -count=1 ./rebuild/internal/store
 
 drivers: drivers-short
 	SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
 	@$(NCRUCES) -count=1 ./rebuild/... ./internal/sqlitecode
+	@$(SQLCIPHER) -count=1 ./rebuild/... ./internal/sqlitecode
 
 # The app and the library in one process under load, with each driver, in
 # WAL and DELETE mode, the library given the app's driver or its *sql.DB:
@@ -136,6 +150,7 @@ stress:
 	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 	@export SYNCFILTER_STRESS_TIME=$(STRESSTIME); $(NCRUCES) -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
+	@export SYNCFILTER_STRESS_TIME=$(STRESSTIME); $(SQLCIPHER) -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 
 # The canonical form is NFC as of Unicode 15.0.0 (normalize.PinnedUnicode).
 # Go 1.27 builds golang.org/x/text from v0.34.0 on with Unicode 17.0.0
@@ -256,7 +271,9 @@ syncbench-short:
 # rows and 400 pages on 2 cores, the defaults several times that.
 # SYNCBENCH_DRIVER=modernc builds with -tags modernc (modernc beside
 # mattn), ncruces with -tags syncfilter_nomattn (ncruces in place of
-# mattn: both register "sqlite3").
+# mattn: both register "sqlite3"), sqlcipher with -tags
+# syncfilter_nomattn,syncfilter_sqlcipher (every database encrypted, a
+# raw key; the bench module requires go-sqlcipher/v4).
 SYNCBENCH_DRIVER ?= mattn
 SYNCBENCH_REAL_ROWS ?= 1000000
 SYNCBENCH_REAL_PAGES ?= 1500
@@ -264,7 +281,7 @@ SYNCBENCH_REAL_WAITS ?= 0,5ms,20ms-50ms
 SYNCBENCH_REAL_AFTER ?= 0,0.5
 SYNCBENCH_REAL_FIXED ?=
 SYNCBENCH_COLLECTION_ROWS ?= 1000000
-SYNCBENCH_TAGS = $(if $(filter modernc,$(SYNCBENCH_DRIVER)),-tags modernc)$(if $(filter ncruces,$(SYNCBENCH_DRIVER)),-tags syncfilter_nomattn)
+SYNCBENCH_TAGS = $(if $(filter modernc,$(SYNCBENCH_DRIVER)),-tags modernc)$(if $(filter ncruces,$(SYNCBENCH_DRIVER)),-tags syncfilter_nomattn)$(if $(filter sqlcipher,$(SYNCBENCH_DRIVER)),-tags syncfilter_nomattn$(comma)syncfilter_sqlcipher)
 SYNCBENCH_REAL = cd bench && $(GO) run $(SYNCBENCH_TAGS) ./cmd/syncbench
 syncbench-real:
 	$(SYNCBENCH_REAL) real -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_REAL_ROWS) -pages $(SYNCBENCH_REAL_PAGES) -waits $(SYNCBENCH_REAL_WAITS) -after $(SYNCBENCH_REAL_AFTER) -fixed '$(SYNCBENCH_REAL_FIXED)' -v
@@ -283,7 +300,7 @@ syncbench-real:
 SYNCBENCH_ABLATION_ROWS ?= 300000
 SYNCBENCH_ABLATION_PAGES ?= 400
 comma := ,
-SYNCBENCH_ABLATION_TAGS = syncfilter_ablate$(if $(filter modernc,$(SYNCBENCH_DRIVER)),$(comma)modernc)$(if $(filter ncruces,$(SYNCBENCH_DRIVER)),$(comma)syncfilter_nomattn)
+SYNCBENCH_ABLATION_TAGS = syncfilter_ablate$(if $(filter modernc,$(SYNCBENCH_DRIVER)),$(comma)modernc)$(if $(filter ncruces,$(SYNCBENCH_DRIVER)),$(comma)syncfilter_nomattn)$(if $(filter sqlcipher,$(SYNCBENCH_DRIVER)),$(comma)syncfilter_nomattn$(comma)syncfilter_sqlcipher)
 syncbench-ablation:
 	cd bench && $(GO) run -tags $(SYNCBENCH_ABLATION_TAGS) ./cmd/syncbench ablation -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_ABLATION_ROWS) -pages $(SYNCBENCH_ABLATION_PAGES) -waits 0,5ms,20ms-50ms -after 0,0.5 -v
 

@@ -53,7 +53,11 @@ func BaseDB(ctx context.Context, shape Shape, rows int64) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("make cache dir: %w", err)
 	}
-	path := filepath.Join(dir, fmt.Sprintf("%s-%d-v%d.db", shape.Name, rows, baseVersion))
+	enc := "" // an encrypted copy (SQLCipher's) is kept apart
+	if len(DefaultDriver().Params) > 0 {
+		enc = "-" + DefaultDriver().Name
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d-v%d%s.db", shape.Name, rows, baseVersion, enc))
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}

@@ -30,6 +30,10 @@ type Driver struct {
 	// _journal_mode, _sync and _cache_size (which modernc reads too).
 	pragmas bool
 	build   string // how to build a binary that links it
+	// Params are the connection parameters every connection to the
+	// database carries (the app's DSNs, the library's ConnParams): the
+	// key of an encrypted database.
+	Params url.Values
 }
 
 // Mattn is github.com/mattn/go-sqlite3 (cgo), the library's default.
@@ -49,6 +53,16 @@ var Modernc = Driver{Name: "modernc", SQLName: "sqlite", Module: "modernc.org/sq
 var Ncruces = Driver{Name: "ncruces", SQLName: "sqlite3", Module: "github.com/ncruces/go-sqlite3", pragmas: true,
 	build: "build with CGO_ENABLED=0 or -tags syncfilter_nomattn"}
 
+// Sqlcipher is github.com/mutecomm/go-sqlcipher/v4 (SQLCipher 4.4.2 on
+// SQLite 3.33.0, cgo), every database encrypted with a raw 256-bit key
+// (benchKey). A fork of mattn: a binary links one or the other
+// (driver_sqlcipher.go).
+var Sqlcipher = Driver{Name: "sqlcipher", SQLName: "sqlite3", Module: "github.com/mutecomm/go-sqlcipher/v4",
+	build: "build with -tags syncfilter_nomattn,syncfilter_sqlcipher", Params: url.Values{"_pragma_key": {"x'" + benchKey + "'"}}}
+
+// benchKey is the key of the benchmarks' SQLCipher databases.
+const benchKey = "6d1f0c2b9a8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a392817065f4e"
+
 // drivers are the drivers linked into this binary.
 var drivers []Driver
 
@@ -59,7 +73,7 @@ func DriverNamed(name string) (Driver, error) {
 			return d, nil
 		}
 	}
-	for _, d := range []Driver{Mattn, Modernc, Ncruces} {
+	for _, d := range []Driver{Mattn, Modernc, Ncruces, Sqlcipher} {
 		if d.Name == name {
 			return Driver{}, fmt.Errorf("driver %s: this binary was built without it: %s", name, d.build)
 		}
@@ -75,7 +89,7 @@ func DriverNamed(name string) (Driver, error) {
 // tables, the loop benchmarks' baselines) and the -driver flags'
 // default: mattn when the binary links it, else ncruces.
 func DefaultDriver() Driver {
-	for _, name := range []string{Mattn.Name, Ncruces.Name, Modernc.Name} {
+	for _, name := range []string{Mattn.Name, Ncruces.Name, Sqlcipher.Name, Modernc.Name} {
 		if d, err := DriverNamed(name); err == nil {
 			return d
 		}
@@ -87,6 +101,12 @@ func DefaultDriver() Driver {
 // them (_busy_timeout, _journal_mode, _sync, _cache_size, _txlock),
 // translated for a driver that reads only _pragma.
 func (d Driver) DSN(path, opts string) string {
+	if len(d.Params) > 0 {
+		if opts != "" {
+			opts += "&"
+		}
+		opts += d.Params.Encode()
+	}
 	if !d.pragmas || opts == "" {
 		return DSN(path, opts)
 	}

@@ -1,4 +1,4 @@
-//go:build !cgo || syncfilter_nomattn
+//go:build (!cgo || syncfilter_nomattn) && !syncfilter_sqlcipher
 
 package syncbench
 

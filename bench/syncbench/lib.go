@@ -68,7 +68,7 @@ func openLib(ctx context.Context, d Driver, path string, app *sql.DB, src rebuil
 		return nil, err
 	}
 	ev := newLibEvents()
-	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: path, Driver: drv, DB: app, Logger: ev.logger()}, src)
+	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: path, Driver: drv, DB: app, Logger: ev.logger(), ConnParams: d.Params}, src)
 	if err != nil {
 		return nil, fmt.Errorf("open library: %w", err)
 	}
@@ -146,7 +146,7 @@ func BuildLibSnapshot(ctx context.Context, d Driver, path, table, snapshot strin
 	if err != nil {
 		return err
 	}
-	if _, err := ops.BuildSnapshot(ctx, rebuild.DBConfig{Path: path, Driver: drv}, libSource(table, snapshot)); err != nil {
+	if _, err := ops.BuildSnapshot(ctx, rebuild.DBConfig{Path: path, Driver: drv, ConnParams: d.Params}, libSource(table, snapshot)); err != nil {
 		return fmt.Errorf("build snapshot of %s: %w", table, err)
 	}
 	return nil
@@ -165,7 +165,7 @@ func OpenLibDB(ctx context.Context, d Driver, path string, app *sql.DB) (*LibDB,
 		return nil, err
 	}
 	ev := newLibEvents()
-	db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: path, Driver: drv, DB: app, Logger: ev.logger()})
+	db, err := rebuild.OpenDB(ctx, rebuild.DBConfig{Path: path, Driver: drv, DB: app, Logger: ev.logger(), ConnParams: d.Params})
 	if err != nil {
 		return nil, fmt.Errorf("open library database: %w", err)
 	}

@@ -111,7 +111,7 @@ func versionsBase(ctx context.Context, cfg VersionsConfig) (string, error) {
 		return "", err
 	}
 	src := rebuild.Source{Table: Table, Column: Column, Version: "ver", Snapshot: path + ".sfb"}
-	if _, err := ops.BuildSnapshot(ctx, rebuild.DBConfig{Path: path, Driver: drv}, src); err != nil {
+	if _, err := ops.BuildSnapshot(ctx, rebuild.DBConfig{Path: path, Driver: drv, ConnParams: cfg.Driver.Params}, src); err != nil {
 		return "", fmt.Errorf("build snapshot: %w", err)
 	}
 	return path, nil
@@ -186,7 +186,7 @@ func runVersions(ctx context.Context, cfg VersionsConfig, base string, libFirst 
 	if err != nil {
 		return nil, err
 	}
-	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: path, Driver: drv, DB: pool},
+	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: path, Driver: drv, DB: pool, ConnParams: cfg.Driver.Params},
 		rebuild.Source{Table: Table, Column: Column, Version: "ver", Snapshot: path + ".sfb"})
 	if err != nil {
 		return nil, err

@@ -51,7 +51,8 @@ func lookup(ctx context.Context, r runner, s *Source, key string) (bool, error) 
 
 // A confirmation carries at most confirmMax keys, as one JSON array
 // parameter of at most listBytes (json_each: one prepared statement for
-// every page size, each key looked up through the column's index).
+// every page size, each key looked up through the column's index); plain,
+// at most plainMax.
 const (
 	confirmMax = 1 << 15
 	listBytes  = 1 << 20
@@ -59,20 +60,28 @@ const (
 
 // fitsOne reports whether keys may travel in one array (its length before
 // escapes; the caller checks it again once built).
-func fitsOne(keys []string) bool {
+func (s *Source) fitsOne(keys []string) bool {
+	if s.plain {
+		return len(keys) <= plainMax
+	}
 	return len(keys) <= confirmMax && keyArraySize(keys) <= listBytes
 }
 
 // confirmShape is one variant of the confirmation statement (versioned:
-// the keys' stored versions are read too, versionsSQL).
-type confirmShape struct{ single, spellings, versioned bool }
+// the keys' stored versions are read too, versionsSQL; size: plain, the
+// keys it binds, from ?3 on).
+type confirmShape struct {
+	single, spellings, versioned bool
+	size                         int
+}
 
 // confirmSQL returns one row: the JSON array of the positions, in the
-// array keys, of the keys the source holds (positions: no string to copy
-// out and match again, no ephemeral table as IN (SELECT …) builds). single
-// binds the one key as itself (json_each costs half a lookup). With
-// spellings, a key not held as asked is looked up in the spellings table
-// if its position is in the array sp (single: sp = 1).
+// keys (the FROM item keysFrom returns), of the keys the source holds
+// (positions: no string to copy out and match again, no ephemeral table as
+// IN (SELECT …) builds). single binds the one key as itself, the parameter
+// keys (json_each costs half a lookup). With spellings, a key not held as
+// asked is looked up in the spellings table if its position is in the
+// list sp (single: sp = 1).
 func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 	val, inSp := `j.value`, s.inPositions(`j.key`, sp)
 	if single {
@@ -89,7 +98,7 @@ func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 	case single:
 		return `SELECT CASE WHEN ` + cond + ` THEN '[0]' ELSE '[]' END`
 	}
-	return `SELECT ` + s.groupPositions(`j.key`) + ` FROM ` + s.keysFrom(keys) + ` WHERE ` + cond
+	return `SELECT ` + s.groupPositions(`j.key`) + ` FROM ` + keys + ` WHERE ` + cond
 }
 
 // versionsSQL is confirmSQL for keys asked with versions: one row, the
@@ -124,11 +133,11 @@ func (s *Source) versionsSQL(spellings, single bool, keys, sp string) string {
 	case s.plain && single:
 		return `SELECT group_concat(` + item("v") + `, '') FROM (SELECT ` + x + ` AS v)`
 	case s.plain:
-		return `SELECT group_concat(` + item("v") + `, '') FROM (SELECT ` + x + ` AS v FROM ` + s.keysFrom(keys) + `)`
+		return `SELECT group_concat(` + item("v") + `, '') FROM (SELECT ` + x + ` AS v FROM ` + keys + `)`
 	case single:
 		return `SELECT json_array(` + x + `)`
 	}
-	return `SELECT json_group_array(` + x + `) FROM json_each(` + keys + `) j`
+	return `SELECT json_group_array(` + x + `) FROM ` + keys
 }
 
 // Confirm appends to found the position in keys of every key the source
@@ -151,7 +160,11 @@ func confirm(ctx context.Context, r runner, s *Source, keys []string, vers []any
 	var sbuf []byte
 	for start := 0; start < len(keys); {
 		end, size := start, 2
-		for end < len(keys) && end-start < confirmMax && (end == start || size+len(keys[end])+3 <= listBytes/6) {
+		most := confirmMax
+		if s.plain {
+			most = plainMax
+		}
+		for end < len(keys) && end-start < most && (end == start || size+len(keys[end])+3 <= listBytes/6) {
 			size += len(keys[end]) + 3
 			end++
 		}
@@ -163,14 +176,26 @@ func confirm(ctx context.Context, r runner, s *Source, keys []string, vers []any
 			sbuf = sp
 		}
 		shape := confirmShape{single: len(chunk) == 1, spellings: sp != nil, versioned: vers != nil}
+		// ?1 the keys (a JSON array, or the one key), ?2 the spellings'
+		// positions; plain, the keys from ?3 on. Every parameter up to
+		// the highest the statement names is bound (drivers count them).
 		args := make([]driver.NamedValue, 1, 2)
-		if shape.single {
+		switch {
+		case shape.single:
 			args[0] = arg(1, chunk[0])
-		} else {
-			args[0] = arg(1, s.keyList(chunk))
+		case s.plain:
+			shape.size = plainSize(len(chunk))
+			args = s.keyArgs(append(args[:0], arg(1, nil), arg(2, nil)), chunk, 3, shape.size)
+		default:
+			args = s.keyArgs(args[:0], chunk, 1, 0)
 		}
 		if shape.spellings {
-			args = append(args, s.spelledArg(2, shape.single, sp))
+			sa := s.spelledArg(2, shape.single, sp)
+			if len(args) > 1 {
+				args[1] = sa
+			} else {
+				args = append(args, sa)
+			}
 		}
 		err := r.first(ctx, s.sql(shape), vals, args...)
 		if err == nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"strconv"
@@ -11,13 +12,25 @@ import (
 // 3.45 and later) passes keys in as one JSON array (json_each) and reads
 // them out as one (json_group_array, json_quote). The plain one, for an
 // older SQLite built without the JSON functions (SQLCipher 4.4's 3.33.0),
-// passes a list in as one BLOB, each key framed: six decimal digits of its
-// length in bytes, then its bytes, which a recursive CTE cuts at byte
-// offsets (substr of a BLOB counts bytes). It reads a list out as the text
-// group_concat joins, each value an 'x' and its bytes in hex (that
-// SQLite's group_concat ends its result at the first NUL). octet_length
-// is length(CAST(x AS BLOB)). Both carry any bytes, a NUL or invalid UTF-8
-// included, and each is one statement for every page size.
+// binds each key as a parameter of a VALUES list, of a size out of a few
+// (plainSizes: one statement per size, padded with NULLs, which no key
+// equals), and reads a list out as the text group_concat joins, each
+// value an 'x' and its bytes in hex (SQLite 3.33's group_concat ends its
+// result at the first NUL). octet_length is length(CAST(x AS BLOB)). Both
+// carry any bytes, a NUL or invalid UTF-8 included.
+
+// plainMax is the most keys one plain statement binds (SQLite's limit on
+// parameters is 32,766 from 3.32 on); plainSize rounds a count up to a
+// power of two, so that a page of any size prepares few statements.
+const plainMax = 1024
+
+func plainSize(n int) int {
+	size := 2
+	for size < n {
+		size *= 2
+	}
+	return size
+}
 
 // plainOf reports whether the statements run through q take the plain
 // dialect: the driver's SQLite lacks the JSON ones (checkEngine).
@@ -31,9 +44,6 @@ func plainOf(q querier) bool {
 	return false
 }
 
-// frameDigits is the width of a framed key's length (MaxStoredBytes fits).
-const frameDigits = 6
-
 // octets is the length in bytes of the text x.
 func (s *Source) octets(x string) string {
 	if s.plain {
@@ -42,17 +52,26 @@ func (s *Source) octets(x string) string {
 	return `octet_length(` + x + `)`
 }
 
-// keysFrom is the FROM item j over the list of keys p: j.key each key's
-// position, j.value the key.
-func (s *Source) keysFrom(p string) string {
+// keysFrom is the FROM item j over the keys, j.key each key's position,
+// j.value the key: in the JSON array ?at, or plain in the size parameters
+// from ?at on.
+func (s *Source) keysFrom(at, size int) string {
 	if !s.plain {
-		return `json_each(` + p + `) j`
+		return `json_each(?` + strconv.Itoa(at) + `) j`
 	}
-	n := `CAST(CAST(substr(` + p + `, e.o, ` + strconv.Itoa(frameDigits) + `) AS TEXT) AS INTEGER)`
-	at := `e.o + ` + strconv.Itoa(frameDigits)
-	return `(WITH RECURSIVE e(key, o, value) AS (SELECT -1, 1, NULL
-		UNION ALL SELECT e.key + 1, ` + at + ` + ` + n + `, CAST(substr(` + p + `, ` + at + `, ` + n + `) AS TEXT) FROM e WHERE e.o <= length(` + p + `))
-		SELECT key, value FROM e WHERE key >= 0) j`
+	b := make([]byte, 0, 16*size+64)
+	b = append(b, `(SELECT column1 AS key, column2 AS value FROM (VALUES `...)
+	for i := range size {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, '(')
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, ", ?"...)
+		b = strconv.AppendInt(b, int64(at+i), 10)
+		b = append(b, ')')
+	}
+	return string(append(b, `)) j`...))
 }
 
 // inPositions is the condition that position x is in the list p
@@ -93,42 +112,20 @@ func (s *Source) quote(x string) string {
 	return `json_quote(` + x + `)`
 }
 
-// keyList returns keys as the one parameter keysFrom reads.
-func (s *Source) keyList(keys []string) any {
+// keyArgs appends the parameters of keys for keysFrom(at, size): their
+// JSON array, or plain each key and NULLs up to size.
+func (s *Source) keyArgs(args []driver.NamedValue, keys []string, at, size int) []driver.NamedValue {
 	if !s.plain {
-		return keyArray(keys)
+		return append(args, arg(at, keyArray(keys)))
 	}
-	n := 0
-	for _, k := range keys {
-		n += frameDigits + len(k)
+	for i := range size {
+		var v any
+		if i < len(keys) {
+			v = keys[i]
+		}
+		args = append(args, arg(at+i, v))
 	}
-	b := make([]byte, 0, n)
-	for _, k := range keys {
-		b = appendFrame(b, k)
-	}
-	return b
-}
-
-// listLen is the length of a list keyList returned.
-func listLen(list any) int {
-	switch l := list.(type) {
-	case string:
-		return len(l)
-	case []byte:
-		return len(l)
-	}
-	return 0
-}
-
-// appendFrame appends k framed to b.
-func appendFrame(b []byte, k string) []byte {
-	var d [frameDigits]byte
-	n := len(k)
-	for i := frameDigits - 1; i >= 0; i-- {
-		d[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return append(append(b, d[:]...), k...)
+	return args
 }
 
 // errKeyList is a framed list from SQLite this reader does not expect.

@@ -9,9 +9,9 @@ import (
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
-// FuzzPlainListRoundTrip: whatever bytes two keys hold, the plain list the
-// library writes (keyList) reaches SQLite through keysFrom as exactly
-// those bytes at their positions, inPositions picks the positions
+// FuzzPlainListRoundTrip: whatever bytes two keys hold, the parameters the
+// library binds (keyArgs) reach SQLite through keysFrom as exactly those
+// bytes at their positions, inPositions picks the positions
 // appendSpelled lists, and the list SQLite writes for them (groupKeys)
 // reads back as exactly those bytes (a NUL too, where SQLite 3.33's
 // group_concat would end its text).
@@ -45,8 +45,8 @@ func FuzzPlainListRoundTrip(f *testing.F) {
 		if sp == nil {
 			spArg = []byte{}
 		}
-		q = `SELECT j.key, CAST(j.value AS BLOB), coalesce(` + s.inPositions("j.key", "?2") + `, 0) FROM ` + s.keysFrom("?1")
-		rows, err := db.Query(q, s.keyList([]string{a, b}), spArg)
+		q = `SELECT j.key, CAST(j.value AS BLOB), coalesce(` + s.inPositions("j.key", "?1") + `, 0) FROM ` + s.keysFrom(2, 2)
+		rows, err := db.Query(q, spArg, a, b)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,13 +30,17 @@ func TestLookupUsesTheIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		keys, args, spArgs := s.keysFrom(1, 0), []any{`["abc","x"]`}, []any{`["abc","x"]`, `[1]`}
+		if s.plain {
+			keys, args, spArgs = s.keysFrom(3, 2), []any{nil, nil, "abc", "x"}, []any{nil, []byte("01"), "abc", "x"}
+		}
 		for _, st := range []struct {
 			name, sql string
 			args      []any
 		}{
 			{"the lookup", s.lookupSQL(), []any{"abc"}},
-			{"a confirmation", s.confirmSQL(false, false, "?1", "?2"), []any{`["abc","x"]`}},
-			{"a confirmation with spellings", s.confirmSQL(true, false, "?1", "?2"), []any{`["abc","x"]`, `[1]`}},
+			{"a confirmation", s.confirmSQL(false, false, keys, "?2"), args},
+			{"a confirmation with spellings", s.confirmSQL(true, false, keys, "?2"), spArgs},
 			{"a confirmation of one key", s.confirmSQL(true, true, "?1", "?2"), []any{"abc", 1}},
 		} {
 			rows, err := c.QueryContext(ctx, `EXPLAIN QUERY PLAN `+st.sql, st.args...)

@@ -41,13 +41,15 @@ type probeShape struct {
 	spellings bool // through the spellings table too
 	nonASCII  bool // the tail's keys that may be stored in another spelling only
 	versioned bool // keys with versions (versionsSQL)
+	size      int  // plain: the keys bound, from ?7 on
 }
 
 // probeSQL is the one statement a call runs on its way to an answer: one
 // read transaction (about the cost of a lookup) instead of four. ?1 the
 // keys (single: the key), ?2 the caller's mark, ?3 the longest tail read,
 // ?4 the longest key read in the tail's array (else ReadLog reads it), ?5
-// the positions to confirm through spellings, ?6 the caller's cookie.
+// the positions to confirm through spellings, ?6 the caller's cookie;
+// plain, the keys from ?7 on.
 func (s *Source) probeSQL(p probeShape) string {
 	cols := `(SELECT schema_version FROM pragma_schema_version())`
 	from := ""
@@ -62,9 +64,16 @@ func (s *Source) probeSQL(p probeShape) string {
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 	}
 	if p.confirm {
-		confirm := s.confirmSQL(p.spellings && s.Logged, p.single, "?1", "?5")
+		keys := "?1"
+		switch {
+		case p.size > 0:
+			keys = s.keysFrom(7, p.size)
+		case !p.single:
+			keys = s.keysFrom(1, 0)
+		}
+		confirm := s.confirmSQL(p.spellings && s.Logged, p.single, keys, "?5")
 		if p.versioned {
-			confirm = s.versionsSQL(p.spellings && s.Logged, p.single, "?1", "?5")
+			confirm = s.versionsSQL(p.spellings && s.Logged, p.single, keys, "?5")
 		}
 		cols += `, CASE WHEN (SELECT schema_version FROM pragma_schema_version()) = ?6 THEN (` + confirm + `) END`
 	}
@@ -93,12 +102,15 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 	if p.confirm {
 		top, n = 6, n+1
 	}
-	args := make([]driver.NamedValue, top)
+	args := make([]driver.NamedValue, top, top+p.size)
 	for i := range args {
 		args[i] = arg(i+1, nil)
 	}
 	if p.confirm {
 		args[0].Value, args[5].Value = list, o.Schema
+		if p.size > 0 {
+			args = s.keyArgs(args, o.Keys, 7, p.size)
+		}
 		if p.spellings {
 			args[4] = s.spelledArg(5, p.single, sp)
 		}
@@ -120,21 +132,25 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 	return nil
 }
 
-// shapeProbe returns the probe's variant for o, the keys to bind (their
-// array, or the one key) and the positions to confirm through spellings.
+// shapeProbe returns the probe's variant for o, the keys to bind as ?1
+// (their JSON array, or the one key; nil plain) and the positions to
+// confirm through spellings.
 func shapeProbe(s *Source, o ProbeOptions) (p probeShape, list any, sp []byte) {
 	p = probeShape{confirm: len(o.Keys) > 0, single: len(o.Keys) == 1, nonASCII: o.NonASCII, versioned: o.Versions != nil}
 	switch {
 	case p.single:
 		list = o.Keys[0]
 	case p.confirm:
-		if p.confirm = fitsOne(o.Keys); p.confirm {
-			list = s.keyList(o.Keys)
-			p.confirm = listLen(list) <= listBytes
+		switch p.confirm = s.fitsOne(o.Keys); {
+		case p.confirm && s.plain:
+			p.size = plainSize(len(o.Keys))
+		case p.confirm:
+			arr := keyArray(o.Keys)
+			list, p.confirm = arr, len(arr) <= listBytes
 		}
 	}
 	if !p.confirm {
-		p.single, p.versioned = false, false
+		p.single, p.versioned, p.size = false, false, 0
 	} else if o.Spellings && s.Logged {
 		sp = s.appendSpelled(nil, o.Keys, o.Spelled)
 		p.spellings = sp != nil

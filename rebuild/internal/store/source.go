@@ -145,10 +145,17 @@ type lookupStmt struct{}
 func (headStmt) build(s *Source) string   { return s.headSQL() }
 func (lookupStmt) build(s *Source) string { return s.lookupSQL() }
 func (k confirmShape) build(s *Source) string {
-	if k.versioned {
-		return s.versionsSQL(k.spellings, k.single, "?1", "?2")
+	keys := "?1"
+	switch {
+	case k.size > 0: // plain: ?1 unused, ?2 the spellings'
+		keys = s.keysFrom(3, k.size)
+	case !k.single:
+		keys = s.keysFrom(1, 0)
 	}
-	return s.confirmSQL(k.spellings, k.single, "?1", "?2")
+	if k.versioned {
+		return s.versionsSQL(k.spellings, k.single, keys, "?2")
+	}
+	return s.confirmSQL(k.spellings, k.single, keys, "?2")
 }
 func (k probeShape) build(s *Source) string { return s.probeSQL(k) }
 
