@@ -14,7 +14,7 @@ FUZZ_TARGETS = \
 	./rebuild/internal/store:FuzzKeyArrayRoundTrip:30000 \
 	./rebuild/internal/store:FuzzParsePositions:80000
 
-.PHONY: demo test adopt ucd-deps no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
+.PHONY: cli-sqlcipher demo test adopt ucd-deps no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
@@ -130,6 +130,15 @@ SQLCIPHER = set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	sed '1s|^//go:build ignore$$|//go:build cgo \&\& syncfilter_nomattn|' internal/testdriver/sqlcipher.go >"$$tmp/sqlcipher.go"; \
 	printf '{"Replace":{"%s":"%s"}}' "$(CURDIR)/internal/testdriver/sqlcipher.go" "$$tmp/sqlcipher.go" >"$$tmp/overlay.json"; \
 	GOWORK="$(CURDIR)/internal/sqlcipher/go.work" SYNCFILTER_TEST_DRIVER=sqlcipher $(GO) test -tags syncfilter_nomattn -overlay "$$tmp/overlay.json"
+# The command on SQLCipher, bin/syncfilter-sqlcipher
+# (cmd/syncfilter/driver_sqlcipher.go): an encrypted database's key in
+# SYNCFILTER_CONN_PARAMS or a file named by SYNCFILTER_CONN_PARAMS_FILE.
+cli-sqlcipher:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	sed '1s|^//go:build ignore$$|//go:build cgo \&\& syncfilter_nomattn|' cmd/syncfilter/driver_sqlcipher.go >"$$tmp/driver.go"; \
+	printf '{"Replace":{"%s":"%s"}}' "$(CURDIR)/cmd/syncfilter/driver_sqlcipher.go" "$$tmp/driver.go" >"$$tmp/overlay.json"; \
+	GOWORK="$(CURDIR)/internal/sqlcipher/go.work" $(GO) build -tags syncfilter_nomattn -overlay "$$tmp/overlay.json" -o bin/syncfilter-sqlcipher ./cmd/syncfilter
+
 drivers-short:
 	SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
 	SYNCFILTER_TEST_PLAIN=1 $(GO) test -count=1 ./rebuild/internal/store
@@ -138,6 +147,7 @@ drivers: drivers-short
 	SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
 	@$(NCRUCES) -count=1 ./rebuild/... ./internal/sqlitecode
 	@$(SQLCIPHER) -count=1 ./rebuild/... ./internal/sqlitecode
+	cd internal/sqlcipher && GOWORK=off $(GO) test -count=1 ./...
 
 # The app and the library in one process under load, with each driver, in
 # WAL and DELETE mode, the library given the app's driver or its *sql.DB:

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -62,6 +63,8 @@ type app struct {
 	db      string        // its --db
 	busy    time.Duration // its --busy-timeout
 	onAbort func()        // run before the process ends without waiting for the command
+
+	params url.Values // the connection parameters from the environment (connparams.go)
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -155,6 +158,9 @@ func (a *app) run(ctx context.Context, args []string) int {
 			a.mu.Lock()
 			a.cmd = c.name
 			a.mu.Unlock()
+			if err := a.loadConnParams(); err != nil {
+				return a.exit(c.name, err)
+			}
 			return a.exit(c.name, c.run(a, ctx, args[1:]))
 		}
 	}
@@ -200,7 +206,7 @@ func (a *app) exit(cmd string, err error) int {
 	}
 	// The library names its own step ("rebuild: ..."): say it once.
 	msg := strings.TrimPrefix(oneLine(err.Error()), cmd+": ")
-	msg += a.lockHint(cmd, err, msg)
+	msg += a.lockHint(cmd, err, msg) + a.keyHint(msg)
 	a.log.printf("syncfilter %s: %s", cmd, msg)
 	if code == exitUsage {
 		a.log.printf("run syncfilter help %s", cmd)
@@ -271,6 +277,11 @@ func (a *app) usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run syncfilter help COMMAND, or syncfilter COMMAND --help, for its flags and examples.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "An encrypted database: its key, as the connection parameters the app opens it with")
+	fmt.Fprintln(w, "(_pragma_key=x'…' for SQLCipher, vfs=adiantum&hexkey=… for ncruces), in the environment")
+	fmt.Fprintln(w, "variable "+connParamsEnv+", or in a file named by "+connParamsFileEnv+";")
+	fmt.Fprintln(w, "never in a flag. The binary must link that driver (README: encrypted databases).")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Exit status: 0 success; 1 runtime failure (missing file, I/O or SQLite error);")
 	fmt.Fprintln(w, "2 usage error; 3 invalid snapshot, or one this build cannot use; 4 some keys invalid")

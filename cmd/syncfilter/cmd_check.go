@@ -35,7 +35,7 @@ func (a *app) check(ctx context.Context, args []string) error {
 	}
 	a.opens(*db, busy)
 	// Read-only: check changes nothing in the database or on disk.
-	ix, err := rebuild.Open(ctx, rebuild.DBConfig{Path: *db, ReadOnly: true, BusyTimeout: busy},
+	ix, err := rebuild.Open(ctx, a.dbConfig(rebuild.DBConfig{Path: *db, ReadOnly: true, BusyTimeout: busy}),
 		rebuild.Source{Table: *table, Column: *column, Snapshot: *snap, Compare: *compare, Version: *verCol})
 	if err != nil {
 		return explainReadOnly(*db, err)

@@ -44,7 +44,7 @@ func (a *app) detach(ctx context.Context, args []string) error {
 	}
 	a.opens(*db, busy)
 	if *all {
-		return a.detachAll(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, ops.DetachOptions{Force: *force})
+		return a.detachAll(ctx, a.dbConfig(rebuild.DBConfig{Path: *db, BusyTimeout: busy}), ops.DetachOptions{Force: *force})
 	}
 	// Read the snapshot's dataset before the source's record is gone.
 	var remove *fsafe.Target
@@ -53,7 +53,7 @@ func (a *app) detach(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if err := ops.Detach(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, *table, *column, ops.DetachOptions{Force: *force}); err != nil {
+	if err := ops.Detach(ctx, a.dbConfig(rebuild.DBConfig{Path: *db, BusyTimeout: busy}), *table, *column, ops.DetachOptions{Force: *force}); err != nil {
 		if errors.Is(err, ops.ErrHeld) {
 			return fmt.Errorf("%w (close the app's index first, or run again with --force)", err)
 		}
@@ -128,7 +128,7 @@ func (a *app) detachAll(ctx context.Context, db rebuild.DBConfig, opts ops.Detac
 // none there), or refuses: a file that is not a regular file, one of the
 // database's files, or not the snapshot of the source being detached.
 func (a *app) detachTarget(ctx context.Context, db, table, column, snap string, busy time.Duration) (*fsafe.Target, error) {
-	ds, attached, err := ops.DatasetID(ctx, rebuild.DBConfig{Path: db, ReadOnly: true, BusyTimeout: busy}, table, column)
+	ds, attached, err := ops.DatasetID(ctx, a.dbConfig(rebuild.DBConfig{Path: db, ReadOnly: true, BusyTimeout: busy}), table, column)
 	if err != nil {
 		return nil, explainReadOnly(db, err)
 	}

@@ -42,7 +42,7 @@ func (a *app) query(ctx context.Context, args []string) error {
 		}
 	} else if err = checkDB(*db); err == nil {
 		a.opens(*db, busy)
-		s, err = ops.ReadSnapshot(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, pos[0])
+		s, err = ops.ReadSnapshot(ctx, a.dbConfig(rebuild.DBConfig{Path: *db, BusyTimeout: busy}), pos[0])
 		err = explainReadOnly(*db, err)
 	}
 	if err != nil {

@@ -187,7 +187,7 @@ func (a *app) buildOne(ctx context.Context, o rebuildOpts, table, column, out, l
 	if a.terminal || o.every > 0 {
 		progressFn = p.update
 	}
-	rep, err := ops.BuildSnapshot(ctx, rebuild.DBConfig{Path: o.db, BusyTimeout: o.busy}, rebuild.Source{
+	rep, err := ops.BuildSnapshot(ctx, a.dbConfig(rebuild.DBConfig{Path: o.db, BusyTimeout: o.busy}), rebuild.Source{
 		Table: table, Column: column, Snapshot: out,
 		FPR: o.fpr, Capacity: o.capacity, Headroom: o.headroom, LogRetain: o.retain,
 		SnapshotMode: os.FileMode(o.mode), ReplaceForeignFile: o.force, AllowUnindexed: o.unindexed,

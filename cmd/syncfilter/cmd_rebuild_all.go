@@ -97,7 +97,7 @@ func (a *app) rebuildAll(ctx context.Context, o rebuildOpts, outDir, metricsPath
 	}
 	a.setAbort(func() { final(reasonInterrupted) })
 	defer a.setAbort(nil)
-	list, err := ops.Sources(ctx, rebuild.DBConfig{Path: o.db, BusyTimeout: o.busy})
+	list, err := ops.Sources(ctx, a.dbConfig(rebuild.DBConfig{Path: o.db, BusyTimeout: o.busy}))
 	if err != nil {
 		if final(failureReason(err)); metricsErr != nil {
 			a.log.printf("syncfilter rebuild: %v", metricsErr)

@@ -79,7 +79,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 	if *all {
 		return a.statusAll(ctx, *db, fpr, busy, *asJSON)
 	}
-	out, err := describe(ctx, rebuild.DBConfig{Path: *db, BusyTimeout: busy}, rebuild.Source{Table: *table, Column: *column, Snapshot: *snap, FPR: fpr, Compare: *compare})
+	out, err := describe(ctx, a.dbConfig(rebuild.DBConfig{Path: *db, BusyTimeout: busy}), rebuild.Source{Table: *table, Column: *column, Snapshot: *snap, FPR: fpr, Compare: *compare})
 	if err != nil {
 		return explainReadOnly(*db, err)
 	}
@@ -97,7 +97,7 @@ func (a *app) status(ctx context.Context, args []string) error {
 // is shown with its error, and the others still are; the exit status
 // says whether any failed.
 func (a *app) statusAll(ctx context.Context, db string, fpr float64, busy time.Duration, asJSON bool) error {
-	list, err := ops.Sources(ctx, rebuild.DBConfig{Path: db, BusyTimeout: busy})
+	list, err := ops.Sources(ctx, a.dbConfig(rebuild.DBConfig{Path: db, BusyTimeout: busy}))
 	if err != nil {
 		return explainReadOnly(db, err)
 	}
@@ -105,7 +105,7 @@ func (a *app) statusAll(ctx context.Context, db string, fpr float64, busy time.D
 	failed := 0
 	for i, src := range list {
 		k := keyOf(src.Table, src.Column)
-		out, err := describe(ctx, rebuild.DBConfig{Path: db, BusyTimeout: busy}, rebuild.Source{Table: src.Table, Column: src.Column, Snapshot: src.Snapshot, FPR: fpr, Compare: src.Compare})
+		out, err := describe(ctx, a.dbConfig(rebuild.DBConfig{Path: db, BusyTimeout: busy}), rebuild.Source{Table: src.Table, Column: src.Column, Snapshot: src.Snapshot, FPR: fpr, Compare: src.Compare})
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return err

@@ -7,11 +7,13 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
-
 	"github.com/syncfilter/syncfilter/normalize"
 	"github.com/syncfilter/syncfilter/snapshot"
 )
+
+// sqliteVersion is the version of the SQLite the command links (set by
+// the file of its driver: sqlite_mattn.go, driver_sqlcipher.go).
+var sqliteVersion = func() string { return "" }
 
 // versionInfo is the JSON form of `version --json`.
 type versionInfo struct {
@@ -36,7 +38,7 @@ func buildVersion() versionInfo {
 	for f := snapshot.MinVersion; f <= snapshot.MaxVersion; f++ {
 		v.FormatsRead = append(v.FormatsRead, int(f))
 	}
-	v.SQLite, _, _ = sqlite3.Version()
+	v.SQLite = sqliteVersion()
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v.Module = bi.Main.Path
 		if bi.Main.Version != "" {
