@@ -54,6 +54,7 @@ type encryptedSetup struct {
 	params url.Values
 	key    string // hex
 	wrong  []url.Values
+	rekey  url.Values // the parameters after PRAGMA rekey to their _pragma_key (nil: not tried)
 }
 
 // encryptedSetups are the setups of the tests' driver.
@@ -65,16 +66,17 @@ func encryptedSetups() []encryptedSetup {
 		var out []encryptedSetup
 		for _, vfs := range []string{"adiantum", "xts"} {
 			out = append(out, encryptedSetup{vfs, url.Values{"vfs": {vfs}, "hexkey": {testKey}}, testKey,
-				[]url.Values{{"vfs": {vfs}, "hexkey": {string(wrong)}}, {"vfs": {vfs}}, nil}})
+				[]url.Values{{"vfs": {vfs}, "hexkey": {string(wrong)}}, {"vfs": {vfs}}, nil}, nil})
 		}
 		return out
 	case "sqlcipher":
 		pass := "correct horse battery staple"
 		return []encryptedSetup{
 			{"sqlcipher-raw", url.Values{"_pragma_key": {"x'" + testKey + "'"}, "_pragma_cipher_page_size": {"4096"}}, testKey,
-				[]url.Values{{"_pragma_key": {"x'" + string(wrong) + "'"}, "_pragma_cipher_page_size": {"4096"}}, nil}},
+				[]url.Values{{"_pragma_key": {"x'" + string(wrong) + "'"}, "_pragma_cipher_page_size": {"4096"}}},
+				url.Values{"_pragma_key": {"x'" + strings.Repeat("5a", 32) + "'"}, "_pragma_cipher_page_size": {"4096"}}},
 			{"sqlcipher-passphrase", url.Values{"_pragma_key": {pass}}, hex.EncodeToString([]byte(pass)),
-				[]url.Values{{"_pragma_key": {pass + "!"}}, nil}},
+				[]url.Values{{"_pragma_key": {pass + "!"}}, nil}, url.Values{"_pragma_key": {"another passphrase"}}},
 		}
 	}
 	return nil
@@ -266,6 +268,45 @@ func encryptedSync(t *testing.T, e encryptedSetup, mode string) {
 		}
 		sameFiles(t, dir, before)
 	}
+
+	// The app changes its key (PRAGMA rekey, its pool closed as SQLCipher
+	// asks) and opens the library with the new one: the snapshot and the
+	// filter stay (the key of the positions is in the database, apart
+	// from the encryption's); the old key is refused.
+	if e.rekey == nil {
+		return
+	}
+	app = encryptedApp(t, path, mode, params)
+	mustExec(t, app, `PRAGMA rekey = "`+e.rekey.Get("_pragma_key")+`"`)
+	_ = app.Close()
+	app = encryptedApp(t, path, mode, e.rekey)
+	db, err = OpenDB(ctx, DBConfig{Path: path, DB: app, ConnParams: e.rekey})
+	if err != nil {
+		t.Fatalf("OpenDB with the new key: %v", err)
+	}
+	ix, err = db.Index(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitServing(t, ix)
+	if st := stats(ix); st.Rebuilds != 0 || st.SnapshotError != nil {
+		t.Fatalf("after the rekey, reopened without the snapshot: %d rebuilds, %v", st.Rebuilds, st.SnapshotError)
+	}
+	judge(ix, spellings, false)
+	for p := 35; p < 40; p++ {
+		judge(ix, page(p), true)
+	}
+	if err := db.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = app.Close()
+	if db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), ConnParams: params}); !errors.Is(err, ErrBadConfig) {
+		if db != nil {
+			_ = db.Close(ctx)
+		}
+		t.Fatalf("OpenDB with the key of before the rekey: %v, want ErrBadConfig", err)
+	}
+	noLeak(t, dir, path, hex.EncodeToString([]byte(e.rekey.Get("_pragma_key"))), spellings)
 }
 
 // encodedValues is the values of q, one after another.
