@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"testing"
 	"time"
@@ -163,8 +164,14 @@ func ptr[T any](v T) *T { return &v }
 // holding ids.
 func modeDB(t testing.TB, mode string, tables []string, ids ...string) string {
 	t.Helper()
+	return modeDBWith(t, mode, nil, tables, ids...)
+}
+
+// modeDBWith is modeDB with more URI parameters (an encryption key).
+func modeDBWith(t testing.TB, mode string, params url.Values, tables []string, ids ...string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "app.db")
-	db := modeConn(t, path, mode)
+	db := modeConnWith(t, path, mode, params)
 	defer db.Close()
 	for _, tb := range tables {
 		mustExec(t, db, `CREATE TABLE `+tb+` (id TEXT PRIMARY KEY, body TEXT)`)
@@ -176,7 +183,13 @@ func modeDB(t testing.TB, mode string, tables []string, ids ...string) string {
 // modeConn opens the app's own connection in its journal mode.
 func modeConn(t testing.TB, path, mode string) *sql.DB {
 	t.Helper()
-	db, err := testdriver.Open(path, testdriver.App{JournalMode: mode, BusyTimeout: 10 * time.Second})
+	return modeConnWith(t, path, mode, nil)
+}
+
+// modeConnWith is modeConn with more URI parameters (an encryption key).
+func modeConnWith(t testing.TB, path, mode string, params url.Values) *sql.DB {
+	t.Helper()
+	db, err := testdriver.Open(path, testdriver.App{JournalMode: mode, BusyTimeout: 10 * time.Second, Params: params})
 	if err != nil {
 		t.Fatal(err)
 	}

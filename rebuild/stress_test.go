@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -92,14 +93,19 @@ func stressOneSQLite(t *testing.T, mode string, onAppDB bool, run time.Duration)
 		seed[i] = ref.id(i).stored
 	}
 	ref.committed(0, len(seed))
-	path := modeDB(t, mode, []string{"records"}, seed...)
-	app := modeConn(t, path, mode)
+	// On SQLCipher the database is encrypted, its key in the URI.
+	var params url.Values
+	if testdriver.Name() == "sqlcipher" {
+		params = url.Values{"_pragma_key": {"x'" + testKey + "'"}}
+	}
+	path := modeDBWith(t, mode, params, []string{"records"}, seed...)
+	app := modeConnWith(t, path, mode, params)
 	app.SetMaxOpenConns(6)
 	app.SetMaxIdleConns(1)
 	app.SetConnMaxLifetime(20 * time.Millisecond)
-	dcfg := DBConfig{Path: path, Driver: testdriver.Driver()}
+	dcfg := DBConfig{Path: path, Driver: testdriver.Driver(), ConnParams: params}
 	if onAppDB {
-		dcfg = DBConfig{Path: path, DB: app}
+		dcfg = DBConfig{Path: path, DB: app, ConnParams: params}
 	}
 	src := Source{Table: "records", Column: "id", Snapshot: path + ".sfb", Capacity: 1024, Headroom: 1, FPR: 0.05,
 		RebuildFactor: 1.5}

@@ -103,8 +103,9 @@ type App struct {
 	JournalMode string        // "" leaves the database's
 	BusyTimeout time.Duration // 0: 10s
 	ReadOnly    bool
-	Synchronous string // "" leaves SQLite's default
-	SharedCache bool   // cache=shared: the pool's connections share one cache, and lock each other's tables
+	Synchronous string     // "" leaves SQLite's default
+	SharedCache bool       // cache=shared: the pool's connections share one cache, and lock each other's tables
+	Params      url.Values // more URI parameters: an encrypted database's key
 }
 
 // DSN returns the URI an app on driver name opens path with.
@@ -138,6 +139,9 @@ func DSN(name, path string, o App) string {
 			p = append(p, "synchronous("+o.Synchronous+")")
 		}
 		q["_pragma"] = p
+	}
+	for k, vs := range o.Params {
+		q[k] = append(q[k], vs...)
 	}
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + strings.ReplaceAll(q.Encode(), "+", "%20")
 }
