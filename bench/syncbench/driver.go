@@ -60,7 +60,12 @@ var Ncruces = Driver{Name: "ncruces", SQLName: "sqlite3", Module: "github.com/nc
 var Sqlcipher = Driver{Name: "sqlcipher", SQLName: "sqlite3", Module: "github.com/mutecomm/go-sqlcipher/v4",
 	build: "build with -tags syncfilter_nomattn,syncfilter_sqlcipher", Params: url.Values{"_pragma_key": {"x'" + benchKey + "'"}}}
 
-// benchKey is the key of the benchmarks' SQLCipher databases.
+// NcrucesAdiantum is Ncruces with every database encrypted by its
+// adiantum VFS, the key (benchKey) in the URI (driver_adiantum.go).
+var NcrucesAdiantum = Driver{Name: "ncruces-adiantum", SQLName: "sqlite3", Module: "github.com/ncruces/go-sqlite3", pragmas: true,
+	build: "build with -tags syncfilter_adiantum and CGO_ENABLED=0 or -tags syncfilter_nomattn", Params: url.Values{"vfs": {"adiantum"}, "hexkey": {benchKey}}}
+
+// benchKey is the key of the benchmarks' encrypted databases.
 const benchKey = "6d1f0c2b9a8e7d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a392817065f4e"
 
 // drivers are the drivers linked into this binary.
@@ -73,7 +78,7 @@ func DriverNamed(name string) (Driver, error) {
 			return d, nil
 		}
 	}
-	for _, d := range []Driver{Mattn, Modernc, Ncruces, Sqlcipher} {
+	for _, d := range []Driver{Mattn, Modernc, Ncruces, NcrucesAdiantum, Sqlcipher} {
 		if d.Name == name {
 			return Driver{}, fmt.Errorf("driver %s: this binary was built without it: %s", name, d.build)
 		}
@@ -89,7 +94,7 @@ func DriverNamed(name string) (Driver, error) {
 // tables, the loop benchmarks' baselines) and the -driver flags'
 // default: mattn when the binary links it, else ncruces.
 func DefaultDriver() Driver {
-	for _, name := range []string{Mattn.Name, Ncruces.Name, Sqlcipher.Name, Modernc.Name} {
+	for _, name := range []string{Mattn.Name, Ncruces.Name, NcrucesAdiantum.Name, Sqlcipher.Name, Modernc.Name} {
 		if d, err := DriverNamed(name); err == nil {
 			return d
 		}
@@ -101,12 +106,17 @@ func DefaultDriver() Driver {
 // them (_busy_timeout, _journal_mode, _sync, _cache_size, _txlock),
 // translated for a driver that reads only _pragma.
 func (d Driver) DSN(path, opts string) string {
+	dsn := d.dsn(path, opts)
 	if len(d.Params) > 0 {
-		if opts != "" {
-			opts += "&"
+		if !strings.HasSuffix(dsn, "?") {
+			dsn += "&"
 		}
-		opts += d.Params.Encode()
+		dsn += d.Params.Encode()
 	}
+	return dsn
+}
+
+func (d Driver) dsn(path, opts string) string {
 	if !d.pragmas || opts == "" {
 		return DSN(path, opts)
 	}

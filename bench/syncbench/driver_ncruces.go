@@ -1,4 +1,4 @@
-//go:build (!cgo || syncfilter_nomattn) && !syncfilter_sqlcipher
+//go:build (!cgo || syncfilter_nomattn) && !syncfilter_sqlcipher && !syncfilter_adiantum
 
 package syncbench
 
