@@ -283,7 +283,8 @@ syncbench-short:
 # mattn), ncruces with -tags syncfilter_nomattn (ncruces in place of
 # mattn: both register "sqlite3"), sqlcipher with -tags
 # syncfilter_nomattn,syncfilter_sqlcipher (every database encrypted, a
-# raw key; the bench module requires go-sqlcipher/v4).
+# raw key; the bench module requires go-sqlcipher/v4), ncruces-adiantum
+# with syncfilter_nomattn,syncfilter_adiantum (encrypted by adiantum).
 SYNCBENCH_DRIVER ?= mattn
 SYNCBENCH_REAL_ROWS ?= 1000000
 SYNCBENCH_REAL_PAGES ?= 1500
@@ -291,7 +292,7 @@ SYNCBENCH_REAL_WAITS ?= 0,5ms,20ms-50ms
 SYNCBENCH_REAL_AFTER ?= 0,0.5
 SYNCBENCH_REAL_FIXED ?=
 SYNCBENCH_COLLECTION_ROWS ?= 1000000
-SYNCBENCH_TAGS = $(if $(filter modernc,$(SYNCBENCH_DRIVER)),-tags modernc)$(if $(filter ncruces,$(SYNCBENCH_DRIVER)),-tags syncfilter_nomattn)$(if $(filter sqlcipher,$(SYNCBENCH_DRIVER)),-tags syncfilter_nomattn$(comma)syncfilter_sqlcipher)
+SYNCBENCH_TAGS = $(if $(filter modernc,$(SYNCBENCH_DRIVER)),-tags modernc)$(if $(filter ncruces,$(SYNCBENCH_DRIVER)),-tags syncfilter_nomattn)$(if $(filter sqlcipher,$(SYNCBENCH_DRIVER)),-tags syncfilter_nomattn$(comma)syncfilter_sqlcipher)$(if $(filter ncruces-adiantum,$(SYNCBENCH_DRIVER)),-tags syncfilter_nomattn$(comma)syncfilter_adiantum)
 SYNCBENCH_REAL = cd bench && $(GO) run $(SYNCBENCH_TAGS) ./cmd/syncbench
 syncbench-real:
 	$(SYNCBENCH_REAL) real -driver $(SYNCBENCH_DRIVER) -rows $(SYNCBENCH_REAL_ROWS) -pages $(SYNCBENCH_REAL_PAGES) -waits $(SYNCBENCH_REAL_WAITS) -after $(SYNCBENCH_REAL_AFTER) -fixed '$(SYNCBENCH_REAL_FIXED)' -v
