@@ -74,6 +74,7 @@ func TestConnParamsOwnRefused(t *testing.T) {
 		{"_busy_timeout": {testKey}},
 		{"_TXLOCK": {testKey}},
 		{"": {testKey}},
+		{"_pragma_key": {`abc"` + testKey}}, // go-sqlcipher pastes it between double quotes
 	} {
 		db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), ConnParams: q})
 		if db != nil {
@@ -102,6 +103,7 @@ func TestConnParamsNeverInErrors(t *testing.T) {
 		{"vfs": {"nope-" + testKey}, "hexkey": {testKey}}, // the key beside it
 		{"_auto_vacuum": {testKey}},                       // mattn echoes the value it refuses
 		{"_pragma": {"hexkey('" + testKey + "')"}},        // an unknown PRAGMA does nothing: no error
+		{"_pragma": {"key='" + testKey + "x"}},           // a syntax error after the quote
 	} {
 		echoed := ""
 		if err := driverSays(app.Driver(), testdriver.DSN(testdriver.Name(), path, testdriver.App{})+"&"+q.Encode()); err != nil &&

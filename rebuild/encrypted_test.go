@@ -268,6 +268,15 @@ func encryptedSync(t *testing.T, e encryptedSetup, mode string) {
 		}
 		sameFiles(t, dir, before)
 	}
+	// The app's pool opened without the key, the library's with it.
+	bare := encryptedApp(t, path, mode, nil)
+	if db, err := OpenDB(ctx, DBConfig{Path: path, DB: bare, ConnParams: params}); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "key is wrong or missing") {
+		if db != nil {
+			_ = db.Close(ctx)
+		}
+		t.Fatalf("OpenDB with the app's pool opened without the key: %v, want ErrBadConfig saying the key is wrong or missing", err)
+	}
+	_ = bare.Close()
 
 	// The app changes its key (PRAGMA rekey, its pool closed as SQLCipher
 	// asks) and opens the library with the new one: the snapshot and the

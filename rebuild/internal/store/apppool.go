@@ -139,7 +139,10 @@ func (db *DB) CheckApp(ctx context.Context) error {
 	}
 	var file sql.NullString
 	if err := db.app.db.QueryRowContext(db.Driver.QueryContext(ctx), `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file); err != nil {
-		return fmt.Errorf("ask the app's *sql.DB (DBConfig.DB) which file it opened: %w", err)
+		if sqlitecode.Primary(err) == sqlitecode.NotADB { // an encrypted file, the pool opened without its key
+			return fmt.Errorf("ask the app's *sql.DB (DBConfig.DB) which file it opened: the file is not a database, or the pool's key is wrong or missing: %w: %w", ErrBadConfig, redact(err, db.params))
+		}
+		return fmt.Errorf("ask the app's *sql.DB (DBConfig.DB) which file it opened: %w", redact(err, db.params))
 	}
 	if file.String == "" {
 		return fmt.Errorf("the app's *sql.DB (DBConfig.DB) is on an in-memory or temporary database, not on %s: %w", db.Path.Given, ErrBadConfig)

@@ -53,6 +53,7 @@ type DB struct {
 	id      FileID // the file at Path.Real when it was opened
 	created bool   // Open created the file
 	knobs   Knobs
+	params  url.Values // Options.Params, cut out of the app's pool's errors
 
 	w    *sql.DB    // the writer, one connection: every write (update); nil when read-only
 	r    *sql.DB    // the reading connections
@@ -86,7 +87,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	case statErr != nil && !(errors.Is(statErr, os.ErrNotExist) && opts.Create && !opts.ReadOnly):
 		return nil, fmt.Errorf("open database: %w", &NoDatabase{Path: path, Err: statErr})
 	}
-	db := &DB{Path: p, Driver: opts.Driver, created: statErr != nil, knobs: opts.Knobs.withDefaults(),
+	db := &DB{Path: p, Driver: opts.Driver, created: statErr != nil, knobs: opts.Knobs.withDefaults(), params: opts.Params,
 		dv: make(chan struct{}, 1), spellScan: make(chan struct{}, 1)}
 	if opts.App != nil {
 		db.app = &appRunner{db: opts.App, drv: opts.Driver}

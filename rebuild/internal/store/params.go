@@ -56,6 +56,11 @@ func CheckParams(q url.Values) error {
 		if why, ok := ownParams[strings.ToLower(k)]; ok {
 			return fmt.Errorf("check DBConfig.ConnParams: %q is the library's own (%s): %w", k, why, ErrBadConfig)
 		}
+		if strings.EqualFold(k, "_pragma_key") && slices.ContainsFunc(q[k], func(v string) bool { return strings.ContainsRune(v, '"') }) {
+			// go-sqlcipher pastes it into PRAGMA key = "…": a quote ends
+			// the string, and SQLite's error would echo what follows.
+			return fmt.Errorf(`check DBConfig.ConnParams: _pragma_key holds a '"' (SQLCipher's PRAGMA key takes the key between double quotes: x'hex' or a passphrase without them): %w`, ErrBadConfig)
+		}
 		if k != "_pragma" {
 			continue
 		}
@@ -84,10 +89,13 @@ func encodeParams(q url.Values) string {
 func escape(v string) string { return strings.ReplaceAll(url.QueryEscape(v), "+", "%20") }
 
 // redact returns err, or, if its text holds a value of q (as given or
-// escaped), an error of the same SQLite result code whose text has those
-// values cut out and which wraps nothing (what it would wrap shows them).
-// Values shorter than 4 bytes are left: they would cut words out of the
-// message, and no key is that short.
+// escaped) or a piece of one (a driver that pastes a value into SQL may
+// echo the part after a quote), an error of the same SQLite result code
+// whose text has those cut out and which wraps nothing (what it would
+// wrap shows them). A piece is a run of the text between spaces, quotes
+// and punctuation, of at least 4 bytes, found inside a value or sharing 8
+// bytes in a row with one: values and pieces shorter than that are left
+// (they would cut words out of the message, and no key is that short).
 func redact(err error, q url.Values) error {
 	if err == nil || len(q) == 0 {
 		return err
@@ -106,6 +114,18 @@ func redact(err error, q url.Values) error {
 			}
 		}
 	}
+	pieces := strings.FieldsFunc(msg, func(r rune) bool { return strings.ContainsRune(" \t\n\"'`:;,()[]=", r) })
+	for _, p := range pieces {
+		if len(p) < 4 || p == "[DBConfig.ConnParams]" {
+			continue
+		}
+		for _, vs := range q {
+			if slices.ContainsFunc(vs, func(v string) bool { return shares(v, p) }) {
+				msg, cut = strings.ReplaceAll(msg, p, "[DBConfig.ConnParams]"), true
+				break
+			}
+		}
+	}
 	if !cut {
 		return err
 	}
@@ -114,6 +134,20 @@ func redact(err error, q url.Values) error {
 		return errors.New(msg)
 	}
 	return &redacted{msg: msg, code: code}
+}
+
+// shares reports whether the piece p of a message is inside the value v,
+// or holds 8 bytes in a row of it.
+func shares(v, p string) bool {
+	if strings.Contains(v, p) {
+		return true
+	}
+	for i := 0; i+8 <= len(p); i++ {
+		if strings.Contains(v, p[i:i+8]) {
+			return true
+		}
+	}
+	return false
 }
 
 // redacted is a driver's SQLite error with the connection parameters cut

@@ -44,3 +44,30 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactPieces: a driver that pastes a value into SQL echoes the part
+// after a quote in its syntax error; that part is cut out too.
+func TestRedactPieces(t *testing.T) {
+	t.Parallel()
+	const key = "3f9c0e1b7a5d2c4e6f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6"
+	for _, c := range []struct {
+		value, msg, secret string
+	}{
+		{`"hunter2-pass"`, `near "hunter2": syntax error`, "hunter2"},
+		{`abc"` + key, `unrecognized token: "` + key + `"`, key},
+		{"x'" + key + "'", `near "x` + key[:20] + `": syntax error`, key[:20]},
+	} {
+		got := redact(&codeError{msg: c.msg, code: 1}, url.Values{"_pragma_key": {c.value}})
+		if strings.Contains(got.Error(), c.secret) {
+			t.Errorf("redact(%q) = %q, shows %q", c.msg, got, c.secret)
+		}
+		if sqlitecode.Primary(got) != 1 {
+			t.Errorf("redact(%q): code %d, want 1", c.msg, sqlitecode.Primary(got))
+		}
+	}
+	// Words of the message that are in no value stay.
+	msg := `near "select": syntax error`
+	if got := redact(&codeError{msg: msg, code: 1}, url.Values{"_pragma_key": {"x'" + key + "'"}}); got.Error() != msg {
+		t.Errorf("redact(%q) = %q, want it unchanged", msg, got)
+	}
+}
