@@ -103,7 +103,7 @@ func TestConnParamsNeverInErrors(t *testing.T) {
 		{"vfs": {"nope-" + testKey}, "hexkey": {testKey}}, // the key beside it
 		{"_auto_vacuum": {testKey}},                       // mattn echoes the value it refuses
 		{"_pragma": {"hexkey('" + testKey + "')"}},        // an unknown PRAGMA does nothing: no error
-		{"_pragma": {"key='" + testKey + "x"}},           // a syntax error after the quote
+		{"_pragma": {"key='" + testKey + "x"}},            // a syntax error after the quote
 	} {
 		echoed := ""
 		if err := driverSays(app.Driver(), testdriver.DSN(testdriver.Name(), path, testdriver.App{})+"&"+q.Encode()); err != nil &&
