@@ -12,6 +12,7 @@ FUZZ_TARGETS = \
 	./syncfilter:FuzzKeyedSumMatchesReference:100000 \
 	./snapshot:FuzzDecode:300000 \
 	./rebuild/internal/store:FuzzKeyArrayRoundTrip:30000 \
+	./rebuild/internal/store:FuzzPlainListRoundTrip:20000 \
 	./rebuild/internal/store:FuzzParsePositions:80000
 
 .PHONY: cli-sqlcipher demo test adopt ucd-deps no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
@@ -123,13 +124,13 @@ NCRUCES = set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 # whose C symbols it shares: its runs build with -tags syncfilter_nomattn
 # through SQLCIPHER, the workspace internal/sqlcipher/go.work and an
 # overlay of internal/testdriver/sqlcipher.go, as ncruces' do. make test
-# runs the plain dialect's statements on mattn's SQLite (the store
-# package with SYNCFILTER_TEST_PLAIN); make drivers runs every behaviour
+# runs the behaviour tests in the plain dialect on mattn's SQLite
+# (SYNCFILTER_TEST_PLAIN); make drivers runs every behaviour
 # test on SQLCipher, TestEncrypted with its keys among them.
 SQLCIPHER = set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	sed '1s|^//go:build ignore$$|//go:build cgo \&\& syncfilter_nomattn|' internal/testdriver/sqlcipher.go >"$$tmp/sqlcipher.go"; \
 	printf '{"Replace":{"%s":"%s"}}' "$(CURDIR)/internal/testdriver/sqlcipher.go" "$$tmp/sqlcipher.go" >"$$tmp/overlay.json"; \
-	GOWORK="$(CURDIR)/internal/sqlcipher/go.work" SYNCFILTER_TEST_DRIVER=sqlcipher $(GO) test -tags syncfilter_nomattn -overlay "$$tmp/overlay.json"
+	GOWORK="$(CURDIR)/internal/sqlcipher/go.work" CGO_ENABLED=1 SYNCFILTER_TEST_DRIVER=sqlcipher $(GO) test -tags syncfilter_nomattn -overlay "$$tmp/overlay.json"
 # The command on SQLCipher, bin/syncfilter-sqlcipher
 # (cmd/syncfilter/driver_sqlcipher.go): an encrypted database's key in
 # SYNCFILTER_CONN_PARAMS or a file named by SYNCFILTER_CONN_PARAMS_FILE.
@@ -141,7 +142,7 @@ cli-sqlcipher:
 
 drivers-short:
 	SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
-	SYNCFILTER_TEST_PLAIN=1 $(GO) test -count=1 ./rebuild/internal/store
+	SYNCFILTER_TEST_PLAIN=1 $(GO) test -count=1 ./rebuild/...
 
 drivers: drivers-short
 	SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode

@@ -68,9 +68,16 @@ func openDB(ctx context.Context, cfg DBConfig, create bool) (*DB, error) {
 }
 
 func (db *DB) storeOptions(create bool) store.Options {
+	k := db.cfg.knobs.store
+	k.PlainSQL = k.PlainSQL || forcePlainSQL
 	return store.Options{Driver: db.drv, ReadOnly: db.cfg.ReadOnly, Create: create, Readers: db.cfg.Readers,
-		BusyTimeout: db.cfg.BusyTimeout, Knobs: db.cfg.knobs.store, App: db.cfg.DB, Params: db.cfg.ConnParams}
+		BusyTimeout: db.cfg.BusyTimeout, Knobs: k, App: db.cfg.DB, Params: db.cfg.ConnParams}
 }
+
+// forcePlainSQL makes every database take the statements' plain dialect
+// whatever its SQLite (the tests under SYNCFILTER_TEST_PLAIN: make test
+// runs them so on mattn's SQLite; helpers_test.go sets it).
+var forcePlainSQL bool
 
 // Suspend stops the background work, waits (until ctx ends) for the work
 // begun before it and lets go of every connection; calls are still

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 
 // appDB creates a SQLite file with an app table, records(id TEXT PRIMARY
 // KEY, body TEXT), holding the given ids, and returns its path.
+func init() { forcePlainSQL = os.Getenv("SYNCFILTER_TEST_PLAIN") != "" }
+
 func appDB(t testing.TB, ids ...string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "app.db")

@@ -3,7 +3,7 @@
 package syncbench
 
 import (
-	_ "github.com/ncruces/go-sqlite3/driver"        // registers the "sqlite3" driver
+	_ "github.com/ncruces/go-sqlite3/driver"       // registers the "sqlite3" driver
 	_ "github.com/ncruces/go-sqlite3/vfs/adiantum" // the encrypting VFS
 )
 

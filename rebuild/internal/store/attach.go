@@ -225,7 +225,7 @@ func (db *DB) Detach(ctx context.Context, table, column string, force bool) erro
 
 func (db *DB) detach(ctx context.Context, table, column string, own, respectHolds bool) error {
 	return db.update(ctx, "detach", func(tx *Tx) error {
-		s := &Source{Table: table, Column: column, Own: own}
+		s := &Source{Table: table, Column: column, Own: own, plain: plainOf(tx)}
 		if err := s.findRow(ctx, tx); err != nil {
 			return err
 		}

@@ -75,7 +75,7 @@ type confirmShape struct {
 	size                         int
 }
 
-// confirmSQL returns one row: the JSON array of the positions, in the
+// confirmSQL returns one row: the list (dialect.go) of the positions, in the
 // keys (the FROM item keysFrom returns), of the keys the source holds
 // (positions: no string to copy out and match again, no ephemeral table as
 // IN (SELECT …) builds). single binds the one key as itself, the parameter
@@ -102,8 +102,9 @@ func (s *Source) confirmSQL(spellings, single bool, keys, sp string) string {
 }
 
 // versionsSQL is confirmSQL for keys asked with versions: one row, the
-// JSON array of one value per key of keys (single: the one key ?1): null
-// when the source holds no row with the key; else a text, the key's
+// list of one value per key of keys (single: the one key ?1; plain, only
+// the non-null values, in the keys' order): null when the source holds no
+// row with the key; else a text, the key's
 // position, then 'i' and the highest integer its rows hold (an INTEGER
 // column), 't' and the highest text in byte order (a TEXT column), or
 // 'o' if none holds one (NULL, or a value of another type). The position

@@ -31,7 +31,7 @@ type Options struct {
 type Knobs struct {
 	ScanChunk     int           // keys one statement of a scan reads (4096)
 	LogChunk      int           // log entries one statement reads (1024)
-	ShortKey      int           // longest key read inside a chunk's JSON array (512); longer ones one by one
+	ShortKey      int           // longest key read inside a chunk's list (512); longer ones one by one
 	NoChunkedScan bool          // scan row by row, as for a source without an index
 	LeaseTerm     time.Duration // how long a scan's lease lasts unless renewed (LeaseTerm)
 	PlainSQL      bool          // the plain dialect whatever the SQLite (dialect.go)
@@ -54,6 +54,7 @@ type DB struct {
 	created bool   // Open created the file
 	knobs   Knobs
 	params  url.Values // Options.Params, cut out of the app's pool's errors
+	plain   bool       // the statements' plain dialect (dialect.go), chosen by open before Open returns
 
 	w    *sql.DB    // the writer, one connection: every write (update); nil when read-only
 	r    *sql.DB    // the reading connections
@@ -147,7 +148,8 @@ func (db *DB) open(ctx context.Context, opts Options) (err error) {
 		}
 		return err
 	}
-	return opts.Driver.checkEngine(ctx, c)
+	db.plain, err = opts.Driver.checkEngine(ctx, c)
+	return err
 }
 
 // keyError is err, from the first read of a file that SQLite does not

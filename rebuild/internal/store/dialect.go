@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -37,11 +38,11 @@ func plainSize(n int) int {
 func plainOf(q querier) bool {
 	switch q := q.(type) {
 	case *Conn:
-		return q.db.Driver.plain
+		return q.db.plain
 	case *Tx:
-		return q.drv.plain
+		return q.plain
 	}
-	return false
+	panic(fmt.Sprintf("store: no dialect for %T", q))
 }
 
 // octets is the length in bytes of the text x.
@@ -75,7 +76,8 @@ func (s *Source) keysFrom(at, size int) string {
 }
 
 // inPositions is the condition that position x is in the list p
-// (appendSpelled's).
+// (appendSpelled's; plain, bound as a BLOB, which substr cuts by bytes
+// and x'31' equals).
 func (s *Source) inPositions(x, p string) string {
 	if s.plain {
 		return `substr(` + p + `, ` + x + ` + 1, 1) = x'31'`
@@ -128,7 +130,7 @@ func (s *Source) keyArgs(args []driver.NamedValue, keys []string, at, size int) 
 	return args
 }
 
-// errKeyList is a framed list from SQLite this reader does not expect.
+// errKeyList is a plain list from SQLite this reader does not expect.
 var errKeyList = errors.New("unexpected list from group_concat")
 
 // parseKeys appends the keys of a list groupKeys made to out (NULL, nil

@@ -28,9 +28,6 @@ type Driver struct {
 	// leaksCancelled: a query whose context ends while the driver runs it
 	// loses its statement, unfinalized (see QueryContext).
 	leaksCancelled bool
-	// plain: the SQLite lacks the JSON statements, and the plain dialect
-	// stands in (dialect.go); set by checkEngine, before any source.
-	plain bool
 }
 
 // QueryContext returns the context for a query the library runs under
@@ -254,28 +251,29 @@ const (
 // checkEngine checks that the driver's SQLite can run the statements, and
 // chooses their dialect: JSON where the SQLite has it (unless
 // Knobs.PlainSQL), plain otherwise.
-func (d *Driver) checkEngine(ctx context.Context, c *Conn) error {
+func (d *Driver) checkEngine(ctx context.Context, c *Conn) (plain bool, err error) {
 	var vals [1]driver.Value
-	err := c.first(ctx, `SELECT sqlite_version()`, vals[:])
-	if err != nil {
-		return fmt.Errorf("check SQLite through %s: %w: %w", d.Name, err, ErrUnsupportedDriver)
+	if err = c.first(ctx, `SELECT sqlite_version()`, vals[:]); err != nil {
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("check SQLite through %s: %w", d.Name, err)
+		}
+		return false, fmt.Errorf("check SQLite through %s: %w: %w", d.Name, err, ErrUnsupportedDriver)
 	}
 	v := textValue(vals[0])
 	if versionNumber(v) >= minVersion && !c.db.knobs.PlainSQL {
 		err = c.first(ctx, `SELECT 1 WHERE octet_length('é') = 2
 			AND (SELECT octet_length(value) FROM json_each('["a\u0000b"]')) = 3`, vals[:])
 		if err == nil {
-			return nil
+			return false, nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("check SQLite through %s: %w", d.Name, err)
+			return false, fmt.Errorf("check SQLite through %s: %w", d.Name, err)
 		}
 	}
 	if versionNumber(v) < minPlainVersion {
-		return fmt.Errorf("check SQLite through %s: version %q, the library needs 3.33.0 or later: %w", d.Name, v, ErrUnsupportedDriver)
+		return false, fmt.Errorf("check SQLite through %s: version %q, the library needs 3.33.0 or later: %w", d.Name, v, ErrUnsupportedDriver)
 	}
-	d.plain = true
-	return nil
+	return true, nil
 }
 
 // versionNumber turns "3.54.1" into 3054001 (0 if it is not a version).

@@ -10,10 +10,10 @@ import (
 	"unsafe"
 )
 
-// Keys travel to and from SQLite as JSON arrays of strings: one parameter
-// (json_each) for the keys to confirm, one value (json_group_array) per
-// chunk of keys read. Bytes that are not valid UTF-8 are copied as they
-// are both ways, as SQLite does.
+// In the JSON dialect (dialect.go) keys travel to and from SQLite as JSON
+// arrays of strings: one parameter (json_each) for the keys to confirm,
+// one value (json_group_array) per chunk of keys read. Bytes that are not
+// valid UTF-8 are copied as they are both ways, as SQLite does.
 
 // keyArray returns keys as a JSON array, escaping '"', '\\' and control
 // characters, in one allocation when no key needs an escape.

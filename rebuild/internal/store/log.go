@@ -144,7 +144,7 @@ func (s *Source) logFilter(nonASCII bool) string {
 }
 
 // logSQL reads the entries with ?1 < seq <= ?2 in order: the keys worth
-// reading of at most ?4 bytes as a JSON array, how many entries, how many
+// reading of at most ?4 bytes as one list (dialect.go), how many entries, how many
 // longer keys worth reading, and the first seq after ?2 up to ?3.
 func (s *Source) logSQL(nonASCII bool) string {
 	f := s.logFilter(nonASCII)

@@ -121,8 +121,8 @@ func (c *Conn) scanChunk(ctx context.Context, s *Source, first bool, last string
 }
 
 // scanSQL is the paging statement: ?2 keys after ?1 (op ">"; ">=" for the
-// first chunk, from the empty key), those of at most ?3 bytes as one JSON
-// array, how many, the largest (a JSON string), how many longer than ?3.
+// first chunk, from the empty key), those of at most ?3 bytes as one list
+// (dialect.go), how many, the largest (quoted), how many longer than ?3.
 func (s *Source) scanSQL(op string) string {
 	return `SELECT ` + s.groupKeys("k", s.octets("k")+` <= ?3`) + `, count(*), ` + s.quote("max(k)") + `,
 		count(*) FILTER (WHERE ` + s.octets("k") + ` > ?3)
@@ -130,7 +130,7 @@ func (s *Source) scanSQL(op string) string {
 }
 
 // longSQL reads the keys of more than ?3 bytes after ?1 (op as scanSQL's)
-// up to ?2, one row each: a JSON string, or NULL when longer than
+// up to ?2, one row each: quoted (dialect.go), or NULL when longer than
 // MaxStoredBytes.
 func (s *Source) longSQL(op string) string {
 	return `SELECT CASE WHEN ` + s.octets(s.QCol) + ` <= ` + strconv.Itoa(MaxStoredBytes) + ` THEN ` + s.quote(s.QCol) + ` END FROM ` + s.QTable +

@@ -29,7 +29,7 @@ func (db *DB) update(ctx context.Context, what string, fn func(*Tx) error) (err 
 		discard(c)
 		return err
 	}
-	tx := &Tx{Conn: c, ctx: ctx, drv: db.Driver}
+	tx := &Tx{Conn: c, ctx: ctx, drv: db.Driver, plain: db.plain}
 	defer tx.rollback()
 	if err := fn(tx); err != nil {
 		return err
@@ -40,9 +40,10 @@ func (db *DB) update(ctx context.Context, what string, fn func(*Tx) error) (err 
 // Tx is a write transaction on the writer's connection.
 type Tx struct {
 	*sql.Conn
-	ctx  context.Context // the context update was given
-	done bool
-	drv  *Driver
+	ctx   context.Context // the context update was given
+	done  bool
+	drv   *Driver
+	plain bool // the DB's dialect
 }
 
 // QueryRowContext runs a query in the transaction (Driver.QueryContext).
