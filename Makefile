@@ -161,6 +161,7 @@ stress:
 	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 	SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 	@export SYNCFILTER_STRESS_TIME=$(STRESSTIME); $(NCRUCES) -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
+	@export SYNCFILTER_STRESS_TIME=$(STRESSTIME) SYNCFILTER_STRESS_VFS=adiantum; $(NCRUCES) -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 	@export SYNCFILTER_STRESS_TIME=$(STRESSTIME); $(SQLCIPHER) -count=1 -v -run '^TestOneSQLiteUnderStress$$' -timeout 0 ./rebuild
 
 # The canonical form is NFC as of Unicode 15.0.0 (normalize.PinnedUnicode).

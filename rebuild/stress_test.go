@@ -93,10 +93,14 @@ func stressOneSQLite(t *testing.T, mode string, onAppDB bool, run time.Duration)
 		seed[i] = ref.id(i).stored
 	}
 	ref.committed(0, len(seed))
-	// On SQLCipher the database is encrypted, its key in the URI.
+	// On SQLCipher the database is encrypted, its key in the URI; on
+	// ncruces too with SYNCFILTER_STRESS_VFS=adiantum (or xts).
 	var params url.Values
-	if testdriver.Name() == "sqlcipher" {
+	switch vfs := os.Getenv("SYNCFILTER_STRESS_VFS"); {
+	case testdriver.Name() == "sqlcipher":
 		params = url.Values{"_pragma_key": {"x'" + testKey + "'"}}
+	case testdriver.Name() == "ncruces" && vfs != "":
+		params = url.Values{"vfs": {vfs}, "hexkey": {testKey}}
 	}
 	path := modeDBWith(t, mode, params, []string{"records"}, seed...)
 	app := modeConnWith(t, path, mode, params)
@@ -364,7 +368,7 @@ wait:
 		how = "DB"
 	}
 	t.Logf("%s, %s, %s, %v (ran %v): %d rows committed in %d transactions (%d rolled back), %d rows present, integrity_check %s; %d answers judged, %d wrong; %d saves, %d reopens, %d app rebuilds, %d automatic rebuilds",
-		testdriver.Name(), mode, how, run, ran.Round(100*time.Millisecond), committed, commits.Load(), rolledBack.Load(), len(stored), check,
+		testdriver.Name()+map[bool]string{true: " (encrypted)"}[params != nil], mode, how, run, ran.Round(100*time.Millisecond), committed, commits.Load(), rolledBack.Load(), len(stored), check,
 		judged.Load(), wrong.Load(), ev.saves.Load(), ev.reopens.Load(), ev.rebuilds.Load(), autos)
 	if judged.Load() == 0 || commits.Load() == 0 {
 		t.Fatalf("the stress did not run: %d answers judged, %d commits", judged.Load(), commits.Load())
