@@ -15,7 +15,7 @@ FUZZ_TARGETS = \
 	./rebuild/internal/store:FuzzPlainListRoundTrip:20000 \
 	./rebuild/internal/store:FuzzParsePositions:80000
 
-.PHONY: cli-sqlcipher demo test adopt ucd-deps no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
+.PHONY: cli-sqlcipher cli-ncruces demo test adopt ucd-deps no-binaries fmt-check vet portable race drivers drivers-short stress unicode-newer fixtures fixtures-check fuzz-short fuzz bench soak lint syncbench syncbench-loop syncbench-initial syncbench-cold syncbench-short syncbench-real syncbench-ablation cross cross-deps
 
 # The main job: seed a SQLite database, build a filter, sync pages of ids.
 demo:
@@ -74,7 +74,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
-	cd internal/ncruces && GOWORK=off $(GO) vet ./...
+	GOWORK="$(CURDIR)/internal/ncruces/go.work" CGO_ENABLED=0 $(GO) vet github.com/syncfilter/syncfilter/internal/ncruces
 
 # The packages that need no SQLite (normalize, syncfilter, snapshot,
 # fixtures, ...) compile and vet, tests included, for the other platforms
@@ -140,6 +140,14 @@ cli-sqlcipher:
 	printf '{"Replace":{"%s":"%s"}}' "$(CURDIR)/cmd/syncfilter/driver_sqlcipher.go" "$$tmp/driver.go" >"$$tmp/overlay.json"; \
 	GOWORK="$(CURDIR)/internal/sqlcipher/go.work" $(GO) build -tags syncfilter_nomattn -overlay "$$tmp/overlay.json" -o bin/syncfilter-sqlcipher ./cmd/syncfilter
 
+# The command on ncruces with its encrypting VFSes, bin/syncfilter-ncruces
+# (cmd/syncfilter/driver_ncruces.go), built with CGO_ENABLED=0.
+cli-ncruces:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	sed '1s|^//go:build ignore$$|//go:build !cgo \|\| syncfilter_nomattn|' cmd/syncfilter/driver_ncruces.go >"$$tmp/driver.go"; \
+	printf '{"Replace":{"%s":"%s"}}' "$(CURDIR)/cmd/syncfilter/driver_ncruces.go" "$$tmp/driver.go" >"$$tmp/overlay.json"; \
+	GOWORK="$(CURDIR)/internal/ncruces/go.work" CGO_ENABLED=0 $(GO) build -overlay "$$tmp/overlay.json" -o bin/syncfilter-ncruces ./cmd/syncfilter
+
 drivers-short:
 	SYNCFILTER_TEST_DRIVER=modernc $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
 	SYNCFILTER_TEST_PLAIN=1 $(GO) test -count=1 ./rebuild/...
@@ -148,7 +156,8 @@ drivers: drivers-short
 	SYNCFILTER_TEST_DRIVER=mattn $(GO) test -count=1 ./rebuild/... ./internal/sqlitecode
 	@$(NCRUCES) -count=1 ./rebuild/... ./internal/sqlitecode
 	@$(SQLCIPHER) -count=1 ./rebuild/... ./internal/sqlitecode
-	cd internal/sqlcipher && GOWORK=off $(GO) test -count=1 ./...
+	GOWORK="$(CURDIR)/internal/sqlcipher/go.work" CGO_ENABLED=1 $(GO) test -count=1 github.com/syncfilter/syncfilter/internal/sqlcipher
+	GOWORK="$(CURDIR)/internal/ncruces/go.work" CGO_ENABLED=0 $(GO) test -count=1 github.com/syncfilter/syncfilter/internal/ncruces
 
 # The app and the library in one process under load, with each driver, in
 # WAL and DELETE mode, the library given the app's driver or its *sql.DB:

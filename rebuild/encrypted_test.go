@@ -319,12 +319,13 @@ func encryptedSync(t *testing.T, e encryptedSetup, mode string) {
 	noLeak(t, dir, path, e.newKey, spellings)
 }
 
-// longValues is the values of q of at least 8 bytes (a key, not "4096").
+// longValues is the values of q of at least 16 bytes (a key; not "4096"
+// or a VFS's name, which a path may hold).
 func longValues(q url.Values) []string {
 	var out []string
 	for _, vs := range q {
 		for _, v := range vs {
-			if len(v) >= 8 {
+			if len(v) >= 16 {
 				out = append(out, v)
 			}
 		}
