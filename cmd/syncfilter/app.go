@@ -158,8 +158,10 @@ func (a *app) run(ctx context.Context, args []string) int {
 			a.mu.Lock()
 			a.cmd = c.name
 			a.mu.Unlock()
-			if err := a.loadConnParams(); err != nil {
-				return a.exit(c.name, err)
+			if opensDB[c.name] {
+				if err := a.loadConnParams(); err != nil {
+					return a.exit(c.name, err)
+				}
 			}
 			return a.exit(c.name, c.run(a, ctx, args[1:]))
 		}

@@ -22,6 +22,10 @@ const (
 	connParamsFileEnv = "SYNCFILTER_CONN_PARAMS_FILE"
 )
 
+// opensDB are the commands that open an app's database: only they read
+// the connection parameters (a malformed variable fails no other).
+var opensDB = map[string]bool{"rebuild": true, "status": true, "check": true, "query": true, "detach": true}
+
 // cliDriver is the SQLite driver the command opens databases with: nil,
 // the library's default (mattn/go-sqlite3), unless a build for an
 // encrypting driver sets it (driver_sqlcipher.go).
