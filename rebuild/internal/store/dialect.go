@@ -184,24 +184,7 @@ func (s *Source) parsePositions(v any, base, n int, out []int) ([]int, error) {
 	if !s.plain {
 		return parsePositions(list, base, n, out)
 	}
-	for i := 0; i < len(list); {
-		if i > 0 {
-			if list[i] != ',' || i+1 == len(list) {
-				return out, errKeyList
-			}
-			i++
-		}
-		p, start := 0, i
-		for i < len(list) && list[i] >= '0' && list[i] <= '9' && i-start < 10 {
-			p = p*10 + int(list[i]-'0')
-			i++
-		}
-		if i == start || i < len(list) && list[i] != ',' || p >= n {
-			return out, errKeyList
-		}
-		out = append(out, base+p)
-	}
-	return out, nil
+	return parseInts(list, base, n, out, errKeyList)
 }
 
 // compareVersions is the package's compareVersions for a list of either

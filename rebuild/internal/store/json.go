@@ -152,11 +152,16 @@ func parsePositions(list string, base, n int, out []int) ([]int, error) {
 	if len(list) < 2 || list[0] != '[' || list[len(list)-1] != ']' {
 		return out, errKeyArray
 	}
-	body := list[1 : len(list)-1]
+	return parseInts(list[1:len(list)-1], base, n, out, errKeyArray)
+}
+
+// parseInts appends base+i for every integer i (below n) of the
+// comma-separated body to out; bad is the error for anything else.
+func parseInts(body string, base, n int, out []int, bad error) ([]int, error) {
 	for i := 0; i < len(body); {
 		if i > 0 {
 			if body[i] != ',' {
-				return out, errKeyArray
+				return out, bad
 			}
 			i++
 		}
@@ -166,7 +171,7 @@ func parsePositions(list string, base, n int, out []int) ([]int, error) {
 			i++
 		}
 		if i == start || i < len(body) && body[i] != ',' || v >= n {
-			return out, errKeyArray
+			return out, bad
 		}
 		out = append(out, base+v)
 	}
