@@ -130,15 +130,17 @@ func (s *Source) versionsSQL(spellings, single bool, keys, sp string) string {
 			` AND a.canon = ` + val + ` AND ` + s.sameText("t", "a.stored")
 	}
 	x := `(SELECT CASE WHEN count(*) = 0 THEN NULL ELSE ` + pos + ` || coalesce(` + typed + `, 'o') END FROM ` + rows + `))`
-	switch {
-	case s.plain && single:
-		return `SELECT group_concat(` + item("v") + `, '') FROM (SELECT ` + x + ` AS v)`
-	case s.plain:
-		return `SELECT group_concat(` + item("v") + `, '') FROM (SELECT ` + x + ` AS v FROM ` + keys + `)`
-	case single:
+	from := ` FROM ` + keys
+	if single {
+		from = ""
+	}
+	if s.plain {
+		return `SELECT group_concat(` + item("v") + `, '') FROM (SELECT ` + x + ` AS v` + from + `)`
+	}
+	if single {
 		return `SELECT json_array(` + x + `)`
 	}
-	return `SELECT json_group_array(` + x + `) FROM ` + keys
+	return `SELECT json_group_array(` + x + `)` + from
 }
 
 // Confirm appends to found the position in keys of every key the source

@@ -14,7 +14,7 @@ import (
 // them out as one (json_group_array, json_quote). The plain one, for an
 // older SQLite built without the JSON functions (SQLCipher 4.4's 3.33.0),
 // binds each key as a parameter of a VALUES list, of a size out of a few
-// (plainSizes: one statement per size, padded with NULLs, which no key
+// (plainSize: one statement per size, padded with NULLs, which no key
 // equals), and reads a list out as the text group_concat joins, each
 // value an 'x' and its bytes in hex (SQLite 3.33's group_concat ends its
 // result at the first NUL). octet_length is length(CAST(x AS BLOB)). Both
