@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 	"golang.org/x/text/unicode/norm"
@@ -220,6 +221,71 @@ func TestMigrationsAreFollowed(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRepairWaitsForACall: after the app's 12-step migration, with
+// AutoRebuild on, the library writes nothing (its attach would make the
+// app's connections parse the schema again and drop their caches under
+// the app's next page) until a call has been answered, from SQLite; then
+// it attaches and rebuilds in the background. Wait starts it too.
+func TestRepairWaitsForACall(t *testing.T) {
+	t.Parallel()
+	seed := ids("seed", 300)
+	probe := slices.Concat(seed, ids("never", 50), ids("after", 50))
+	for _, byWait := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wait=%v", byWait), func(t *testing.T) {
+			t.Parallel()
+			path := driftDB(t, "WAL", seed)
+			ix := open(t, appConfig(path))
+			waitServing(t, ix)
+			app := modeConn(t, path, "WAL")
+			defer app.Close()
+			exact(t, ix, tableIDs(t, path, "records"), probe) // the follower watches for a while after a call
+			for _, q := range migrations[0].stmts(nil) {
+				mustExec(t, app, q)
+			}
+			cookie := schemaVersion(t, path)
+			deadline := time.Now().Add(10 * time.Second)
+			for stats(ix).Serving { // the follower sees the triggers gone and drops the filter
+				if time.Now().After(deadline) {
+					t.Fatal("the filter still serves 10 s after the migration")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond) // time enough to attach, were it asked
+			if got := schemaVersion(t, path); got != cookie || len(triggersOn(t, path, "records")) != 0 {
+				t.Fatalf("before any call: schema %d → %d, triggers %q", cookie, got, triggersOn(t, path, "records"))
+			}
+			if st := stats(ix); st.Upkeep == "" || st.Attached {
+				t.Fatalf("before any call: upkeep %q, attached %v", st.Upkeep, st.Attached)
+			}
+			insertIn(t, path, "WAL", "records", "after", 50)
+			if !byWait {
+				exact(t, ix, tableIDs(t, path, "records"), probe) // from SQLite, then the repair starts
+			}
+			waitServing(t, ix)
+			if st := stats(ix); !st.Serving || !st.Attached || len(triggersOn(t, path, "records")) != 2 {
+				t.Fatalf("after the repair: serving %v, attached %v, triggers %q", st.Serving, st.Attached, triggersOn(t, path, "records"))
+			}
+			exact(t, ix, tableIDs(t, path, "records"), probe)
+		})
+	}
+}
+
+// schemaVersion is the database's schema cookie, read on a connection of
+// its own.
+func schemaVersion(t *testing.T, path string) int64 {
+	t.Helper()
+	db, err := testdriver.Open(path, testdriver.App{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v int64
+	if err := db.QueryRow(`PRAGMA schema_version`).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // TestUnrelatedDDLKeepsTheFilter: a schema change that leaves the source

@@ -46,15 +46,15 @@ type Keeper struct {
 
 	mu struct {
 		queued     [kinds]*job
-		running    *job          // the job of the index the worker runs
-		pending    int           // jobs queued or running, and a load asked after the first call
-		idle       chan struct{} // closed when pending drops to 0
-		deferred   bool          // the opening load waits for the first call
-		opening    bool          // Open reads the source: it asks for what the index needs
-		attach     bool          // the source lacks its triggers: the follower attaches it between calls
-		lastErr    error         // why no filter serves: the last rebuild's or load's error
-		snapErr    error         // why the snapshot was not used
-		autos      uint64        // automatic rebuilds asked for
+		running    *job           // the job of the index the worker runs
+		pending    int            // jobs queued or running, and a load asked after the first call
+		idle       chan struct{}  // closed when pending drops to 0
+		deferred   [kinds]*reason // jobs waiting for the end of the next call: the opening load, a repair
+		opening    bool           // Open reads the source: it asks for what the index needs
+		attach     bool           // the source lacks its triggers: the follower attaches it between calls
+		lastErr    error          // why no filter serves: the last rebuild's or load's error
+		snapErr    error          // why the snapshot was not used
+		autos      uint64         // automatic rebuilds asked for
 		autoWhy    string
 		reattached uint64        // attaches after the source's triggers were lost
 		saved      uint64        // generation of the last snapshot saved or loaded
@@ -78,7 +78,7 @@ type Keeper struct {
 func (db *DB) NewKeeper(cfg Config, gcfg gate.Config) (*Keeper, error) {
 	k := &Keeper{db: db, cfg: cfg}
 	k.ctx, k.stop = context.WithCancel(db.ctx)
-	gcfg.Repair, gcfg.Behind = k.askRepair, func() { db.ask(kindCatchUp, k, reason{}) }
+	gcfg.Repair, gcfg.Behind = k.repairAfterCall, func() { db.ask(kindCatchUp, k, reason{}) }
 	if db.Log != nil {
 		table := gcfg.Table
 		if table == "" {
@@ -122,6 +122,32 @@ func (k *Keeper) askRepair(why error) {
 	if !opening && !k.cfg.NoAutoRebuild {
 		k.AskRebuild(why.Error())
 	}
+}
+
+// repairAfterCall is askRepair after the end of the next call (or in a
+// Wait): the source's triggers are gone with the app's table (a
+// migration), and the app's connections parsed its schema and hold its
+// pages. The attach's DDL would make them parse it again and drop their
+// caches under the app's first page (-bench AfterTableRebuild); that page
+// is answered from SQLite meanwhile, as every page is until the rebuild
+// serves.
+func (k *Keeper) repairAfterCall(why error) {
+	k.db.mu.Lock()
+	k.mu.lastErr = why
+	skip := k.mu.opening || k.cfg.NoAutoRebuild || k.db.ReadOnly
+	if !skip {
+		k.deferLocked(kindRebuild, reason{text: why.Error()})
+	}
+	k.db.mu.Unlock()
+}
+
+// deferLocked makes a job of kind wait for the end of the next call,
+// counted pending (Wait starts it).
+func (k *Keeper) deferLocked(kd kind, why reason) {
+	if k.mu.deferred[kd] == nil {
+		k.mu.pending++
+	}
+	k.mu.deferred[kd] = &why
 }
 
 // AskRebuild asks for a rebuild in the background (an open's first scan),
@@ -173,43 +199,45 @@ func (k *Keeper) attachNow(ctx context.Context) {
 func (k *Keeper) AskLoad() {
 	if _, err := os.Stat(k.cfg.Snapshot); err == nil && !k.db.Knobs.NoDeferredLoad {
 		k.db.mu.Lock()
-		if !k.mu.deferred {
-			k.mu.deferred = true
-			k.mu.pending++
-		}
+		k.deferLocked(kindLoad, reason{})
 		k.db.mu.Unlock()
 		return
 	}
 	k.db.ask(kindLoad, k, reason{})
 }
 
-// Called is what follows each of the app's calls: the opening load it
-// waited for, a retry that came due, the filter's fill judged, and the
-// follower told.
+// Called is what follows each of the app's calls: the opening load or
+// the repair that waited for it, a retry that came due, the filter's fill
+// judged, and the follower told.
 func (k *Keeper) Called() {
 	k.startAsked()
 	k.checkDue()
 	k.db.called(k)
 }
 
-// startAsked starts the opening load that waited for a call, and a retry
-// that came due.
+// startAsked starts the jobs that waited for a call (the opening load, a
+// repair), and a retry that came due.
 func (k *Keeper) startAsked() {
 	now := time.Now()
 	db := k.db
 	db.mu.Lock()
-	load := k.mu.deferred
-	if load {
-		k.mu.deferred = false
-		k.mu.pending-- // ask counts it again
+	deferred := k.mu.deferred
+	for kd, why := range deferred {
+		if why != nil {
+			k.mu.deferred[kd] = nil
+			k.mu.pending-- // ask counts it again
+		}
 	}
 	retry := !k.mu.retryAt.IsZero() && now.After(k.mu.retryAt)
 	if retry {
 		k.mu.retryAt = time.Time{}
 	}
 	db.mu.Unlock()
-	if load {
+	if deferred[kindLoad] != nil {
 		db.ask(kindLoad, k, reason{})
+	}
+	if why := deferred[kindRebuild]; why != nil {
+		k.AskRebuild(why.text)
 	}
 	if retry {
 		db.ask(kindRebuild, k, reason{text: "retry after a failed rebuild"})
@@ -343,7 +371,7 @@ func (k *Keeper) Upkeep() string {
 	defer k.db.mu.Unlock()
 	out := ""
 	for kd, j := range k.mu.queued {
-		if j != nil || kd == int(kindLoad) && k.mu.deferred || k.mu.running != nil && int(k.mu.running.kind) == kd {
+		if j != nil || k.mu.deferred[kd] != nil || k.mu.running != nil && int(k.mu.running.kind) == kd {
 			if out != "" {
 				out += "+"
 			}
@@ -390,9 +418,11 @@ func (k *Keeper) Close(ctx context.Context) error {
 			k.db.done(j, result{err: store.ErrClosed})
 		}
 	}
-	if k.mu.deferred {
-		k.mu.deferred = false
-		k.db.done(&job{k: k}, result{})
+	for kd, why := range k.mu.deferred {
+		if why != nil {
+			k.mu.deferred[kd] = nil
+			k.db.done(&job{k: k}, result{})
+		}
 	}
 	k.db.mu.Unlock()
 	var saveErr error
