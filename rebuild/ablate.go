@@ -21,6 +21,8 @@ func ablateDefaults(k *knobs) {
 			k.noAppPool = true
 		case "deferredload":
 			k.noDeferredLoad = true
+		case "deferredrepair":
+			k.noDeferredRepair = true
 		case "lookup":
 			k.noLookup = true
 		case "prepare":

@@ -151,7 +151,7 @@ type knobs struct {
 
 	// The speed mechanisms, each switched off by the ablation benchmark
 	// (ablate.go, docs/BENCHMARKS.md).
-	noAppPool, noDeferredLoad, noLookup, noPrepare, noCatalog, noWalk bool
+	noAppPool, noDeferredLoad, noDeferredRepair, noLookup, noPrepare, noCatalog, noWalk bool
 }
 
 func (k knobs) gate() gate.Knobs {
@@ -160,7 +160,7 @@ func (k knobs) gate() gate.Knobs {
 }
 
 func (k knobs) upkeep() upkeep.Knobs {
-	return upkeep.Knobs{NoFollow: k.noFollow, NoDeferredLoad: k.noDeferredLoad, ScanRow: k.scanRow, BeforeCount: k.beforeCount,
+	return upkeep.Knobs{NoFollow: k.noFollow, NoDeferredLoad: k.noDeferredLoad, NoDeferredRepair: k.noDeferredRepair, ScanRow: k.scanRow, BeforeCount: k.beforeCount,
 		Published: k.published, FollowPoll: k.followPoll, AppQueued: k.appQueued, Now: k.now, RetryFirst: k.retryFirst}
 }
 

@@ -244,24 +244,32 @@ func TestRepairWaitsForACall(t *testing.T) {
 			for _, q := range migrations[0].stmts(nil) {
 				mustExec(t, app, q)
 			}
-			cookie := schemaVersion(t, path)
+			cookie, before := schemaVersion(t, path), stats(ix)
 			deadline := time.Now().Add(10 * time.Second)
 			for stats(ix).Serving { // the follower sees the triggers gone and drops the filter
 				if time.Now().After(deadline) {
-					t.Fatal("the filter still serves 10 s after the migration")
+					st := stats(ix)
+					t.Fatalf("the filter still serves 10 s after the migration (the follower's window passed?): upkeep %q, reattached %d, rebuilds %d", st.Upkeep, st.Reattached, st.Rebuilds)
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
 			time.Sleep(100 * time.Millisecond) // time enough to attach, were it asked
+			st := stats(ix)
 			if got := schemaVersion(t, path); got != cookie || len(triggersOn(t, path, "records")) != 0 {
 				t.Fatalf("before any call: schema %d → %d, triggers %q", cookie, got, triggersOn(t, path, "records"))
 			}
-			if st := stats(ix); st.Upkeep == "" || st.Attached {
-				t.Fatalf("before any call: upkeep %q, attached %v", st.Upkeep, st.Attached)
+			if st.Upkeep != "rebuild" || st.Attached || st.Reattached != before.Reattached || st.Rebuilds != before.Rebuilds {
+				t.Fatalf("before any call: upkeep %q, attached %v, reattached %d → %d, rebuilds %d → %d",
+					st.Upkeep, st.Attached, before.Reattached, st.Reattached, before.Rebuilds, st.Rebuilds)
 			}
 			insertIn(t, path, "WAL", "records", "after", 50)
 			if !byWait {
 				exact(t, ix, tableIDs(t, path, "records"), probe) // from SQLite, then the repair starts
+				for deadline = time.Now().Add(20 * time.Second); !stats(ix).Attached; time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(deadline) { // no Wait here: the call must have started it
+						t.Fatalf("the repair did not start after the call: upkeep %q", stats(ix).Upkeep)
+					}
+				}
 			}
 			waitServing(t, ix)
 			if st := stats(ix); !st.Serving || !st.Attached || len(triggersOn(t, path, "records")) != 2 {

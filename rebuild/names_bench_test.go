@@ -15,7 +15,7 @@ import (
 // names (the even ones stored in NFD); each page asks 10 or 100 names in
 // NFC, 60% stored and 40% new, and the app stores the new ones (half in
 // NFD) right before the next call, untimed. The library against an
-// IN-list binding each name in NFC and in NFD on the same pool. Every
+// IN-list binding each name in NFC and in NFD on a pool of the same shape. Every
 // answer is checked.
 //
 //	go test -run '^$' -bench NamesLoop -benchtime 2000x ./rebuild

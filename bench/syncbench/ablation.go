@@ -15,7 +15,7 @@ const EnvAblate = "SYNCFILTER_ABLATE"
 
 // Mechanisms are the library's speed mechanisms the ablation switches
 // off one at a time (rebuild/ablate.go).
-var Mechanisms = []string{"follower", "apppool", "deferredload", "lookup", "prepare", "catalog", "walk"}
+var Mechanisms = []string{"follower", "apppool", "deferredload", "deferredrepair", "lookup", "prepare", "catalog", "walk"}
 
 // checkAblation returns EnvAblate as this process reads it, or an error
 // if it is not want or the binary's library would not read it.

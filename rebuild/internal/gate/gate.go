@@ -344,6 +344,13 @@ func (c *Call) newest() error {
 	return c.b.err
 }
 
+// Detached reports whether the gate's binding is of a source that lost
+// its row (Detach): only an open attaches it again.
+func (g *Gate) Detached() bool {
+	b := g.bound.Load()
+	return b != nil && b.detached
+}
+
 // Detached reports whether the source lost its row in this file since
 // the gate saw it attached (Detach): only an open attaches it again.
 func (c *Call) Detached() bool { return c.b.detached }

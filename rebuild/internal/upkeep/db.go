@@ -18,15 +18,16 @@ import (
 
 // Knobs are what tests and the ablation benchmark switch (zero: production).
 type Knobs struct {
-	NoFollow       bool                // no catch-up between calls
-	NoDeferredLoad bool                // the opening load starts at once, not after the first call
-	ScanRow        func(n int64) error // a scan's start (0) and each chunk it read: an error fails it as SQLite would
-	BeforeCount    func() error        // before a rebuild's count; an error is the count's
-	Published      func()              // a rebuild published its filter, before the database records the scan
-	FollowPoll     func()              // the follower looks at its state
-	AppQueued      func()              // an app's call queued its job
-	Now            func() time.Time    // the clock of snapshot headers and automatic rebuilds (nil: time.Now)
-	RetryFirst     time.Duration       // the first wait before a failed background rebuild is tried again
+	NoFollow         bool                // no catch-up between calls
+	NoDeferredLoad   bool                // the opening load starts at once, not after the first call
+	NoDeferredRepair bool                // a repair starts at once, not after the next call
+	ScanRow          func(n int64) error // a scan's start (0) and each chunk it read: an error fails it as SQLite would
+	BeforeCount      func() error        // before a rebuild's count; an error is the count's
+	Published        func()              // a rebuild published its filter, before the database records the scan
+	FollowPoll       func()              // the follower looks at its state
+	AppQueued        func()              // an app's call queued its job
+	Now              func() time.Time    // the clock of snapshot headers and automatic rebuilds (nil: time.Now)
+	RetryFirst       time.Duration       // the first wait before a failed background rebuild is tried again
 }
 
 func (k Knobs) now() time.Time {

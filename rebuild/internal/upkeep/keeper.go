@@ -125,20 +125,27 @@ func (k *Keeper) askRepair(why error) {
 }
 
 // repairAfterCall is askRepair after the end of the next call (or in a
-// Wait): the source's triggers are gone with the app's table (a
-// migration), and the app's connections parsed its schema and hold its
-// pages. The attach's DDL would make them parse it again and drop their
-// caches under the app's first page (-bench AfterTableRebuild); that page
-// is answered from SQLite meanwhile, as every page is until the rebuild
-// serves.
+// Wait), for what a rebind or a dropped filter asks: the triggers gone
+// with the app's table, the file replaced, a log the filter cannot catch
+// up from. The page that follows such a moment is answered from SQLite
+// without sharing the machine with the attach and the scan; and the
+// attach's DDL would make the app's connections parse the schema again
+// and drop their page caches under that page (-bench AfterTableRebuild).
+// A rebuild queued or running, or a Wait waiting, takes the repair at
+// once, as askRepair does.
 func (k *Keeper) repairAfterCall(why error) {
 	k.db.mu.Lock()
 	k.mu.lastErr = why
-	skip := k.mu.opening || k.cfg.NoAutoRebuild || k.db.ReadOnly
-	if !skip {
+	skip := k.mu.opening || k.cfg.NoAutoRebuild || k.db.ReadOnly || k.ctx.Err() != nil
+	now := k.db.Knobs.NoDeferredRepair || k.mu.queued[kindRebuild] != nil ||
+		k.mu.running != nil && k.mu.running.kind == kindRebuild || k.mu.idle != nil
+	if !skip && !now {
 		k.deferLocked(kindRebuild, reason{text: why.Error()})
 	}
 	k.db.mu.Unlock()
+	if !skip && now {
+		k.AskRebuild(why.Error())
+	}
 }
 
 // deferLocked makes a job of kind wait for the end of the next call,
@@ -222,12 +229,7 @@ func (k *Keeper) startAsked() {
 	db := k.db
 	db.mu.Lock()
 	deferred := k.mu.deferred
-	for kd, why := range deferred {
-		if why != nil {
-			k.mu.deferred[kd] = nil
-			k.mu.pending-- // ask counts it again
-		}
-	}
+	k.mu.deferred = [kinds]*reason{}
 	retry := !k.mu.retryAt.IsZero() && now.After(k.mu.retryAt)
 	if retry {
 		k.mu.retryAt = time.Time{}
@@ -236,12 +238,19 @@ func (k *Keeper) startAsked() {
 	if deferred[kindLoad] != nil {
 		db.ask(kindLoad, k, reason{})
 	}
-	if why := deferred[kindRebuild]; why != nil {
+	if why := deferred[kindRebuild]; why != nil && !k.G.Detached() { // a Detach since: only an open attaches again
 		k.AskRebuild(why.text)
 	}
 	if retry {
 		db.ask(kindRebuild, k, reason{text: "retry after a failed rebuild"})
 	}
+	db.mu.Lock()
+	for _, why := range deferred { // counted by ask again, if it queued them: uncounted after, so that Wait never sees 0 between
+		if why != nil {
+			db.done(&job{k: k}, result{})
+		}
+	}
+	db.mu.Unlock()
 }
 
 // catchUp is the follower's catch-up of k: its errors are the next
@@ -308,6 +317,10 @@ func (k *Keeper) Wait(ctx context.Context) error {
 		}
 		k.startAsked()
 		k.db.mu.Lock()
+		if k.mu.deferred != ([kinds]*reason{}) { // deferred since startAsked: start it
+			k.db.mu.Unlock()
+			continue
+		}
 		var ch chan struct{}
 		if k.mu.pending > 0 {
 			if k.mu.idle == nil {

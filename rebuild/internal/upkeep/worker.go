@@ -189,6 +189,10 @@ func (db *DB) next() (*job, context.Context) {
 	j := db.mu.queue[best]
 	db.remove(j)
 	j.k.mu.running = j
+	if j.kind == kindRebuild && j.k.mu.deferred[kindRebuild] != nil { // this rebuild repairs what it waited for
+		j.k.mu.deferred[kindRebuild] = nil
+		db.done(&job{k: j.k}, result{})
+	}
 	ctx, cancel := context.WithCancelCause(j.k.ctx)
 	db.mu.current = cancel
 	if j.app != nil {
