@@ -8,10 +8,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,8 +144,7 @@ func TestDeferredRepairSeveralMigrationsBeforeACall(t *testing.T) {
 // TestDeferredRepairClose: Close with the repair deferred returns
 // promptly, leaves nothing running, writes nothing; a reopened index's
 // Wait returns.
-func TestDeferredRepairClose(t *testing.T) {
-	t.Parallel()
+func TestDeferredRepairClose(t *testing.T) { // not parallel: it counts the process's goroutines
 	ctx := context.Background()
 	seed := ids("seed", 100)
 	probe := slices.Concat(seed, ids("never", 20))
@@ -351,10 +352,12 @@ func TestDeferredRepairTwoIndexesCloseDeferred(t *testing.T) {
 	exact(t, ib, tableIDs(t, path, "b"), probe)
 	execIn(t, path, "WAL", `DROP TRIGGER syncfilter_ins_2`)
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(stats(ib).Upkeep, "rebuild") && time.Now().Before(deadline) {
+	for !strings.Contains(stats(ib).Upkeep, "rebuild") {
+		if time.Now().After(deadline) {
+			t.Fatalf("b's repair not deferred 10 s after its trigger was dropped: upkeep %q, serving %v", stats(ib).Upkeep, stats(ib).Serving)
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Logf("b upkeep %q serving %v, triggers on b %d", stats(ib).Upkeep, stats(ib).Serving, len(triggersOn(t, path, "b")))
 	exact(t, ia, tableIDs(t, path, "a"), probe)
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -588,5 +591,93 @@ func TestDeferredRepairRebuildTakesIt(t *testing.T) {
 	waitServing(t, ix)
 	if st := stats(ix); st.Rebuilds != before+1 {
 		t.Fatalf("the call after Rebuild started another: rebuilds %d → %d", before, st.Rebuilds)
+	}
+}
+
+// TestDeferredRepairDetachThenWait: a Detach in the deferred window, then
+// a Wait with no call between (the follower's window passed, so the gate
+// has not seen the Detach): the repair does not attach the source again.
+func TestDeferredRepairDetachThenWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	seed := ids("seed", 200)
+	probe := slices.Concat(seed, ids("never", 20))
+	path := driftDB(t, "WAL", seed)
+	ix := open(t, appConfig(path))
+	waitServing(t, ix)
+	migrateAndDefer(t, ix, path, probe, migrations[0].stmts(nil))
+	for deadline := time.Now().Add(10 * time.Second); ix.db.bg.Following(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("follower still running")
+		}
+	}
+	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
+		t.Fatalf("Detach: %v", err)
+	}
+	after := schema(t, path)
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err := ix.Wait(wctx)
+	st := stats(ix)
+	t.Logf("Wait = %v; serving %v attached %v upkeep %q", err, st.Serving, st.Attached, st.Upkeep)
+	if !bytes.Equal(schema(t, path), after) || st.Attached {
+		t.Errorf("Wait attached the detached source again: triggers %d attached %v", len(triggersOn(t, path, "records")), st.Attached)
+	}
+}
+
+// TestDeferredRepairAfterAFailedRebuild: the app's Rebuild in the
+// deferred window takes the repair's place and fails: the repair is asked
+// again, and a filter serves after the next calls (as with the repair at
+// once, whose failure is retried).
+func TestDeferredRepairAfterAFailedRebuild(t *testing.T) {
+	t.Parallel()
+	for _, noDefer := range []bool{true, false} {
+		t.Run(fmt.Sprintf("noDeferredRepair=%v", noDefer), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			seed := ids("seed", 200)
+			probe := slices.Concat(seed, ids("never", 20))
+			path := driftDB(t, "WAL", seed)
+			cfg := appConfig(path)
+			var arm atomic.Bool
+			cfg.DBConfig.knobs.scanRow = func(n int64) error {
+				if arm.Load() {
+					return errors.New("injected scan failure")
+				}
+				return nil
+			}
+			cfg.DBConfig.knobs.noDeferredRepair = noDefer
+			ix := open(t, cfg)
+			waitServing(t, ix)
+			if noDefer {
+				// The repair starts at once and fails (the scan is armed to fail); the app's Rebuild fails too.
+				app := modeConn(t, path, "WAL")
+				exact(t, ix, tableIDs(t, path, "records"), probe)
+				arm.Store(true) // the background repair fails too, then is retried
+				for _, q := range migrations[0].stmts(nil) {
+					mustExec(t, app, q)
+				}
+				app.Close()
+				time.Sleep(300 * time.Millisecond)
+			} else {
+				migrateAndDefer(t, ix, path, probe, migrations[0].stmts(nil))
+				arm.Store(true)
+			}
+			err := ix.Rebuild(ctx)
+			arm.Store(false)
+			t.Logf("Rebuild = %v", err)
+			for range 10 {
+				exact(t, ix, tableIDs(t, path, "records"), probe)
+				time.Sleep(200 * time.Millisecond)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			werr := ix.Wait(wctx)
+			st := stats(ix)
+			t.Logf("Wait = %v; serving %v attached %v upkeep %q", werr, st.Serving, st.Attached, st.Upkeep)
+			if !st.Serving {
+				t.Errorf("no filter serving after a failed app Rebuild and 10 calls: the repair was lost")
+			}
+		})
 	}
 }

@@ -190,6 +190,9 @@ func (db *DB) next() (*job, context.Context) {
 	db.remove(j)
 	j.k.mu.running = j
 	if j.kind == kindRebuild && j.k.mu.deferred[kindRebuild] != nil { // this rebuild repairs what it waited for
+		if j.app != nil && j.replaced == nil { // asked again if the app's fails
+			j.replaced = j.k.mu.deferred[kindRebuild]
+		}
 		j.k.mu.deferred[kindRebuild] = nil
 		db.done(&job{k: j.k}, result{})
 	}
@@ -221,7 +224,7 @@ func (db *DB) runJob(ctx context.Context, j *job) (r result) {
 	case kindCatchUp:
 		r.err = k.G.CatchUp(ctx)
 	case kindRebuild:
-		r.rep, r.err = k.rebuildJob(ctx, j.why)
+		r.rep, r.err = k.rebuildJob(ctx, j.why, j.app != nil)
 	}
 	return r
 }
