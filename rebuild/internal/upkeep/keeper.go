@@ -102,8 +102,9 @@ func (k *Keeper) Life() *work.Life { return &k.life }
 
 // reason is why a rebuild runs.
 type reason struct {
-	text string
-	auto bool // the filter filled up: sized for growth, spaced by cost
+	text     string
+	auto     bool // the filter filled up: sized for growth, spaced by cost
+	deferred bool // a repair that waited for a call: not for a source detached since
 }
 
 func (k *Keeper) info(msg string, args ...any) {
@@ -161,13 +162,15 @@ func (k *Keeper) deferLocked(kd kind, why reason) {
 // and for the source's attach between calls, before the rebuild's turn:
 // until the log holds the app's writes, a page that may name a stored
 // spelling reads them again at each commit.
-func (k *Keeper) AskRebuild(why string) {
+func (k *Keeper) AskRebuild(why string) { k.askRebuild(reason{text: why}) }
+
+func (k *Keeper) askRebuild(why reason) {
 	if !k.db.ReadOnly {
 		k.db.mu.Lock()
 		k.mu.attach = true
 		k.db.mu.Unlock()
 	}
-	k.db.ask(kindRebuild, k, reason{text: why})
+	k.db.ask(kindRebuild, k, why)
 }
 
 // attachNow attaches the source if it was asked for and its triggers are
@@ -239,7 +242,7 @@ func (k *Keeper) startAsked() {
 		db.ask(kindLoad, k, reason{})
 	}
 	if why := deferred[kindRebuild]; why != nil && !k.G.Detached() { // a Detach since: only an open attaches again
-		k.AskRebuild(why.text)
+		k.askRebuild(reason{text: why.text, deferred: true})
 	}
 	if retry {
 		db.ask(kindRebuild, k, reason{text: "retry after a failed rebuild"})

@@ -28,7 +28,7 @@ func (k *Keeper) Reload(ctx context.Context) error {
 // place and rebuilds its filter: bypass, scan, publish, record, save, compact. A
 // first attach (by this index's open) whose scan fails is undone, leaving
 // the database as it was.
-func (k *Keeper) rebuildJob(ctx context.Context, why reason, app bool) (rep *reporter, err error) {
+func (k *Keeper) rebuildJob(ctx context.Context, why reason) (rep *reporter, err error) {
 	start := time.Now()
 	defer func() {
 		if err != nil {
@@ -52,7 +52,7 @@ func (k *Keeper) rebuildJob(ctx context.Context, why reason, app bool) (rep *rep
 	if err := c.Fresh(ctx); err != nil {
 		return rep, err
 	}
-	if !app && c.Detached() { // a Detach since it was asked: only an open (or the app) attaches again
+	if why.deferred && c.Detached() { // a Detach since the repair was asked: only an open attaches again
 		return rep, fmt.Errorf("the source was detached: %w", store.ErrNoSource)
 	}
 	c.PutReader()

@@ -224,7 +224,7 @@ func (db *DB) runJob(ctx context.Context, j *job) (r result) {
 	case kindCatchUp:
 		r.err = k.G.CatchUp(ctx)
 	case kindRebuild:
-		r.rep, r.err = k.rebuildJob(ctx, j.why, j.app != nil)
+		r.rep, r.err = k.rebuildJob(ctx, j.why)
 	}
 	return r
 }
