@@ -10,7 +10,8 @@ func xgetbv0() (eax uint32)
 var cpu = detectCPU()
 
 type cpuFeatures struct {
-	amd    bool // AMD or Hygon: memory renaming (Zen 2 and later), two-cycle vector latency (Zen 5)
+	amd    bool // AMD or Hygon: memory renaming (Zen 2 and later)
+	zen5   bool // AMD family 26 or later (Zen 5): two-cycle vector latency
 	sse41  bool // SSSE3 and SSE4.1
 	avx2   bool // AVX2, with the OS saving YMM state
 	avx512 bool // AVX-512 F, VL and BW, and BMI2, with the OS saving ZMM and mask state
@@ -23,7 +24,8 @@ func detectCPU() (f cpuFeatures) {
 	if maxLeaf < 1 {
 		return f
 	}
-	_, _, ecx1, _ := cpuid(1, 0)
+	eax1, _, ecx1, _ := cpuid(1, 0)
+	f.zen5 = f.amd && cpuFamily(eax1) >= 26
 	const ssse3, sse41, osxsave, avx = 1 << 9, 1 << 19, 1 << 27, 1 << 28
 	f.sse41 = ecx1&ssse3 != 0 && ecx1&sse41 != 0
 	if maxLeaf < 7 || ecx1&osxsave == 0 || ecx1&avx == 0 {
@@ -37,4 +39,14 @@ func detectCPU() (f cpuFeatures) {
 	f.avx512 = f.avx2 && xcr0&zmmState == zmmState &&
 		ebx7&(bmi2|avx512f|avx512bw|avx512vl) == bmi2|avx512f|avx512bw|avx512vl
 	return f
+}
+
+// cpuFamily is the display family of CPUID leaf 1's EAX: the base family,
+// plus the extended family when the base is 15.
+func cpuFamily(eax1 uint32) uint32 {
+	family := eax1 >> 8 & 0xf
+	if family == 0xf {
+		family += eax1 >> 20 & 0xff
+	}
+	return family
 }

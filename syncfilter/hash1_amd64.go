@@ -39,29 +39,32 @@ const (
 var kernelNames = [...]string{"scalar", "sse4.1", "avx2", "avx-512", "gpr", "gpr+avx-512-load"}
 
 // blockKernel is the kernel sumOne uses (see bestKernel).
-var blockKernel = bestKernel()
+var blockKernel = bestKernel(cpu)
 
 // bestKernel picks the kernel with the shortest latency for one key.
 // A compression is a chain of 168 dependent additions, XORs and rotations
 // whichever way it is computed, so what decides is the latency of one
-// operation. On AMD (Zen 5 measured here: docs/BENCHMARKS.md) vector
-// operations take two cycles and scalar ones one, and the memory renaming
-// of Zen 2 and later makes the frame-resident v15 of the GPR kernel free:
-// the GPR kernel's chain is 64 ns against 106 ns for the AVX-512 one.
-// Elsewhere (Intel: one-cycle vector operations, no guarantee that a
-// read-modify-write of memory forwards at once) the row-parallel vector
-// kernels keep the whole state in registers.
-func bestKernel() int {
+// operation, which differs by CPU (-bench BlockKernelsLatency, in
+// docs/BENCHMARKS.md). On Zen 5 (AMD family 26) vector operations take two
+// cycles and scalar ones one, and memory renaming makes the frame-resident
+// v15 of the GPR kernel free: 64 ns against 106 ns for the AVX-512 kernel.
+// On Zen 4 (family 25) the AVX-512 kernel is the fastest, 72 ns against
+// 86 ns for the GPR kernel; on Intel the row-parallel vector kernels keep
+// the whole state in registers. AMD without AVX-512 keeps the GPR kernel
+// (not measured against the vector ones here).
+func bestKernel(f cpuFeatures) int {
 	switch {
-	case cpu.amd && cpu.avx512:
+	case f.zen5 && f.avx512:
 		return kernelGPRMasked
-	case cpu.amd:
+	case f.zen5:
 		return kernelGPR
-	case cpu.avx512:
+	case f.avx512:
 		return kernelAVX512
-	case cpu.avx2:
+	case f.amd:
+		return kernelGPR
+	case f.avx2:
 		return kernelAVX2
-	case cpu.sse41:
+	case f.sse41:
 		return kernelSSE41
 	}
 	return kernelGPR
