@@ -60,8 +60,9 @@
 // Keys of up to 64 bytes are hashed by a single BLAKE3 compression written
 // in this package. One key at a time (MightContain, Add) it is assembly
 // chosen for the CPU's latency (internal/hash1gen): general-purpose
-// registers on AMD, where vector operations take two cycles, row-parallel
-// AVX-512, AVX2 or SSE4.1 elsewhere. Eight at a time (the batch calls) it
+// registers on AMD Zen 5 (family 26 and later), where vector operations
+// take two cycles, and on AMD without AVX-512; row-parallel AVX-512, AVX2
+// or SSE4.1 elsewhere. Eight at a time (the batch calls) it
 // runs in AVX2 lanes (internal/hash8gen). Other architectures and the
 // purego build tag take the pure-Go compression. Longer keys go through
 // github.com/zeebo/blake3. Every path gives the bytes of the BLAKE3

@@ -49,9 +49,11 @@ var blockKernel = bestKernel(cpu)
 // cycles and scalar ones one, and memory renaming makes the frame-resident
 // v15 of the GPR kernel free: 64 ns against 106 ns for the AVX-512 kernel.
 // On Zen 4 (family 25) the AVX-512 kernel is the fastest, 72 ns against
-// 86 ns for the GPR kernel; on Intel the row-parallel vector kernels keep
-// the whole state in registers. AMD without AVX-512 keeps the GPR kernel
-// (not measured against the vector ones here).
+// 86 ns for the GPR kernel with the AVX-512 load (92 without); on Intel
+// the row-parallel vector kernels keep the whole state in registers.
+// Measured on one EPYC of each family: later AMD families are taken to
+// behave as Zen 5, and AMD without AVX-512 keeps the GPR kernel (not
+// measured against the vector ones here).
 func bestKernel(f cpuFeatures) int {
 	switch {
 	case f.zen5 && f.avx512:

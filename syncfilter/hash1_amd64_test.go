@@ -36,6 +36,8 @@ func TestCPUFamily(t *testing.T) {
 		0x00a10f11: 25, // EPYC family 25, model 17 (Zen 4)
 		0x00b00f21: 26, // EPYC family 26, model 2 (Zen 5)
 		0x000806f8: 6,  // Xeon, family 6
+		0x0ff00600: 6,  // an extended family beside a base below 15: not added
+		0x00900f01: 24, // Hygon, family 0x18
 	} {
 		if got := cpuFamily(eax); got != want {
 			t.Errorf("cpuFamily(%#x) = %d, want %d", eax, got, want)
