@@ -141,6 +141,7 @@ type knobs struct {
 	spellingScan func()              // a read of the table's stored spellings starts
 	afterProbe   func()              // a call's probe returned
 	followPoll   func()              // the follower looks at its state
+	followMin    time.Duration       // the follower's shortest window after a call
 	appQueued    func()              // an app's call queued its job for the worker
 	published    func()              // a rebuild published its filter
 	now          func() time.Time    // snapshot headers and automatic rebuilds (nil: time.Now)
@@ -161,7 +162,7 @@ func (k knobs) gate() gate.Knobs {
 
 func (k knobs) upkeep() upkeep.Knobs {
 	return upkeep.Knobs{NoFollow: k.noFollow, NoDeferredLoad: k.noDeferredLoad, NoDeferredRepair: k.noDeferredRepair, ScanRow: k.scanRow, BeforeCount: k.beforeCount,
-		Published: k.published, FollowPoll: k.followPoll, AppQueued: k.appQueued, Now: k.now, RetryFirst: k.retryFirst}
+		Published: k.published, FollowPoll: k.followPoll, FollowMin: k.followMin, AppQueued: k.appQueued, Now: k.now, RetryFirst: k.retryFirst}
 }
 
 func bad(format string, args ...any) error {

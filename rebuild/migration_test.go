@@ -236,7 +236,7 @@ func TestRepairWaitsForACall(t *testing.T) {
 		t.Run(fmt.Sprintf("wait=%v", byWait), func(t *testing.T) {
 			t.Parallel()
 			path := driftDB(t, "WAL", seed)
-			ix := open(t, appConfig(path))
+			ix := open(t, repairConfig(path))
 			waitServing(t, ix)
 			app := modeConn(t, path, "WAL")
 			defer app.Close()

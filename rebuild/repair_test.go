@@ -20,6 +20,18 @@ import (
 	"github.com/syncfilter/syncfilter/internal/testdriver"
 )
 
+// followWindow is the follower's window after a call in these tests:
+// long enough on a slow machine (an emulated one in make cross) for it to
+// see the migration that follows the call.
+const followWindow = 3 * time.Second
+
+// repairConfig is appConfig with the follower's window followWindow.
+func repairConfig(path string) config {
+	cfg := appConfig(path)
+	cfg.knobs.followMin = followWindow
+	return cfg
+}
+
 func migrateAndDefer(t *testing.T, ix *Index, path string, probe []string, stmts []string) {
 	t.Helper()
 	app := modeConn(t, path, "WAL")
@@ -51,7 +63,7 @@ func TestDeferredRepairAfterDetach(t *testing.T) {
 	seed := ids("seed", 200)
 	probe := slices.Concat(seed, ids("never", 20))
 	path := driftDB(t, "WAL", seed)
-	ix := open(t, appConfig(path))
+	ix := open(t, repairConfig(path))
 	waitServing(t, ix)
 	migrateAndDefer(t, ix, path, probe, migrations[0].stmts(nil))
 	if err := Detach(ctx, DBConfig{Path: path, Driver: testdriver.Driver()}, "records", "id"); err != nil {
@@ -82,7 +94,7 @@ func TestDeferredRepairWrites(t *testing.T) {
 			seed := ids("seed", 2000)
 			probe := slices.Concat(seed[:300], ids("never", 50), ids("win", 50), ids("run", 50), ids("upd", 20))
 			path := driftDB(t, "WAL", seed)
-			ix := open(t, appConfig(path))
+			ix := open(t, repairConfig(path))
 			waitServing(t, ix)
 			var trig []string
 			if m == 1 {
@@ -124,7 +136,7 @@ func TestDeferredRepairSeveralMigrationsBeforeACall(t *testing.T) {
 	seed := ids("seed", 100)
 	probe := slices.Concat(seed, ids("never", 20), ids("late", 20), ids("late2", 20))
 	path := driftDB(t, "WAL", seed)
-	ix := open(t, appConfig(path))
+	ix := open(t, repairConfig(path))
 	waitServing(t, ix)
 	migrateAndDefer(t, ix, path, probe, migrations[0].stmts(nil))
 	execIn(t, path, "WAL", migrations[2].stmts(nil)...)
@@ -149,7 +161,7 @@ func TestDeferredRepairClose(t *testing.T) { // not parallel: it counts the proc
 	seed := ids("seed", 100)
 	probe := slices.Concat(seed, ids("never", 20))
 	path := driftDB(t, "WAL", seed)
-	cfg := appConfig(path)
+	cfg := repairConfig(path)
 	ix, err := Open(ctx, cfg.DBConfig, cfg.Source)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +232,7 @@ func TestDeferredRepairWaitCancelledCtx(t *testing.T) {
 	seed := ids("seed", 100)
 	probe := slices.Concat(seed, ids("never", 20))
 	path := driftDB(t, "WAL", seed)
-	ix := open(t, appConfig(path))
+	ix := open(t, repairConfig(path))
 	waitServing(t, ix)
 	migrateAndDefer(t, ix, path, probe, migrations[0].stmts(nil))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -247,7 +259,7 @@ func TestDeferredRepairSuspend(t *testing.T) {
 	seed := ids("seed", 100)
 	probe := slices.Concat(seed, ids("never", 20), ids("s", 10))
 	path := driftDB(t, "WAL", seed)
-	cfg := appConfig(path)
+	cfg := repairConfig(path)
 	db, err := OpenDB(ctx, cfg.DBConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +299,7 @@ func TestDeferredRepairTwoIndexesOneCalled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := modeDB(t, "WAL", []string{"a", "b"}, ids("seed", 100)...)
-	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver()})
+	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{followMin: followWindow}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +350,7 @@ func TestDeferredRepairTwoIndexesCloseDeferred(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := modeDB(t, "WAL", []string{"a", "b"}, ids("seed", 100)...)
-	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver()})
+	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{followMin: followWindow}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +391,7 @@ func TestDeferredRepairNeverCalledAgain(t *testing.T) {
 	seed := ids("seed", 100)
 	probe := slices.Concat(seed, ids("never", 20))
 	path := driftDB(t, "WAL", seed)
-	cfg := appConfig(path)
+	cfg := repairConfig(path)
 	ix := open(t, cfg)
 	waitServing(t, ix)
 	migrateAndDefer(t, ix, path, probe, migrations[0].stmts(nil))
@@ -393,7 +405,7 @@ func TestDeferredRepairNeverCalledAgain(t *testing.T) {
 		return out
 	}
 	sch, f0 := schema(t, path), files()
-	time.Sleep(time.Second) // past the follower's window (250 ms after the last call here)
+	time.Sleep(followWindow + time.Second) // past the follower's window
 	if !bytes.Equal(schema(t, path), sch) {
 		t.Error("schema changed with no call")
 	}
@@ -420,7 +432,7 @@ func TestDeferredRepairNoAutoRebuild(t *testing.T) {
 	seed := ids("seed", 100)
 	probe := slices.Concat(seed, ids("never", 20), ids("x", 5))
 	path := driftDB(t, "WAL", seed)
-	cfg := appConfig(path)
+	cfg := repairConfig(path)
 	cfg.Source.NoAutoRebuild = true
 	ix := open(t, cfg)
 	if err := ix.Rebuild(ctx); err != nil {
@@ -455,7 +467,7 @@ func TestDeferredRepairOpeningLoadThenMigration(t *testing.T) {
 	seed := ids("seed", 200)
 	probe := slices.Concat(seed, ids("never", 20), ids("z", 5))
 	path := driftDB(t, "WAL", seed)
-	cfg := appConfig(path)
+	cfg := repairConfig(path)
 	first := open(t, cfg)
 	waitServing(t, first)
 	if err := first.Close(ctx); err != nil {
@@ -488,7 +500,7 @@ func TestDeferredRepairTwoCollectionsOpenWait(t *testing.T) {
 	for round := range 10 {
 		ctx := context.Background()
 		path := modeDB(t, "WAL", []string{"a", "b"}, ids("seed", 100)...)
-		db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver()})
+		db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{followMin: followWindow}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -530,7 +542,7 @@ func TestDeferredRepairWaitAfterACall(t *testing.T) {
 				seed := ids("seed", 300)
 				probe := slices.Concat(seed, ids("never", 20))
 				path := driftDB(t, "WAL", seed)
-				ix := open(t, appConfig(path))
+				ix := open(t, repairConfig(path))
 				waitServing(t, ix)
 				exact(t, ix, tableIDs(t, path, "records"), probe)
 				if mode == "child" {
@@ -577,7 +589,7 @@ func TestDeferredRepairRebuildTakesIt(t *testing.T) {
 	seed := ids("seed", 200)
 	probe := slices.Concat(seed, ids("never", 20))
 	path := driftDB(t, "WAL", seed)
-	ix := open(t, appConfig(path))
+	ix := open(t, repairConfig(path))
 	waitServing(t, ix)
 	migrateAndDefer(t, ix, path, probe, migrations[0].stmts(nil))
 	before := stats(ix).Rebuilds
@@ -603,7 +615,7 @@ func TestDeferredRepairDetachThenWait(t *testing.T) {
 	seed := ids("seed", 200)
 	probe := slices.Concat(seed, ids("never", 20))
 	path := driftDB(t, "WAL", seed)
-	ix := open(t, appConfig(path))
+	ix := open(t, repairConfig(path))
 	waitServing(t, ix)
 	migrateAndDefer(t, ix, path, probe, migrations[0].stmts(nil))
 	for deadline := time.Now().Add(10 * time.Second); ix.db.bg.Following(); time.Sleep(10 * time.Millisecond) {
@@ -638,7 +650,7 @@ func TestDeferredRepairAfterAFailedRebuild(t *testing.T) {
 			seed := ids("seed", 200)
 			probe := slices.Concat(seed, ids("never", 20))
 			path := driftDB(t, "WAL", seed)
-			cfg := appConfig(path)
+			cfg := repairConfig(path)
 			var arm atomic.Bool
 			cfg.DBConfig.knobs.scanRow = func(n int64) error {
 				if arm.Load() {

@@ -25,6 +25,7 @@ type Knobs struct {
 	BeforeCount      func() error        // before a rebuild's count; an error is the count's
 	Published        func()              // a rebuild published its filter, before the database records the scan
 	FollowPoll       func()              // the follower looks at its state
+	FollowMin        time.Duration       // the follower's shortest window after a call (followMin)
 	AppQueued        func()              // an app's call queued its job
 	Now              func() time.Time    // the clock of snapshot headers and automatic rebuilds (nil: time.Now)
 	RetryFirst       time.Duration       // the first wait before a failed background rebuild is tried again

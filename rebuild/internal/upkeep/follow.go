@@ -55,7 +55,11 @@ func (db *DB) called(k *Keeper) {
 		f.gap = (3*f.gap + now.Sub(f.last)) / 4
 	}
 	f.last, f.calls[k] = now, now
-	f.until = now.Add(min(followMax, max(followMin, followPolls*f.gap)))
+	lo := followMin
+	if db.Knobs.FollowMin > 0 {
+		lo = db.Knobs.FollowMin
+	}
+	f.until = now.Add(min(max(followMax, lo), max(lo, followPolls*f.gap)))
 	var ctx context.Context
 	var t, ok = db.life.Enter()
 	start := !f.running && ok
