@@ -25,6 +25,24 @@ import (
 // see the migration that follows the call.
 const followWindow = 3 * time.Second
 
+// openTwo opens the collections of tables a and b of path on one DB,
+// the follower's window followWindow.
+func openTwo(t *testing.T, path string) (*DB, *Index, *Index) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{followMin: followWindow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ix [2]*Index
+	for i, table := range []string{"a", "b"} {
+		if ix[i], err = db.Index(ctx, Source{Table: table, Column: "id", Snapshot: path + "." + table + ".sfb"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, ix[0], ix[1]
+}
+
 // repairConfig is appConfig with the follower's window followWindow.
 func repairConfig(path string) config {
 	cfg := appConfig(path)
@@ -299,20 +317,9 @@ func TestDeferredRepairTwoIndexesOneCalled(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := modeDB(t, "WAL", []string{"a", "b"}, ids("seed", 100)...)
-	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{followMin: followWindow}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ia, err := db.Index(ctx, Source{Table: "a", Column: "id", Snapshot: path + ".a.sfb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ib, err := db.Index(ctx, Source{Table: "b", Column: "id", Snapshot: path + ".b.sfb"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, ia, ib := openTwo(t, path)
 	probe := slices.Concat(ids("seed", 100), ids("never", 10), ids("n", 10))
-	exact(t, ia, tableIDs(t, path, "a"), probe) // a call starts the stray deferred rebuild (see TestDeferredRepairTwoCollectionsOpenWait)
+	exact(t, ia, tableIDs(t, path, "a"), probe)
 	exact(t, ib, tableIDs(t, path, "b"), probe)
 	waitServing(t, ia)
 	waitServing(t, ib)
@@ -350,12 +357,7 @@ func TestDeferredRepairTwoIndexesCloseDeferred(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := modeDB(t, "WAL", []string{"a", "b"}, ids("seed", 100)...)
-	db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{followMin: followWindow}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ia, _ := db.Index(ctx, Source{Table: "a", Column: "id", Snapshot: path + ".a.sfb"})
-	ib, _ := db.Index(ctx, Source{Table: "b", Column: "id", Snapshot: path + ".b.sfb"})
+	db, ia, ib := openTwo(t, path)
 	probe := slices.Concat(ids("seed", 100), ids("never", 10))
 	exact(t, ia, tableIDs(t, path, "a"), probe)
 	exact(t, ib, tableIDs(t, path, "b"), probe)
@@ -500,18 +502,7 @@ func TestDeferredRepairTwoCollectionsOpenWait(t *testing.T) {
 	for round := range 10 {
 		ctx := context.Background()
 		path := modeDB(t, "WAL", []string{"a", "b"}, ids("seed", 100)...)
-		db, err := OpenDB(ctx, DBConfig{Path: path, Driver: testdriver.Driver(), knobs: knobs{followMin: followWindow}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ia, err := db.Index(ctx, Source{Table: "a", Column: "id", Snapshot: path + ".a.sfb"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ib, err := db.Index(ctx, Source{Table: "b", Column: "id", Snapshot: path + ".b.sfb"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db, ia, ib := openTwo(t, path)
 		for name, ix := range map[string]*Index{"a": ia, "b": ib} {
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			err := ix.Wait(wctx)
