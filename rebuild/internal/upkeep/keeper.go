@@ -115,15 +115,7 @@ func (k *Keeper) info(msg string, args ...any) {
 
 // askRepair asks for a rebuild because no filter can serve, unless the
 // app rebuilds by itself.
-func (k *Keeper) askRepair(why error) {
-	k.db.mu.Lock()
-	k.mu.lastErr = why
-	opening := k.mu.opening
-	k.db.mu.Unlock()
-	if !opening && !k.cfg.NoAutoRebuild {
-		k.AskRebuild(why.Error())
-	}
-}
+func (k *Keeper) askRepair(why error) { k.repair(why, true) }
 
 // repairAfterCall is askRepair after the end of the next call (or in a
 // Wait), for what a rebind or a dropped filter asks: the triggers gone
@@ -134,11 +126,16 @@ func (k *Keeper) askRepair(why error) {
 // and drop their page caches under that page (-bench AfterTableRebuild).
 // A rebuild queued or running, or a Wait waiting, takes the repair at
 // once, as askRepair does.
-func (k *Keeper) repairAfterCall(why error) {
+func (k *Keeper) repairAfterCall(why error) { k.repair(why, false) }
+
+// repair notes why no filter serves and asks for a rebuild, at once or
+// (later) after the next call, unless the app rebuilds by itself, the
+// index opens (Open asks for what it needs), is read-only or closes.
+func (k *Keeper) repair(why error, atOnce bool) {
 	k.db.mu.Lock()
 	k.mu.lastErr = why
 	skip := k.mu.opening || k.cfg.NoAutoRebuild || k.db.ReadOnly || k.ctx.Err() != nil
-	now := k.db.Knobs.NoDeferredRepair || k.mu.queued[kindRebuild] != nil ||
+	now := atOnce || k.db.Knobs.NoDeferredRepair || k.mu.queued[kindRebuild] != nil ||
 		k.mu.running != nil && k.mu.running.kind == kindRebuild || k.mu.idle != nil
 	if !skip && !now {
 		k.deferLocked(kindRebuild, reason{text: why.Error()})
