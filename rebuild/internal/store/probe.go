@@ -34,6 +34,11 @@ type Probe struct {
 	Confirmed  bool
 }
 
+// probeFormat is the probe's first column for a logged source: its
+// numbers as printf writes them (readInts), the last one text ("" when
+// the entry at the mark is gone).
+const probeFormat = `%d ` + headFormat + ` %d %s`
+
 // probeShape is one variant of the probe statement.
 type probeShape struct {
 	single    bool // one key to confirm, bound as itself
@@ -54,8 +59,11 @@ func (s *Source) probeSQL(p probeShape) string {
 	cols := `(SELECT schema_version FROM pragma_schema_version())`
 	from := ""
 	if s.Logged {
+		// One text column (probeFormat): the cookie, the head, how many
+		// keys of the tail were too long, the tag at the mark ("" if
+		// none); then the tail's keys.
 		f, log := s.logFilter(p.nonASCII), inMain(s.Log)
-		cols += `, ` + s.headCols() + `, c.keys, c.long, (SELECT tag FROM ` + log + ` WHERE seq = ?2)`
+		cols = `printf('` + probeFormat + `', ` + cols + `, ` + s.headArgs() + `, c.long, (SELECT tag FROM ` + log + ` WHERE seq = ?2)), c.keys`
 		// A range read only if it reaches the head: a LIMIT subquery runs
 		// as a co-routine costing ~10µs even on an empty log.
 		from = ` FROM ` + inMain(SourcesTable) + ` s, (SELECT ` + s.groupKeys("key", f+` AND `+s.octets("key")+` <= ?4`) + ` AS keys,
@@ -97,7 +105,7 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 	// (NULL where unused): drivers count them up to the highest.
 	top, n := 0, 1
 	if s.Logged {
-		top, n = 4, n+headValues+3
+		top, n = 4, 2
 	}
 	if p.confirm {
 		top, n = 6, n+1
@@ -118,7 +126,7 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 	if s.Logged {
 		args[1].Value, args[2].Value, args[3].Value = int64(o.After), chunk, int64(knobs.ShortKey)
 	}
-	var vals [1 + headValues + 3 + 1]driver.Value
+	var vals [3]driver.Value
 	err := r.first(ctx, s.sql(p), vals[:n], args...)
 	if errors.Is(err, errNoRow) {
 		err = ErrNotAttached
@@ -162,23 +170,35 @@ func shapeProbe(s *Source, o ProbeOptions) (p probeShape, list any, sp []byte) {
 // number a tail read reaches.
 func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, vals []driver.Value) (err error) {
 	*out = Probe{Logged: out.Logged[:0], Found: out.Found[:0], Older: out.Older[:0], Confirmed: p.confirm}
-	var ok bool
-	if out.Schema, ok = vals[0].(int64); !ok {
-		return fmt.Errorf("schema cookie %v", vals[0])
-	}
-	vals = vals[1:]
 	if s.Logged {
-		if out.Head, err = readHead(vals); err != nil {
+		var n [1 + headValues + 1]int64
+		var rest string
+		if rest, err = readInts(vals[0], n[:]); err != nil {
 			return err
 		}
-		out.AfterTag, out.AfterFound = vals[headValues+2].(int64)
-		if long, _ := vals[headValues+1].(int64); long == 0 && out.Head.Seq <= tailEnd {
-			if out.Logged, err = s.parseKeys(vals[headValues], out.Logged); err != nil {
+		out.Schema = n[0]
+		if out.Head, err = readHead(n[1:]); err != nil {
+			return err
+		}
+		if rest != "" {
+			if out.AfterTag, err = strconv.ParseInt(rest, 10, 64); err != nil {
+				return fmt.Errorf("unexpected tag %q", rest)
+			}
+			out.AfterFound = true
+		}
+		if long := n[1+headValues]; long == 0 && out.Head.Seq <= tailEnd {
+			if out.Logged, err = s.parseKeys(vals[1], out.Logged); err != nil {
 				return fmt.Errorf("read log: %w", err)
 			}
 			out.Tail = true
 		}
-		vals = vals[headValues+3:]
+		vals = vals[2:]
+	} else {
+		var ok bool
+		if out.Schema, ok = vals[0].(int64); !ok {
+			return fmt.Errorf("schema cookie %v", vals[0])
+		}
+		vals = vals[1:]
 	}
 	if !p.confirm {
 		return nil

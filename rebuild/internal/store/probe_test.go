@@ -73,6 +73,12 @@ func TestProbeReadsTheTailWholeOrNot(t *testing.T) {
 		if tc.after == 1 && (!p.AfterFound || p.AfterTag != tag1) {
 			t.Errorf("tag at 1: %v %d, want %d", p.AfterFound, p.AfterTag, tag1)
 		}
+		if tc.after == 0 && p.AfterFound {
+			t.Errorf("tag at 0 found: %d", p.AfterTag)
+		}
+		if h, err := c.Head(ctx, s); err != nil || p.Head != h || h.Tag == 0 || !h.HasSpellings || p.Schema != schema {
+			t.Errorf("probe's head %+v (cookie %d), Head's %+v (%v), cookie %d", p.Head, p.Schema, h, err, schema)
+		}
 		if want := []int{0, 2, 3}; !p.Confirmed || !slices.Equal(p.Found, want) {
 			t.Errorf("after %d, chunk %d: confirmed %v, found %v; want %v", tc.after, tc.chunk, p.Confirmed, p.Found, want)
 		}
@@ -114,6 +120,37 @@ func TestProbeOfAnotherSchemaConfirmsNothing(t *testing.T) {
 		}
 		if p.Confirmed || len(p.Found) > 0 {
 			t.Fatalf("keys %q: confirmed %v, found %v under a schema the caller did not resolve", keys, p.Confirmed, p.Found)
+		}
+	}
+}
+
+// TestReadInts: the probe's and the head's numbers come back as one text
+// column; anything but the integers printf writes is an error, never a
+// zero taken for a value.
+func TestReadInts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   any
+		n    int
+		want []int64
+		rest string
+		bad  bool
+	}{
+		{in: "1 2 3", n: 3, want: []int64{1, 2, 3}},
+		{in: []byte("7 -9223372036854775808 "), n: 2, want: []int64{7, -9223372036854775808}},
+		{in: "1 2 -42", n: 2, want: []int64{1, 2}, rest: "-42"},
+		{in: "1 2", n: 3, bad: true},
+		{in: "1  2", n: 2, bad: true},
+		{in: "1 x", n: 2, bad: true},
+		{in: "", n: 1, bad: true},
+		{in: int64(5), n: 1, bad: true},
+		{in: nil, n: 1, bad: true},
+		{in: "9223372036854775808", n: 1, bad: true},
+	} {
+		n := make([]int64, tc.n)
+		rest, err := readInts(tc.in, n)
+		if (err != nil) != tc.bad || !tc.bad && (!slices.Equal(n, tc.want) || rest != tc.rest) {
+			t.Errorf("readInts(%q) = %v %q %v, want %v %q (error %v)", tc.in, n, rest, err, tc.want, tc.rest, tc.bad)
 		}
 	}
 }
