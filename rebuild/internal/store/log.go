@@ -27,25 +27,30 @@ type Head struct {
 	HasSpellings bool   // the spellings table has a row
 }
 
-// headArgs are the values readHead reads, in its order; s is the
-// source's row. They come back as one text column (headFormat): a
-// driver's cost is per column, about 0.3 µs each with mattn.
-func (s *Source) headArgs() string {
+// headCols are the values readHead reads, in its order; s is the
+// source's row. They come back as one text column (textCols): a driver's
+// cost is per column, about 0.3 µs each with mattn.
+func (s *Source) headCols() []string {
 	log := inMain(s.Log)
-	return `coalesce((SELECT max(seq) FROM ` + log + `), 0), s.log_floor, s.epoch, s.spellings_gen, s.scanned,
-		EXISTS (SELECT 1 FROM ` + inMain(s.Spellings) + `), coalesce((SELECT tag FROM ` + log + ` WHERE seq = (SELECT max(seq) FROM ` + log + `)), 0)`
+	return []string{`coalesce((SELECT max(seq) FROM ` + log + `), 0)`, `s.log_floor`, `s.epoch`, `s.spellings_gen`, `s.scanned`,
+		`EXISTS (SELECT 1 FROM ` + inMain(s.Spellings) + `)`, `coalesce((SELECT tag FROM ` + log + ` WHERE seq = (SELECT max(seq) FROM ` + log + `)), 0)`}
 }
 
-const (
-	headValues = 7                      // values in headArgs
-	headFormat = `%d %d %d %d %d %d %d` // headArgs as printf writes them
-)
+const headValues = 7 // values in headCols
+
+// textCols is one text column of the values of exprs, each followed by a
+// space but the last, joined by || (an operator: no function an app may
+// define in its place; a REAL or a text value comes back as itself, which
+// readInts refuses). A NULL makes it NULL.
+func textCols(exprs ...string) string {
+	return "(" + strings.Join(exprs, ") || ' ' || (") + ")"
+}
 
 func (s *Source) headSQL() string {
-	return `SELECT printf('` + headFormat + `', ` + s.headArgs() + `) FROM ` + inMain(SourcesTable) + ` s WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
+	return `SELECT ` + textCols(s.headCols()...) + ` FROM ` + inMain(SourcesTable) + ` s WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
 }
 
-// readHead reads the head from the integers of headFormat.
+// readHead reads the head from the integers of headCols.
 func readHead(n []int64) (Head, error) {
 	for i, x := range n[:headValues] {
 		if x < 0 && i < headValues-1 { // the tag may be negative

@@ -34,11 +34,6 @@ type Probe struct {
 	Confirmed  bool
 }
 
-// probeFormat is the probe's first column for a logged source: its
-// numbers as printf writes them (readInts), the last one text ("" when
-// the entry at the mark is gone).
-const probeFormat = `%d ` + headFormat + ` %d %s`
-
 // probeShape is one variant of the probe statement.
 type probeShape struct {
 	single    bool // one key to confirm, bound as itself
@@ -59,11 +54,12 @@ func (s *Source) probeSQL(p probeShape) string {
 	cols := `(SELECT schema_version FROM pragma_schema_version())`
 	from := ""
 	if s.Logged {
-		// One text column (probeFormat): the cookie, the head, how many
-		// keys of the tail were too long, the tag at the mark ("" if
-		// none); then the tail's keys.
+		// One text column (textCols, read by readInts): the cookie, the
+		// head, how many keys of the tail were too long, the tag at the
+		// mark ("" if none); then the tail's keys.
 		f, log := s.logFilter(p.nonASCII), inMain(s.Log)
-		cols = `printf('` + probeFormat + `', ` + cols + `, ` + s.headArgs() + `, c.long, (SELECT tag FROM ` + log + ` WHERE seq = ?2)), c.keys`
+		nums := append(append([]string{cols}, s.headCols()...), `c.long`, `coalesce((SELECT tag FROM `+log+` WHERE seq = ?2), '')`)
+		cols = textCols(nums...) + `, c.keys`
 		// A range read only if it reaches the head: a LIMIT subquery runs
 		// as a co-routine costing ~10µs even on an empty log.
 		from = ` FROM ` + inMain(SourcesTable) + ` s, (SELECT ` + s.groupKeys("key", f+` AND `+s.octets("key")+` <= ?4`) + ` AS keys,
