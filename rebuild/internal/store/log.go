@@ -69,13 +69,10 @@ func readInts(v driver.Value, n []int64) (rest string, err error) {
 	for i := range n {
 		end := strings.IndexByte(s, ' ')
 		if end < 0 {
-			if i < len(n)-1 {
-				return "", fmt.Errorf("unexpected value %v", v)
-			}
 			end = len(s)
 		}
 		if n[i], err = strconv.ParseInt(s[:end], 10, 64); err != nil {
-			return "", fmt.Errorf("unexpected value %v", v)
+			return "", fmt.Errorf("unexpected value %q (number %d of %q)", s[:end], i+1, textValue(v))
 		}
 		s = s[min(end+1, len(s)):]
 	}

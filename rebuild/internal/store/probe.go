@@ -189,11 +189,10 @@ func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, 
 		if out.Head, err = readHead(n[1:]); err != nil {
 			return err
 		}
-		if rest != "" {
-			if out.AfterTag, err = strconv.ParseInt(rest, 10, 64); err != nil {
-				return fmt.Errorf("unexpected tag %q", rest)
-			}
-			out.AfterFound = true
+		// A tag that is no integer (the log edited) is no entry the
+		// caller read: the caller's view no longer covers the log.
+		if tag, err := strconv.ParseInt(rest, 10, 64); err == nil {
+			out.AfterTag, out.AfterFound = tag, true
 		}
 		if long := n[1+headValues]; long == 0 && out.Head.Seq <= tailEnd {
 			if out.Logged, err = s.parseKeys(vals[1], out.Logged); err != nil {

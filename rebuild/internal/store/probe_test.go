@@ -154,3 +154,44 @@ func TestReadInts(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadReadsEveryValue: the head the probe and Head read holds each
+// value of the source's row and log in its own field, and an entry at
+// the mark whose tag is no integer is no entry found.
+func TestHeadReadsEveryValue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, app := testDBWith(t, Knobs{}, `CREATE TABLE t (id TEXT PRIMARY KEY)`)
+	s := attach(t, db, "t", "id", false)
+	for _, k := range []string{"a", "b", "c"} {
+		if _, err := app.Exec(`INSERT INTO t (id) VALUES (?)`, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustExec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := app.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustExec(`UPDATE `+SourcesTable+` SET log_floor = 2, epoch = 5, spellings_gen = 1, scanned = 1 WHERE id = ?`, s.ID)
+	mustExec(`UPDATE `+s.Log+` SET tag = -9223372036854775808 WHERE seq = 3`)
+	mustExec(`UPDATE `+s.Log+` SET tag = 'x' WHERE seq = 1`)
+	mustExec(`INSERT INTO `+s.Spellings+` (canon, stored) VALUES ('k', 'K')`)
+	c, err := db.Reader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Release(c)
+	want := Head{Seq: 3, Tag: -9223372036854775808, Floor: 2, Epoch: 5, SpellingsGen: 1, Scanned: true, HasSpellings: true}
+	h, err := c.Head(ctx, s)
+	if err != nil || h != want {
+		t.Fatalf("Head = %+v (%v), want %+v", h, err, want)
+	}
+	for after, found := range map[uint64]bool{1: false, 2: true, 3: true, 4: false} {
+		var p Probe
+		if err := c.Probe(ctx, s, ProbeOptions{After: after, Chunk: 8}, &p); err != nil || p.Head != want || p.AfterFound != found {
+			t.Errorf("probe after %d: head %+v, tag found %v (%v); want %+v, %v", after, p.Head, p.AfterFound, err, want, found)
+		}
+	}
+}
