@@ -139,7 +139,6 @@ type knobs struct {
 	beforeCount  func() error        // before a rebuild's count: an error is the count's
 	catchUpChunk func()              // after every chunk a catch-up reads
 	spellingScan func()              // a read of the table's stored spellings starts
-	catalogRead  func()              // a call reads the catalog on a reader (after DDL)
 	afterProbe   func()              // a call's probe returned
 	followPoll   func()              // the follower looks at its state
 	followMin    time.Duration       // the follower's shortest window after a call
@@ -158,7 +157,7 @@ type knobs struct {
 
 func (k knobs) gate() gate.Knobs {
 	return gate.Knobs{NoAppPool: k.noAppPool, NoLookup: k.noLookup, NoPrepare: k.noPrepare, NoCatalog: k.noCatalog, NoWalk: k.noWalk, Behind: k.behind, Inline: k.inline,
-		SpellScan: k.spellingScan, CatalogRead: k.catalogRead, AfterProbe: k.afterProbe, CatchUpChunk: k.catchUpChunk}
+		SpellScan: k.spellingScan, AfterProbe: k.afterProbe, CatchUpChunk: k.catchUpChunk}
 }
 
 func (k knobs) upkeep() upkeep.Knobs {

@@ -744,36 +744,3 @@ func TestAddColumnKeepsTheResolution(t *testing.T) {
 		t.Fatalf("after the key's index went: Missing = %v, want ErrNotIndexed", err)
 	}
 }
-
-// TestAddColumnCatalogReadByTheProbe: the first page with maybes after
-// ALTER TABLE … ADD COLUMN finds the cookie moved and the catalog in its
-// own probe (one transaction, on the connection that ran it), so no
-// reader reads it (its schema parsed again); the binding is kept and
-// every answer is exact. In the plain dialect (no JSON functions) the
-// probe carries no catalog, and a reader reads it.
-func TestAddColumnCatalogReadByTheProbe(t *testing.T) {
-	t.Parallel()
-	for _, plain := range []bool{false, true} {
-		seed := ids("seed", 300)
-		path := driftDB(t, "WAL", seed)
-		var reads atomic.Int32
-		cfg := appConfig(path)
-		cfg.knobs.noFollow = true // its catch-up probes carry no keys: they would read the catalog first
-		cfg.knobs.store.PlainSQL = plain
-		cfg.knobs.catalogRead = func() { reads.Add(1) }
-		ix := open(t, cfg)
-		page := slices.Concat(ids("seed", 20), ids("never", 20))
-		expectTable(t, ix, path, "records", page)
-		resolved := ix.k.G.Binding()
-		reads.Store(0) // the open's attach is DDL too
-		execIn(t, path, "WAL", `ALTER TABLE records ADD COLUMN extra TEXT`)
-		insertIn(t, path, "WAL", "records", "after", 5)
-		expectTable(t, ix, path, "records", slices.Concat(page, ids("after", 5)))
-		if ix.k.G.Binding() != resolved {
-			t.Fatalf("plain %v: ADD COLUMN: the source was resolved again", plain)
-		}
-		if n, reader := reads.Load(), plain || forcePlainSQL; reader != (n == 1) || n > 1 {
-			t.Fatalf("plain %v: %d reads of the catalog on a reader", reader, n)
-		}
-	}
-}

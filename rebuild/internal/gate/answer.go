@@ -292,11 +292,7 @@ func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string, vers
 		f()
 	}
 	if c.pr.Schema != c.b.schema {
-		var cat *store.Catalog // the probe's, read in its transaction, for the binding it was made for
-		if c.pr.CatalogRead {
-			cat = &c.pr.Catalog
-		}
-		if err := c.rebind(ctx, cat); err != nil {
+		if err := c.rebind(ctx); err != nil {
 			return nil, err
 		}
 		return nil, errStale

@@ -41,7 +41,6 @@ type Knobs struct {
 	Inline       bool   // calls take every log entry they lack
 	AfterProbe   func() // a call's probe of keys returned
 	SpellScan    func() // a read of the table's stored spellings starts
-	CatalogRead  func() // a call reads the catalog on a reader (after DDL)
 	CatchUpChunk func() // after every chunk a catch-up reads
 }
 
@@ -182,14 +181,14 @@ func (g *Gate) Look(ctx context.Context) (_ *Call, err error) {
 	}()
 	if b := g.bound.Load(); b != nil && b.f == f {
 		c.b = b
-	} else if err = c.rebind(ctx, nil); err != nil && !errors.Is(err, errStale) {
+	} else if err = c.rebind(ctx); err != nil && !errors.Is(err, errStale) {
 		return nil, err
 	}
 	if c.b.err != nil {
 		if schema, err := c.schema(ctx); err != nil {
 			return nil, err
 		} else if schema != c.b.schema {
-			if err := c.rebind(ctx, nil); err != nil && !errors.Is(err, errStale) {
+			if err := c.rebind(ctx); err != nil && !errors.Is(err, errStale) {
 				return nil, err
 			}
 		}
@@ -250,16 +249,14 @@ func (c *Call) Empty(ctx context.Context) (bool, error) {
 // only reads: concurrent resolutions agree, and the newest file's is kept.
 // A source whose triggers are not in place asks for repair, unless it
 // was detached (its row gone): then SQLite answers until it is opened
-// again. cat is the catalog the call's probe read with the new cookie
-// (nil: none): appended then reads none.
-func (c *Call) rebind(ctx context.Context, cat *store.Catalog) error {
+// again.
+func (c *Call) rebind(ctx context.Context) error {
 	g := c.g
 	for range retries {
 		id := NewID() // before the read: a resolution begun later is newer
-		if ok, err := c.appended(ctx, id, cat); ok || err != nil {
+		if ok, err := c.appended(ctx, id); ok || err != nil {
 			return err
 		}
-		cat = nil
 		schema, err := c.schema(ctx)
 		if err != nil {
 			return err
@@ -304,31 +301,19 @@ func (c *Call) rebind(ctx context.Context, cat *store.Catalog) error {
 // appended binds a logged source as last resolved again, at the new
 // schema cookie, when the catalog it rested on changed at most by columns
 // appended to the table (ALTER TABLE … ADD COLUMN): one statement instead
-// of a resolution's ten (errStale, the caller answers again). read is
-// the catalog the call's probe read for the call's binding (nil: none);
-// without it, or for another binding, the catalog is read on a reader.
-func (c *Call) appended(ctx context.Context, id uint64, read *store.Catalog) (bool, error) {
+// of a resolution's ten (errStale, the caller answers again).
+func (c *Call) appended(ctx context.Context, id uint64) (bool, error) {
 	prev := c.g.bound.Load()
 	if prev == nil || prev.f != c.F || prev.err != nil || prev.src == nil || !prev.src.Logged || prev.src.VersionErr != nil || c.g.cfg.Knobs.NoCatalog {
 		return false, nil
 	}
-	var cat store.Catalog
-	if read != nil && prev == c.b {
-		cat = *read
-	} else {
-		conn, err := c.Reader(ctx)
-		if err != nil {
-			return false, err
-		}
-		if f := c.g.cfg.Knobs.CatalogRead; f != nil {
-			f()
-		}
-		if cat, err = conn.Catalog(ctx, prev.src); err != nil {
-			return false, nil // a catalog that cannot be read (the sources table gone) resolves again
-		}
+	conn, err := c.Reader(ctx)
+	if err != nil {
+		return false, err
 	}
-	if !cat.Appended(prev.cat) {
-		return false, nil
+	cat, err := conn.Catalog(ctx, prev.src)
+	if err != nil || !cat.Appended(prev.cat) {
+		return false, nil // a catalog that cannot be read (the sources table gone) resolves again
 	}
 	b := &binding{id: id, f: c.F, schema: cat.Schema, src: prev.src, cat: cat, detached: prev.detached}
 	c.g.keep(b)
@@ -384,7 +369,7 @@ func (c *Call) Fresh(ctx context.Context) error {
 	if err != nil || schema == c.b.schema {
 		return err
 	}
-	if err := c.rebind(ctx, nil); err != nil && !errors.Is(err, errStale) {
+	if err := c.rebind(ctx); err != nil && !errors.Is(err, errStale) {
 		return err
 	}
 	return c.b.err
@@ -401,7 +386,7 @@ func (c *Call) orMoved(ctx context.Context, err error) error {
 	if schema, e := c.schema(ctx); e != nil || schema == c.b.schema {
 		return err
 	}
-	return c.rebind(ctx, nil)
+	return c.rebind(ctx)
 }
 
 // Attach attaches the source (its log, its triggers) in the call's file

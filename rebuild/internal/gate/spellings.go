@@ -64,7 +64,7 @@ func (c *Call) spellingsView(ctx context.Context, w *walk) (*View, error) {
 			case schema == c.b.schema && !c.b.src.Logged:
 				c.g.drop(s, errors.New("the source's triggers are not in place"), false)
 			default:
-				return nil, c.rebind(ctx, nil)
+				return nil, c.rebind(ctx)
 			}
 		}
 	}

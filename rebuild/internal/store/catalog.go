@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql/driver"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,40 +20,26 @@ type Catalog struct {
 	ok     bool   // read for a resolved source
 }
 
-// catalogCols are the catalog's columns after the cookie: the table's
-// row (type, rowid and rootpage, a newline, its CREATE text), the other
-// rows, and the source's row (empty for a source without one). table and
-// names (the source's log, spellings table and triggers, and the sources
-// table) are SQL expressions: parameters, or literals in the probe.
-func catalogCols(s *Source, table string, names [5]string) [3]string {
-	cols := [3]string{`(SELECT type || ' ' || rowid || ' ' || rootpage || char(10) || coalesce(sql, '') FROM sqlite_master
-		WHERE name = ` + table + ` COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1)`,
-		`(SELECT group_concat(r, char(10)) FROM (SELECT type || ' ' || name || ' ' || tbl_name || ' ' || rowid || ' ' || rootpage || ' ' || coalesce(sql, '') AS r
-		FROM sqlite_master WHERE tbl_name = ` + table + ` COLLATE NOCASE AND type IN ('index', 'trigger') OR name IN (` + strings.Join(names[:], ", ") + `)
-		ORDER BY type, name))`, `''`}
-	if s != nil && s.Row {
-		row := `quote(id) || ' ' || quote(dataset_id) || ' ' || quote(scanned) || ' ' || quote(created_at) || ' ' || quote(tbl_rowid)`
-		if s.Keyed {
-			row += ` || ' ' || quote(positions_key) || ' ' || quote(lowest_version)`
-		}
-		cols[2] = `(SELECT ` + row + ` FROM ` + inMain(SourcesTable) + ` WHERE id = ` + strconv.FormatInt(s.ID, 10) + `)`
-	}
-	return cols
-}
+// catalogRows reads the cookie, the table's row (type, rowid and rootpage,
+// a newline, its CREATE text) and the other rows.
+const catalogRows = `SELECT (SELECT schema_version FROM pragma_schema_version()),
+	(SELECT type || ' ' || rowid || ' ' || rootpage || char(10) || coalesce(sql, '') FROM sqlite_master
+		WHERE name = ?1 COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1),
+	(SELECT group_concat(r, char(10)) FROM (SELECT type || ' ' || name || ' ' || tbl_name || ' ' || rowid || ' ' || rootpage || ' ' || coalesce(sql, '') AS r
+		FROM sqlite_master WHERE tbl_name = ?1 COLLATE NOCASE AND type IN ('index', 'trigger') OR name IN (?2, ?3, ?4, ?5, ?6)
+		ORDER BY type, name))`
 
-// catalogSQL returns the catalog's statement for s: ?1 the table, ?2 to
-// ?6 the names of catalogCols.
+// catalogSQL returns the catalog's statement for s: with the source's row
+// (every column a resolution reads) if s has one.
 func catalogSQL(s *Source) string {
-	cols := catalogCols(s, "?1", [5]string{"?2", "?3", "?4", "?5", "?6"})
-	return `SELECT (SELECT schema_version FROM pragma_schema_version()), ` + strings.Join(cols[:], ", ")
-}
-
-// probeCatalogSQL is s's catalog as one JSON array of catalogCols, its
-// names literals: what a probe reads when the cookie moved.
-func probeCatalogSQL(s *Source) string {
-	lit := func(x string) string { return `'` + strings.ReplaceAll(x, `'`, `''`) + `'` }
-	cols := catalogCols(s, lit(s.Table), [5]string{lit(s.Log), lit(s.Spellings), lit(s.Ins), lit(s.Upd), lit(SourcesTable)})
-	return `json_array(` + strings.Join(cols[:], ", ") + `)`
+	if s == nil || !s.Row {
+		return catalogRows + `, ''`
+	}
+	row := `quote(id) || ' ' || quote(dataset_id) || ' ' || quote(scanned) || ' ' || quote(created_at) || ' ' || quote(tbl_rowid)`
+	if s.Keyed {
+		row += ` || ' ' || quote(positions_key) || ' ' || quote(lowest_version)`
+	}
+	return catalogRows + `, (SELECT ` + row + ` FROM ` + SourcesTable + ` WHERE id = ` + strconv.FormatInt(s.ID, 10) + `)`
 }
 
 // Catalog reads s's catalog (s resolved; nil: the cookie alone, for a
@@ -73,35 +58,14 @@ func (c *Conn) Catalog(ctx context.Context, s *Source) (cat Catalog, err error) 
 	if err != nil {
 		return cat, fmt.Errorf("read the catalog: %w", err)
 	}
-	schema, ok := v[0].(int64)
-	if !ok {
+	var ok bool
+	if cat.Schema, ok = v[0].(int64); !ok {
 		return cat, fmt.Errorf("read the catalog: schema cookie %v", v[0])
 	}
-	return newCatalog(s, schema, textValue(v[1]), textValue(v[2]), textValue(v[3])), nil
-}
-
-// newCatalog is the catalog of s read at cookie schema, from the values
-// of catalogCols.
-func newCatalog(s *Source, schema int64, table, rest, row string) Catalog {
-	cat := Catalog{Schema: schema, rest: rest + "\n" + row}
-	cat.table, cat.text, _ = strings.Cut(table, "\n")
+	cat.table, cat.text, _ = strings.Cut(textValue(v[1]), "\n")
+	cat.rest = textValue(v[2]) + "\n" + textValue(v[3])
 	cat.ok = s != nil && cat.table != ""
-	return cat
-}
-
-// readProbeCatalog reads the value of probeCatalogSQL.
-func readProbeCatalog(s *Source, schema int64, v driver.Value) (Catalog, error) {
-	var cols [3]*string
-	if err := json.Unmarshal([]byte(textValue(v)), &cols); err != nil {
-		return Catalog{}, fmt.Errorf("read the catalog: %w", err)
-	}
-	var text [3]string
-	for i, c := range cols {
-		if c != nil {
-			text[i] = *c
-		}
-	}
-	return newCatalog(s, schema, text[0], text[1], text[2]), nil
+	return cat, nil
 }
 
 // Appended reports whether c differs from old at most by columns appended

@@ -32,11 +32,6 @@ type Probe struct {
 	Found      []int // the positions in Keys of those the source holds
 	Older      []int // with Versions, those of Found whose rows hold only older or NULL versions
 	Confirmed  bool
-	// With another cookie than ProbeOptions.Schema, the source's catalog
-	// (Conn.Catalog), read in the probe's transaction, if CatalogRead (a
-	// logged source's probe of keys, JSON dialect).
-	Catalog     Catalog
-	CatalogRead bool
 }
 
 // probeShape is one variant of the probe statement.
@@ -46,7 +41,6 @@ type probeShape struct {
 	spellings bool // through the spellings table too
 	nonASCII  bool // the tail's keys that may be stored in another spelling only
 	versioned bool // keys with versions (versionsSQL)
-	catalog   bool // with another cookie, the catalog instead of the confirmation
 	size      int  // plain: the keys bound, from ?7 on
 }
 
@@ -85,11 +79,7 @@ func (s *Source) probeSQL(p probeShape) string {
 		if p.versioned {
 			confirm = s.versionsSQL(p.spellings && s.Logged, p.single, keys, "?5")
 		}
-		cols += `, CASE WHEN (SELECT schema_version FROM pragma_schema_version()) = ?6 THEN (` + confirm + `)`
-		if p.catalog {
-			cols += ` ELSE ` + probeCatalogSQL(s)
-		}
-		cols += ` END`
+		cols += `, CASE WHEN (SELECT schema_version FROM pragma_schema_version()) = ?6 THEN (` + confirm + `) END`
 	}
 	return `SELECT ` + cols + from
 }
@@ -165,10 +155,7 @@ func shapeProbe(s *Source, o ProbeOptions) (p probeShape, list any, sp []byte) {
 	}
 	if !p.confirm {
 		p.single, p.versioned, p.size = false, false, 0
-		return p, list, sp
-	}
-	p.catalog = s.Logged && s.Row && !s.plain
-	if o.Spellings && s.Logged {
+	} else if o.Spellings && s.Logged {
 		sp = s.appendSpelled(nil, o.Keys, o.Spelled)
 		p.spellings = sp != nil
 	}
@@ -212,13 +199,7 @@ func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, 
 		return nil
 	}
 	if out.Schema != o.Schema {
-		// The caller's view is out of date; the catalog tells how (one
-		// that cannot be read, the caller reads itself).
-		out.Confirmed = false
-		if p.catalog {
-			cat, cerr := readProbeCatalog(s, out.Schema, vals[0])
-			out.Catalog, out.CatalogRead = cat, cerr == nil
-		}
+		out.Confirmed = false // the caller's view is out of date
 		return nil
 	}
 	if p.versioned {
