@@ -744,3 +744,38 @@ func TestAddColumnKeepsTheResolution(t *testing.T) {
 		t.Fatalf("after the key's index went: Missing = %v, want ErrNotIndexed", err)
 	}
 }
+
+// TestMigrationLeftOpenOnThePool: a migration script run as one
+// multi-statement Exec on the app's pool fails after its ADD COLUMNs and
+// leaves the pool's idle connection inside its transaction; a call runs
+// there (the probe on the app's pool) and sees the uncommitted schema;
+// the app rolls back, and another process's 12-step rebuild commits the
+// same schema cookie the uncommitted one had. A binding never rests on
+// what a connection of the app saw uncommitted: rows stored afterwards
+// are answered stored.
+func TestMigrationLeftOpenOnThePool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := driftDB(t, "WAL", ids("seed", 50))
+	app := modeConn(t, path, "WAL")
+	cfg := appConfig(path)
+	cfg.DB, cfg.Driver = app, nil
+	cfg.knobs.noFollow = true
+	ix := open(t, cfg)
+	waitServing(t, ix)
+	page := slices.Concat(ids("seed", 50), ids("never", 20))
+	expectTable(t, ix, path, "records", page)
+	app.SetMaxOpenConns(1)
+	if _, err := app.Exec(`BEGIN; ALTER TABLE records ADD COLUMN a TEXT; ALTER TABLE records ADD COLUMN b TEXT;
+		ALTER TABLE records ADD COLUMN c TEXT; INSERT INTO no_such_table VALUES (1); COMMIT;`); err == nil {
+		t.Fatal("the script did not fail")
+	}
+	_, _ = ix.Missing(ctx, page) // inside the app's open transaction: an error or an answer, never a binding
+	mustExec(t, app, `ROLLBACK`)
+	execIn(t, path, "WAL", `BEGIN`, `CREATE TABLE records_new (id TEXT PRIMARY KEY, body TEXT, a TEXT)`,
+		`INSERT INTO records_new (id, body) SELECT id, body FROM records`, `DROP TABLE records`,
+		`ALTER TABLE records_new RENAME TO records`, `COMMIT`)
+	insertIDs(t, app, ids("after", 20)...)
+	_ = ix.Wait(ctx)
+	expectTable(t, ix, path, "records", slices.Concat(page, ids("after", 20)))
+}
