@@ -17,7 +17,7 @@ import (
 func TestSourcesRowOfAnotherType(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for _, set := range []string{`log_floor = 2.5`, `epoch = 'x'`, `scanned = 0.25`} {
+	for _, set := range []string{`log_floor = 2.5`, `epoch = 'x'`, `epoch = '7 7'`, `scanned = 0.25`} {
 		path := modeDB(t, "WAL", []string{"records"}, ids("seed", 30)...)
 		app := modeConn(t, path, "WAL")
 		cfg := appConfig(path)
@@ -58,5 +58,7 @@ func TestSourcesRowOfAnotherType(t *testing.T) {
 	page := append(append(ids("gap", 40), ids("logged", 5)...), "nope1", "nope2")
 	if _, err := a.Missing(ctx, page); err == nil {
 		judgePage(t, a, storedCanon(t, path, "records"), page, true, "after another index attached again")
+	} else if !strings.Contains(err.Error(), "unexpected value") {
+		t.Errorf("after another index attached again: Missing = %v, want an error naming the value", err)
 	}
 }

@@ -29,19 +29,26 @@ type Head struct {
 
 // headCols are the values readHead reads, in its order; s is the
 // source's row. They come back as one text column (textCols): a driver's
-// cost is per column, about 0.3 µs each with mattn.
+// cost is per column, about 0.3 µs each with mattn. A value of the row or
+// the log that is no integer (an edit) makes the text one readInts
+// refuses: NULL, or 'x' for the newest entry's tag.
 func (s *Source) headCols() []string {
 	log := inMain(s.Log)
-	return []string{`coalesce((SELECT max(seq) FROM ` + log + `), 0)`, `s.log_floor`, `s.epoch`, `s.spellings_gen`, `s.scanned`,
-		`EXISTS (SELECT 1 FROM ` + inMain(s.Spellings) + `)`, `coalesce((SELECT tag FROM ` + log + ` WHERE seq = (SELECT max(seq) FROM ` + log + `)), 0)`}
+	row := func(col string) string { return `CASE typeof(s.` + col + `) WHEN 'integer' THEN s.` + col + ` END` }
+	return []string{`coalesce((SELECT max(seq) FROM ` + log + `), 0)`, row("log_floor"), row("epoch"), row("spellings_gen"), row("scanned"),
+		`EXISTS (SELECT 1 FROM ` + inMain(s.Spellings) + `)`,
+		`coalesce((SELECT ` + intTag + `'x' END FROM ` + log + ` WHERE seq = (SELECT max(seq) FROM ` + log + `)), 0)`}
 }
+
+// intTag begins the CASE that is a log entry's tag if it is an integer,
+// else what follows it.
+const intTag = `CASE typeof(tag) WHEN 'integer' THEN tag ELSE `
 
 const headValues = 7 // values in headCols
 
 // textCols is one text column of the values of exprs, each followed by a
 // space but the last, joined by || (an operator: no function an app may
-// define in its place; a REAL or a text value comes back as itself, which
-// readInts refuses). A NULL makes it NULL.
+// define in its place). A NULL makes it NULL.
 func textCols(exprs ...string) string {
 	return "(" + strings.Join(exprs, ") || ' ' || (") + ")"
 }
@@ -89,7 +96,11 @@ func (c *Conn) Head(ctx context.Context, s *Source) (Head, error) {
 	h := Head{}
 	var n [headValues]int64
 	if err == nil {
-		if _, err = readInts(v[0], n[:]); err == nil {
+		var rest string
+		if rest, err = readInts(v[0], n[:]); err == nil && rest != "" {
+			err = fmt.Errorf("unexpected value %q", textValue(v[0]))
+		}
+		if err == nil {
 			h, err = readHead(n[:])
 		}
 	}

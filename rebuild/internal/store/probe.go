@@ -58,7 +58,7 @@ func (s *Source) probeSQL(p probeShape) string {
 		// head, how many keys of the tail were too long, the tag at the
 		// mark ("" if none); then the tail's keys.
 		f, log := s.logFilter(p.nonASCII), inMain(s.Log)
-		nums := append(append([]string{cols}, s.headCols()...), `c.long`, `coalesce((SELECT tag FROM `+log+` WHERE seq = ?2), '')`)
+		nums := append(append([]string{cols}, s.headCols()...), `c.long`, `coalesce((SELECT `+intTag+`'' END FROM `+log+` WHERE seq = ?2), '')`)
 		cols = textCols(nums...) + `, c.keys`
 		// A range read only if it reaches the head: a LIMIT subquery runs
 		// as a co-routine costing ~10µs even on an empty log.

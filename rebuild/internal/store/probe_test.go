@@ -174,16 +174,16 @@ func TestHeadReadsEveryValue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustExec(`UPDATE `+SourcesTable+` SET log_floor = 2, epoch = 5, spellings_gen = 1, scanned = 1 WHERE id = ?`, s.ID)
-	mustExec(`UPDATE `+s.Log+` SET tag = -9223372036854775808 WHERE seq = 3`)
-	mustExec(`UPDATE `+s.Log+` SET tag = 'x' WHERE seq = 1`)
-	mustExec(`INSERT INTO `+s.Spellings+` (canon, stored) VALUES ('k', 'K')`)
+	mustExec(`UPDATE `+SourcesTable+` SET log_floor = 2, epoch = 5, spellings_gen = 4, scanned = 0 WHERE id = ?`, s.ID)
+	mustExec(`UPDATE ` + s.Log + ` SET tag = -9223372036854775808 WHERE seq = 3`)
+	mustExec(`UPDATE ` + s.Log + ` SET tag = 'x' WHERE seq = 1`)
+	mustExec(`INSERT INTO ` + s.Spellings + ` (canon, stored) VALUES ('k', 'K')`)
 	c, err := db.Reader(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Release(c)
-	want := Head{Seq: 3, Tag: -9223372036854775808, Floor: 2, Epoch: 5, SpellingsGen: 1, Scanned: true, HasSpellings: true}
+	want := Head{Seq: 3, Tag: -9223372036854775808, Floor: 2, Epoch: 5, SpellingsGen: 4, Scanned: false, HasSpellings: true}
 	h, err := c.Head(ctx, s)
 	if err != nil || h != want {
 		t.Fatalf("Head = %+v (%v), want %+v", h, err, want)
@@ -193,5 +193,21 @@ func TestHeadReadsEveryValue(t *testing.T) {
 		if err := c.Probe(ctx, s, ProbeOptions{After: after, Chunk: 8}, &p); err != nil || p.Head != want || p.AfterFound != found {
 			t.Errorf("probe after %d: head %+v, tag found %v (%v); want %+v, %v", after, p.Head, p.AfterFound, err, want, found)
 		}
+	}
+	// A value that is no integer is refused, even text that reads as two.
+	for _, set := range []string{`epoch = '7 7'`, `log_floor = 2.5`, `scanned = X'01'`} {
+		mustExec(`UPDATE ` + SourcesTable + ` SET log_floor = 2, epoch = 5, spellings_gen = 4, scanned = 0, ` + set)
+		if h, err := c.Head(ctx, s); err == nil {
+			t.Errorf("%s: Head = %+v", set, h)
+		}
+		var p Probe
+		if err := c.Probe(ctx, s, ProbeOptions{After: 2, Chunk: 8}, &p); err == nil {
+			t.Errorf("%s: probe's head %+v", set, p.Head)
+		}
+	}
+	mustExec(`UPDATE ` + SourcesTable + ` SET log_floor = 2, epoch = 5, spellings_gen = 4, scanned = 0`)
+	mustExec(`UPDATE ` + s.Log + ` SET tag = '7 7' WHERE seq = 3`)
+	if h, err := c.Head(ctx, s); err == nil {
+		t.Errorf("a tag of text at the head: Head = %+v", h)
 	}
 }
