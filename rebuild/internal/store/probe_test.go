@@ -125,8 +125,8 @@ func TestProbeOfAnotherSchemaConfirmsNothing(t *testing.T) {
 }
 
 // TestReadInts: the probe's and the head's numbers come back as one text
-// column; anything but the integers printf writes is an error, never a
-// zero taken for a value.
+// column, integers joined by single spaces; anything else is an error,
+// never a zero taken for a value.
 func TestReadInts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
