@@ -102,8 +102,9 @@ func (h *keyHasher) sumKeys(cmp Compare, keys []string, out [][32]byte, base int
 	return nil
 }
 
-// locateChunk canonicalizes and hashes up to queryChunk keys into locs,
-// or returns a *KeyError for the first invalid key, indexed from base.
+// locateChunk canonicalizes and hashes up to queryChunk keys into locs
+// for insertion, or returns a *KeyError for the first invalid key,
+// indexed from base.
 func (b *bitset) locateChunk(keys []string, locs []loc, base int) error {
 	var sums [queryChunk][32]byte
 	if err := b.hasher.sumKeys(b.params.Compare, keys, sums[:len(keys)], base); err != nil {
@@ -116,17 +117,20 @@ func (b *bitset) locateChunk(keys []string, locs []loc, base int) error {
 }
 
 // mightContainBatch appends one answer per key to dst and returns the
-// number of maybes among them.
+// number of maybes among them. A chunk's keys are hashed together (eight
+// at a time), then each digest is probed without building its masks:
+// probe has no branch on the bits it reads, so one key's cache miss
+// overlaps the next keys' loads.
 func (b *bitset) mightContainBatch(dst []bool, keys []string) ([]bool, uint64, error) {
-	var locs [queryChunk]loc
+	var sums [queryChunk][32]byte
 	var maybes uint64
 	for start := 0; start < len(keys); start += queryChunk {
 		chunk := keys[start:min(start+queryChunk, len(keys))]
-		if err := b.locateChunk(chunk, locs[:], start); err != nil {
+		if err := b.hasher.sumKeys(b.params.Compare, chunk, sums[:len(chunk)], start); err != nil {
 			return dst, maybes, err
 		}
 		for i := range chunk {
-			ok := locs[i].has(b.words)
+			ok := probe(&sums[i], b.words, b.blocks, b.params.K)
 			if ok {
 				maybes++
 			}

@@ -34,8 +34,8 @@ func locate(d *[32]byte, blocks uint64, k uint32) (l loc) {
 	return l
 }
 
-// probe reports whether every bit of digest d is set: the single-key
-// form of locate followed by has, without building masks. It reads every
+// probe reports whether every bit of digest d is set, without building
+// locate's masks (queries use it; inserts use locate). It reads every
 // position, with no branch on the bits it reads, so that a caller's next
 // key can be hashed while this key's cache line is still on its way (a
 // first-clear-bit exit would be a branch the CPU mispredicts half the
@@ -78,18 +78,6 @@ func positions(d *[32]byte, blocks uint64, k uint32) []uint64 {
 // blockOf returns the eight words of the block starting at word w.
 func blockOf(words []uint64, w uint64) *[8]uint64 {
 	return (*[8]uint64)(words[w : w+8])
-}
-
-// has reports whether every bit of l is set, with atomic loads so that it
-// may run while the writer sets bits.
-func (l *loc) has(words []uint64) bool {
-	blk := blockOf(words, l.word)
-	for i := range l.mask {
-		if m := l.mask[i]; m != 0 && atomic.LoadUint64(&blk[i])&m != m {
-			return false
-		}
-	}
-	return true
 }
 
 // set sets the bits of l with atomic stores, for readers running at the

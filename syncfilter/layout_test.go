@@ -86,9 +86,11 @@ func mustNFC(t *testing.T, s string) string {
 	return c
 }
 
-// TestProbeMatchesLocate: the early-exit single-key probe agrees with the
-// mask form on random digests against random bit arrays of every density.
-func TestProbeMatchesLocate(t *testing.T) {
+// TestProbeMatchesPositions: probe, which every query runs, agrees with
+// the reference positions on random digests against random bit arrays of
+// every density, and locate's masks (which inserts set) hold exactly those
+// positions.
+func TestProbeMatchesPositions(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for trial := 0; trial < 2000; trial++ {
 		blocks := 1 + r.Uint64N(64)
@@ -106,9 +108,18 @@ func TestProbeMatchesLocate(t *testing.T) {
 			d[i] = byte(r.Uint32())
 		}
 		k := 1 + uint32(r.IntN(MaxK))
-		l := locate(&d, blocks, k)
-		if got, want := probe(&d, words, blocks, k), l.has(words); got != want {
-			t.Fatalf("probe = %v, has = %v (k %d, density %d/64)", got, want, k, density)
+		want := true
+		var mask [8]uint64
+		pos := positions(&d, blocks, k)
+		for _, p := range pos {
+			want = want && words[p/64]&(1<<(p%64)) != 0
+			mask[p%BlockBits/64] |= 1 << (p % 64)
+		}
+		if got := probe(&d, words, blocks, k); got != want {
+			t.Fatalf("probe = %v, positions say %v (k %d, density %d/64)", got, want, k, density)
+		}
+		if l := locate(&d, blocks, k); l.word != pos[0]/BlockBits*(BlockBits/64) || l.mask != mask {
+			t.Fatalf("locate = %+v, positions %v", l, pos)
 		}
 	}
 }
