@@ -165,22 +165,25 @@ func (p *page) versionsOf(owner []int) []any {
 // ruleOut returns the positions v (nil: none serves) does not rule out
 // among those of only (nil: all).
 func (p *page) ruleOut(v *View, only []int) ([]int, error) {
-	at := only
-	if at == nil {
-		at = make([]int, len(p.keys))
-		for i := range at {
-			at[i] = i
-		}
-	}
 	if v == nil {
+		at := only
+		if at == nil {
+			at = make([]int, len(p.keys))
+			for i := range at {
+				at[i] = i
+			}
+		}
 		for _, i := range at {
 			p.by[i] = bySQLite
 		}
 		return at, nil
 	}
-	keys := make([]string, len(at))
-	for j, i := range at {
-		keys[j] = p.keys[i]
+	keys := p.keys
+	if only != nil {
+		keys = make([]string, len(only))
+		for j, i := range only {
+			keys[j] = p.keys[i]
+		}
 	}
 	maybe, err := v.F.MightContainBatch(make([]bool, 0, len(keys)), keys)
 	if err != nil {
@@ -189,8 +192,12 @@ func (p *page) ruleOut(v *View, only []int) ([]int, error) {
 	var ask []int
 	for j, m := range maybe {
 		if m {
-			ask = append(ask, at[j])
-			p.by[at[j]] = byMaybe
+			i := j
+			if only != nil {
+				i = only[j]
+			}
+			ask = append(ask, i)
+			p.by[i] = byMaybe
 		}
 	}
 	return ask, nil
@@ -219,23 +226,19 @@ func (p *page) take(owner, got, older []int) {
 // it no longer rules out), and about keys with spellings learned since
 // they were asked.
 func (c *Call) again(ctx context.Context, p *page, v, sv *View, before Mark, behind bool, extra map[string][]string, spellings bool) error {
-	var out []int
-	for i := range p.keys {
-		if p.by[i] == byFilter {
-			out = append(out, i)
-		}
-	}
 	var more []int
 	switch {
 	case v != nil && behind:
-		for _, i := range out {
+		more = p.ruledOut()
+		for _, i := range more {
 			p.by[i] = bySQLite
 		}
-		more = out
-	case v != nil && v.Mark().Gen > before.Gen && len(out) > 0:
-		var err error
-		if more, err = p.ruleOut(v, out); err != nil {
-			return err
+	case v != nil && v.Mark().Gen > before.Gen:
+		if out := p.ruledOut(); len(out) > 0 {
+			var err error
+			if more, err = p.ruleOut(v, out); err != nil {
+				return err
+			}
 		}
 	}
 	if sv != nil {
@@ -255,6 +258,17 @@ func (c *Call) again(ctx context.Context, p *page, v, sv *View, before Mark, beh
 	}
 	p.take(owner, got, older)
 	return nil
+}
+
+// ruledOut returns the positions the filter ruled out.
+func (p *page) ruledOut() []int {
+	var out []int
+	for i, by := range p.by {
+		if by == byFilter {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // trusted returns the serving view if it may cover the call's source:
