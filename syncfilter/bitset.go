@@ -126,8 +126,14 @@ func (b *bitset) mightContainBatch(dst []bool, keys []string) ([]bool, uint64, e
 	var maybes uint64
 	for start := 0; start < len(keys); start += queryChunk {
 		chunk := keys[start:min(start+queryChunk, len(keys))]
-		if err := b.hasher.sumKeys(b.params.Compare, chunk, sums[:len(chunk)], start); err != nil {
-			return dst, maybes, err
+		err := b.hasher.sumKeys(b.params.Compare, chunk, sums[:len(chunk)], start)
+		if err != nil {
+			ke, ok := err.(*KeyError) // the first invalid key: those before it are answered too
+			if !ok {
+				return dst, maybes, err
+			}
+			chunk = chunk[:ke.Index-start]
+			_ = b.hasher.sumKeys(b.params.Compare, chunk, sums[:len(chunk)], start) // valid keys: cannot fail
 		}
 		for i := range chunk {
 			ok := probe(&sums[i], b.words, b.blocks, b.params.K)
@@ -135,6 +141,9 @@ func (b *bitset) mightContainBatch(dst []bool, keys []string) ([]bool, uint64, e
 				maybes++
 			}
 			dst = append(dst, ok)
+		}
+		if err != nil {
+			return dst, maybes, err
 		}
 	}
 	return dst, maybes, nil

@@ -187,9 +187,30 @@ func TestInvalidKeysAreRefused(t *testing.T) {
 	if f.Stats().Items != 0 {
 		t.Fatalf("AddBatch with an invalid key changed the item count")
 	}
-	out, err := f.MightContainBatch(nil, []string{"a", "b", bad})
-	if !errors.As(err, &ke) || ke.Index != 2 || len(out) > 2 {
-		t.Fatalf("MightContainBatch: %v, %v", out, err)
+	if err := f.AddBatch(ctx, []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	// The answers for the keys before the invalid one come back, wherever
+	// it falls in the batch's chunks of 32.
+	for _, at := range []int{0, 1, 2, 31, 32, 33, 64, 99} {
+		keys := make([]string, at+3)
+		for i := range keys {
+			keys[i] = []string{"a", "b", "c"}[i%3]
+		}
+		keys[at], keys[at+2] = bad, bad
+		n0 := f.Counters().Queries
+		out, err := f.MightContainBatch([]bool{true}, keys)
+		if !errors.As(err, &ke) || ke.Index != at || len(out) != 1+at {
+			t.Fatalf("bad key at %d: %d answers after the one in dst, %v; want %d and a KeyError at %d", at, len(out)-1, err, at, at)
+		}
+		for i, ok := range out[1:] {
+			if keys[i] != "c" && !ok {
+				t.Fatalf("bad key at %d: %q, added, answered absent", at, keys[i])
+			}
+		}
+		if q := f.Counters().Queries - n0; q != uint64(at) {
+			t.Fatalf("bad key at %d: %d queries counted, want %d", at, q, at)
+		}
 	}
 }
 
