@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -606,5 +608,54 @@ func TestSharedWriter(t *testing.T) {
 	}
 	if _, err := NewOn(nil, p); !errors.Is(err, ErrInvalidParams) {
 		t.Fatalf("NewOn(nil): %v", err)
+	}
+}
+
+// TestBatchMatchesSingle: a batch query answers each key as MightContain
+// does, on a filter and its image, under both Compares, for batches that
+// end inside, at and just past the chunks the batch path hashes together,
+// of keys of many lengths (NFD spellings among them).
+func TestBatchMatchesSingle(t *testing.T) {
+	ctx := context.Background()
+	for _, cmp := range []Compare{CompareCanonical, CompareBytes} {
+		p := fixedParams(t, 300, 0.2) // a dense filter: maybes and absents both common
+		p.Compare = cmp
+		f := newFilter(t, p)
+		r := rand.New(rand.NewPCG(3, uint64(cmp)))
+		keys := make([]string, 2000)
+		for i := range keys {
+			keys[i] = strings.Repeat("x", r.IntN(70)) + strconv.Itoa(i)
+			if i%7 == 0 {
+				keys[i] += "e\u0301" // NFD: one key with its NFC spelling under CompareCanonical
+			}
+		}
+		if err := f.AddBatch(ctx, keys[:300]); err != nil {
+			t.Fatal(err)
+		}
+		img, err := f.Image(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		for _, n := range []int{0, 1, 7, 31, 32, 33, 65, 1000} {
+			page := keys[:n]
+			fb, err := f.MightContainBatch(nil, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ib, err := img.MightContainBatch(nil, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fb) != n || len(ib) != n {
+				t.Fatalf("compare %v, %d keys: %d and %d answers", cmp, n, len(fb), len(ib))
+			}
+			for i, k := range page {
+				one, _ := f.MightContain(k)
+				if fb[i] != one || ib[i] != one {
+					t.Fatalf("compare %v, %d keys: key %d %q: batch %v, image batch %v, single %v", cmp, n, i, k, fb[i], ib[i], one)
+				}
+			}
+		}
 	}
 }

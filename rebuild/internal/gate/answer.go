@@ -260,7 +260,8 @@ func (c *Call) again(ctx context.Context, p *page, v, sv *View, before Mark, beh
 	return nil
 }
 
-// ruledOut returns the positions the filter ruled out.
+// ruledOut returns the positions the filter ruled out (nil when none,
+// which ruleOut would read as all: check the length first).
 func (p *page) ruledOut() []int {
 	var out []int
 	for i, by := range p.by {
