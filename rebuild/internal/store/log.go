@@ -35,16 +35,17 @@ type Head struct {
 func (s *Source) headCols() []string {
 	log := inMain(s.Log)
 	row := func(col string) string { return `CASE typeof(s.` + col + `) WHEN 'integer' THEN s.` + col + ` END` }
-	return []string{`coalesce((SELECT max(seq) FROM ` + log + `), 0)`, row("log_floor"), row("epoch"), row("spellings_gen"), row("scanned"),
+	return []string{row("log_floor"), row("epoch"), row("spellings_gen"), row("scanned"),
 		`EXISTS (SELECT 1 FROM ` + inMain(s.Spellings) + `)`,
-		`coalesce((SELECT ` + intTag + `'x' END FROM ` + log + ` WHERE seq = (SELECT max(seq) FROM ` + log + `)), 0)`}
+		// The newest entry's sequence number and tag, in one seek.
+		`coalesce((SELECT seq || ' ' || ` + intTag + `'x' END FROM ` + log + ` ORDER BY seq DESC LIMIT 1), '0 0')`}
 }
 
 // intTag begins the CASE that is a log entry's tag if it is an integer,
 // else what follows it.
 const intTag = `CASE typeof(tag) WHEN 'integer' THEN tag ELSE `
 
-const headValues = 7 // values in headCols
+const headValues = 7 // values in headCols (the last two in one)
 
 // textCols is one text column of the values of exprs, each followed by a
 // space but the last, joined by || (an operator: no function an app may
@@ -64,8 +65,8 @@ func readHead(n []int64) (Head, error) {
 			return Head{}, fmt.Errorf("unexpected value %d", x)
 		}
 	}
-	return Head{Seq: uint64(n[0]), Floor: uint64(n[1]), Epoch: uint64(n[2]), SpellingsGen: uint64(n[3]),
-		Scanned: n[4] != 0, HasSpellings: n[5] != 0, Tag: n[6]}, nil
+	return Head{Floor: uint64(n[0]), Epoch: uint64(n[1]), SpellingsGen: uint64(n[2]),
+		Scanned: n[3] != 0, HasSpellings: n[4] != 0, Seq: uint64(n[5]), Tag: n[6]}, nil
 }
 
 // readInts reads len(n) integers from the start of v (text), each

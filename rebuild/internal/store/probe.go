@@ -51,8 +51,9 @@ type probeShape struct {
 // the positions to confirm through spellings, ?6 the caller's cookie;
 // plain, the keys from ?7 on.
 func (s *Source) probeSQL(p probeShape) string {
-	cols := `(SELECT schema_version FROM pragma_schema_version())`
-	from := ""
+	// The cookie is read once, as a table: the confirmation's guard uses
+	// the same value.
+	cols, from := `ck.schema_version`, ` FROM pragma_schema_version() ck`
 	if s.Logged {
 		// One text column (textCols, read by readInts): the cookie, the
 		// head, how many keys of the tail were too long, the tag at the
@@ -62,7 +63,7 @@ func (s *Source) probeSQL(p probeShape) string {
 		cols = textCols(nums...) + `, c.keys`
 		// A range read only if it reaches the head: a LIMIT subquery runs
 		// as a co-routine costing ~10µs even on an empty log.
-		from = ` FROM ` + inMain(SourcesTable) + ` s, (SELECT ` + s.groupKeys("key", f+` AND `+s.octets("key")+` <= ?4`) + ` AS keys,
+		from += `, ` + inMain(SourcesTable) + ` s, (SELECT ` + s.groupKeys("key", f+` AND `+s.octets("key")+` <= ?4`) + ` AS keys,
 			count(*) FILTER (WHERE ` + f + ` AND ` + s.octets("key") + ` > ?4) AS long
 			FROM ` + log + ` WHERE seq > ?2 AND seq <= ?2 + ?3 AND (SELECT max(seq) FROM ` + log + `) <= ?2 + ?3) c
 			WHERE s.id = ` + strconv.FormatInt(s.ID, 10)
@@ -79,7 +80,7 @@ func (s *Source) probeSQL(p probeShape) string {
 		if p.versioned {
 			confirm = s.versionsSQL(p.spellings && s.Logged, p.single, keys, "?5")
 		}
-		cols += `, CASE WHEN (SELECT schema_version FROM pragma_schema_version()) = ?6 THEN (` + confirm + `) END`
+		cols += `, CASE WHEN ck.schema_version = ?6 THEN (` + confirm + `) END`
 	}
 	return `SELECT ` + cols + from
 }
