@@ -779,3 +779,60 @@ func TestMigrationLeftOpenOnThePool(t *testing.T) {
 	_ = ix.Wait(ctx)
 	expectTable(t, ix, path, "records", slices.Concat(page, ids("after", 20)))
 }
+
+// TestCatalogAfterDDLOnTheAppsPool: after the app's ADD COLUMN, a page's
+// call reads the catalog on the connection of the app's pool its probe
+// ran on (mattn reports it outside any transaction), and the follower,
+// working while the app runs its own statements, reads it on a reader:
+// had it taken the app's connection, the app's next DDL would run on its
+// other one, whose schema may be out of date ("duplicate column name").
+func TestCatalogAfterDDLOnTheAppsPool(t *testing.T) {
+	t.Parallel()
+	seed := ids("seed", 300)
+	for _, follow := range []bool{false, true} {
+		path := driftDB(t, "WAL", seed)
+		app := modeConn(t, path, "WAL")
+		app.SetMaxOpenConns(2)
+		cfg := appConfig(path)
+		cfg.DB, cfg.Driver = app, nil
+		cfg.knobs.noFollow = !follow
+		cfg.knobs.followMin = time.Minute // still following when the DDL commits
+		var onApp, onReader atomic.Int64
+		cfg.knobs.catalogRead = func(app bool) {
+			if app {
+				onApp.Add(1)
+			} else {
+				onReader.Add(1)
+			}
+		}
+		ix := open(t, cfg)
+		waitServing(t, ix)
+		page := slices.Concat(ids("seed", 20), ids("never", 20))
+		expectTable(t, ix, path, "records", page)
+		resolved := ix.k.G.Binding()
+		onApp.Store(0) // the attach's own DDL was read after too
+		onReader.Store(0)
+		mustExec(t, app, `ALTER TABLE records ADD COLUMN extra TEXT`)
+		if !follow {
+			// The page's call alone reads it.
+			expectTable(t, ix, path, "records", page)
+			if got := onApp.Load() + onReader.Load(); got != 1 {
+				t.Fatalf("the call read the catalog %d times after ADD COLUMN (%d on the app's pool), want 1", got, onApp.Load())
+			}
+			if testdriver.Name() == "mattn" && onApp.Load() != 1 {
+				t.Fatal("the call read the catalog on a reader, not on the app's pool")
+			}
+		} else {
+			waitFor(t, "the follower's catalog read", func() bool { return onReader.Load()+onApp.Load() > 0 })
+			if n := onApp.Load(); n != 0 {
+				t.Fatalf("the follower read the catalog on the app's pool %d times", n)
+			}
+			mustExec(t, app, `ALTER TABLE records ADD COLUMN more TEXT`)
+			insertIDs(t, app, ids("after", 10)...)
+			expectTable(t, ix, path, "records", slices.Concat(page, ids("after", 10)))
+		}
+		if ix.k.G.Binding() != resolved {
+			t.Fatal("ADD COLUMN: the source was resolved again")
+		}
+	}
+}

@@ -41,6 +41,7 @@ func (c *Call) AnswerVersions(ctx context.Context, keys []string, typed Typed) (
 }
 
 func (c *Call) answerPage(ctx context.Context, keys []string, typed Typed) (*page, error) {
+	c.page = true
 	return retry(func() (*page, error) {
 		p, err := c.answer(ctx, keys, typed)
 		return p, c.orMoved(ctx, err)

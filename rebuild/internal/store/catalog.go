@@ -23,10 +23,10 @@ type Catalog struct {
 // catalogRows reads the cookie, the table's row (type, rowid and rootpage,
 // a newline, its CREATE text) and the other rows.
 const catalogRows = `SELECT (SELECT schema_version FROM pragma_schema_version()),
-	(SELECT type || ' ' || rowid || ' ' || rootpage || char(10) || coalesce(sql, '') FROM sqlite_master
+	(SELECT type || ' ' || rowid || ' ' || rootpage || char(10) || coalesce(sql, '') FROM main.sqlite_master
 		WHERE name = ?1 COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1),
 	(SELECT group_concat(r, char(10)) FROM (SELECT type || ' ' || name || ' ' || tbl_name || ' ' || rowid || ' ' || rootpage || ' ' || coalesce(sql, '') AS r
-		FROM sqlite_master WHERE tbl_name = ?1 COLLATE NOCASE AND type IN ('index', 'trigger') OR name IN (?2, ?3, ?4, ?5, ?6)
+		FROM main.sqlite_master WHERE tbl_name = ?1 COLLATE NOCASE AND type IN ('index', 'trigger') OR name IN (?2, ?3, ?4, ?5, ?6)
 		ORDER BY type, name))`
 
 // catalogSQL returns the catalog's statement for s: with the source's row
@@ -39,12 +39,60 @@ func catalogSQL(s *Source) string {
 	if s.Keyed {
 		row += ` || ' ' || quote(positions_key) || ' ' || quote(lowest_version)`
 	}
-	return catalogRows + `, (SELECT ` + row + ` FROM ` + SourcesTable + ` WHERE id = ` + strconv.FormatInt(s.ID, 10) + `)`
+	return catalogRows + `, (SELECT ` + row + ` FROM ` + inMain(SourcesTable) + ` WHERE id = ` + strconv.FormatInt(s.ID, 10) + `)`
 }
 
 // Catalog reads s's catalog (s resolved; nil: the cookie alone, for a
 // source that did not resolve).
 func (c *Conn) Catalog(ctx context.Context, s *Source) (cat Catalog, err error) {
+	var v [4]driver.Value
+	if err = c.first(ctx, catalogSQL(s), v[:], catalogArgs(s)...); err != nil {
+		return cat, fmt.Errorf("read the catalog: %w", err)
+	}
+	return catalogOf(s, v)
+}
+
+// AppCatalog is Catalog on an idle connection of the app's pool, the one
+// the pool's last statement ran on (database/sql hands out the most
+// recently used): right after the app's DDL that connection holds the
+// new schema, where a reader of the library parses it again first (about
+// 0.2 ms, most of the first page after ALTER TABLE … ADD COLUMN). Only a
+// connection its driver reports outside any transaction reads it (mattn's
+// AutoCommit): one the app left inside a transaction would show DDL not
+// committed. ok is false, with nothing read, when no idle connection is
+// there or the driver does not tell; the caller reads on a reader then.
+func (db *DB) AppCatalog(ctx context.Context, s *Source) (cat Catalog, ok bool, err error) {
+	if !db.AppFree() {
+		return cat, false, nil
+	}
+	conn, err := db.app.db.Conn(ctx)
+	if err != nil {
+		return cat, false, nil
+	}
+	defer conn.Close()
+	outside := false
+	if err := conn.Raw(func(dc any) error {
+		ac, tells := dc.(interface{ AutoCommit() bool })
+		outside = tells && ac.AutoCommit()
+		return nil
+	}); err != nil || !outside {
+		return cat, false, nil
+	}
+	args := catalogArgs(s)
+	in := make([]any, len(args))
+	for i, a := range args {
+		in[i] = a.Value // ?1 … ?6 in order
+	}
+	var v [4]any
+	if err := conn.QueryRowContext(db.Driver.QueryContext(ctx), catalogSQL(s), in...).Scan(&v[0], &v[1], &v[2], &v[3]); err != nil {
+		return cat, false, fmt.Errorf("read the catalog: %w", err)
+	}
+	cat, err = catalogOf(s, [4]driver.Value{v[0], v[1], v[2], v[3]})
+	return cat, err == nil, err
+}
+
+// catalogArgs are the parameters of catalogSQL(s).
+func catalogArgs(s *Source) []driver.NamedValue {
 	var table string
 	names := [4]string{}
 	if s != nil {
@@ -53,11 +101,11 @@ func (c *Conn) Catalog(ctx context.Context, s *Source) (cat Catalog, err error) 
 			names = [4]string{s.Log, s.Spellings, s.Ins, s.Upd}
 		}
 	}
-	var v [4]driver.Value
-	err = c.first(ctx, catalogSQL(s), v[:], arg(1, table), arg(2, names[0]), arg(3, names[1]), arg(4, names[2]), arg(5, names[3]), arg(6, SourcesTable))
-	if err != nil {
-		return cat, fmt.Errorf("read the catalog: %w", err)
-	}
+	return []driver.NamedValue{arg(1, table), arg(2, names[0]), arg(3, names[1]), arg(4, names[2]), arg(5, names[3]), arg(6, SourcesTable)}
+}
+
+// catalogOf reads catalogSQL(s)'s row.
+func catalogOf(s *Source, v [4]driver.Value) (cat Catalog, err error) {
 	var ok bool
 	if cat.Schema, ok = v[0].(int64); !ok {
 		return cat, fmt.Errorf("read the catalog: schema cookie %v", v[0])
