@@ -86,7 +86,7 @@ func (ix *Index) call(ctx context.Context, verb string, fn func(c *gate.Call) er
 		return ErrClosed
 	}
 	defer ix.k.Life().Leave(t)
-	c, err := ix.k.G.Look(ctx)
+	c, err := ix.k.G.LookForApp(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", verb, ended(ctx, err))
 	}

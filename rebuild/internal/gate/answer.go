@@ -41,7 +41,6 @@ func (c *Call) AnswerVersions(ctx context.Context, keys []string, typed Typed) (
 }
 
 func (c *Call) answerPage(ctx context.Context, keys []string, typed Typed) (*page, error) {
-	c.page = true
 	return retry(func() (*page, error) {
 		p, err := c.answer(ctx, keys, typed)
 		return p, c.orMoved(ctx, err)
@@ -434,6 +433,7 @@ func (c *Call) appPool() bool { return c.F.N == 1 && !c.g.cfg.Knobs.NoAppPool }
 // call's reader.
 func (c *Call) onAppOr(ctx context.Context, want bool, app func() error, own func(*store.Conn) error) error {
 	if want && c.appPool() && c.F.St.AppFree() {
+		c.PutReader() // one connection at a time (ARCHITECTURE.md, the lock order)
 		if err := app(); !errors.Is(err, store.ErrAppLeft) {
 			return err
 		}

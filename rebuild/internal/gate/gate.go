@@ -135,12 +135,12 @@ func (g *Gate) Binding() *store.Source {
 // path (referenced while the call uses it), the source as resolved in
 // it, and a reading connection taken at first need.
 type Call struct {
-	g    *Gate
-	F    *File
-	b    *binding
-	conn *store.Conn
-	pr   store.Probe
-	page bool // a page's call, which the app waits for: it may read the catalog on the app's pool
+	g      *Gate
+	F      *File
+	b      *binding
+	conn   *store.Conn
+	pr     store.Probe
+	forApp bool // an app's call (LookForApp), which the app waits for: it may read the catalog on the app's pool
 }
 
 // Src is the source as the call resolved it.
@@ -200,6 +200,18 @@ func (g *Gate) Look(ctx context.Context) (_ *Call, err error) {
 	}
 	c.dropOlder()
 	return c, nil
+}
+
+// LookForApp is Look for a call the app makes and waits for (Index's
+// methods): after DDL it may read the catalog on the app's pool. The
+// follower and the jobs, which work while the app runs its own
+// statements, use Look.
+func (g *Gate) LookForApp(ctx context.Context) (*Call, error) {
+	c, err := g.Look(ctx)
+	if err == nil {
+		c.forApp = true
+	}
+	return c, err
 }
 
 // Reader returns the call's reading connection, taking one at first need.
@@ -322,19 +334,20 @@ func (c *Call) appended(ctx context.Context, id uint64) (bool, error) {
 	return true, errStale
 }
 
-// catalog reads src's catalog for appended: a page's call reads it on
-// the app's pool when it may (the connection its probe just ran on has
-// parsed the new schema, where a reader parses it again first: about 0.1
-// ms of the first page after ADD COLUMN); the follower, and a page that
-// may not, on the call's reader. The follower never takes a connection
-// of the app's, as it works while the app runs its own statements: the
-// app's next one would run on its other connection, whose schema may be
-// out of date (when the follower did, the app's ALTER TABLE failed now
-// and then with "duplicate column name"). An error on the app's pool
-// reads on the reader; nil: it cannot be read there either (the sources
-// table gone), and the source resolves again.
+// catalog reads src's catalog for appended: an app's call on the app's
+// pool when it may, as the connection its probe just ran on has parsed
+// the new schema where a reader parses it again first (docs/BENCHMARKS.md,
+// the page after ADD COLUMN); the follower and the jobs on a reader. They
+// never take a connection of the app's: they work while the app runs its
+// own statements, which would then run on the app's other connection,
+// and SQLite checks the column names of an ALTER TABLE against the
+// connection's schema as last read, before it checks the cookie (DDL the
+// app runs there fails: "no such column", "duplicate column name"). Any
+// error on the app's pool reads on the reader; nil: the catalog cannot be
+// read there either (the sources table gone), and the source resolves
+// again.
 func (c *Call) catalog(ctx context.Context, src *store.Source) (*store.Catalog, error) {
-	if c.page && c.appPool() {
+	if c.forApp && c.appPool() && c.F.St.AppFree() {
 		c.PutReader() // one connection at a time (ARCHITECTURE.md, the lock order)
 		if cat, ok, err := c.F.St.AppCatalog(ctx, src); ok && err == nil {
 			c.catalogRead(true)

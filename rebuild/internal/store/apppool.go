@@ -45,7 +45,12 @@ func (noConnector) Driver() driver.Driver { return nil }
 // shared cache, whose connections lock each other's tables beyond any busy
 // timeout), is left for good: ErrAppLeft, and AppFree says false.
 func (a *appRunner) first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error {
-	err := a.query(ctx, q, dest, args)
+	return a.left(a.query(ctx, q, dest, args))
+}
+
+// left returns err, or ErrAppLeft, with the pool left for good, when err
+// says the app closed its pool or a table is locked.
+func (a *appRunner) left(err error) error {
 	why := ""
 	switch {
 	case err == nil:

@@ -55,28 +55,36 @@ func (c *Conn) Catalog(ctx context.Context, s *Source) (cat Catalog, err error) 
 // AppCatalog is Catalog on an idle connection of the app's pool, the one
 // the pool's last statement ran on (database/sql hands out the most
 // recently used): right after the app's DDL that connection holds the
-// new schema, where a reader of the library parses it again first (about
-// 0.2 ms, most of the first page after ALTER TABLE … ADD COLUMN). Only a
-// connection its driver reports outside any transaction reads it (mattn's
-// AutoCommit): one the app left inside a transaction would show DDL not
-// committed. ok is false, with nothing read, when no idle connection is
-// there or the driver does not tell; the caller reads on a reader then.
+// new schema, where a reader of the library parses it again first
+// (docs/BENCHMARKS.md, the page after ADD COLUMN). Only a connection its
+// driver reports outside any transaction reads it (mattn's AutoCommit,
+// ncruces' GetAutocommit): one the app left inside a transaction would
+// show DDL not committed. ok is false, with nothing read, when no idle
+// connection is there within prepareWait or the driver does not tell;
+// the caller reads on a reader then. A pool closed or locked is left as
+// appRunner.left says.
 func (db *DB) AppCatalog(ctx context.Context, s *Source) (cat Catalog, ok bool, err error) {
 	if !db.AppFree() {
 		return cat, false, nil
 	}
-	conn, err := db.app.db.Conn(ctx)
+	wait, cancel := context.WithTimeout(ctx, prepareWait)
+	conn, err := db.app.db.Conn(wait)
+	cancel()
 	if err != nil {
-		return cat, false, nil
+		return cat, false, db.app.left(err)
 	}
 	defer conn.Close()
 	outside := false
 	if err := conn.Raw(func(dc any) error {
-		ac, tells := dc.(interface{ AutoCommit() bool })
-		outside = tells && ac.AutoCommit()
+		switch c := dc.(type) {
+		case interface{ AutoCommit() bool }:
+			outside = c.AutoCommit()
+		case interface{ GetAutocommit() bool }:
+			outside = c.GetAutocommit()
+		}
 		return nil
 	}); err != nil || !outside {
-		return cat, false, nil
+		return cat, false, db.app.left(err)
 	}
 	args := catalogArgs(s)
 	in := make([]any, len(args))
@@ -85,7 +93,7 @@ func (db *DB) AppCatalog(ctx context.Context, s *Source) (cat Catalog, ok bool, 
 	}
 	var v [4]any
 	if err := conn.QueryRowContext(db.Driver.QueryContext(ctx), catalogSQL(s), in...).Scan(&v[0], &v[1], &v[2], &v[3]); err != nil {
-		return cat, false, fmt.Errorf("read the catalog: %w", err)
+		return cat, false, fmt.Errorf("read the catalog: %w", db.app.left(err))
 	}
 	cat, err = catalogOf(s, [4]driver.Value{v[0], v[1], v[2], v[3]})
 	return cat, err == nil, err

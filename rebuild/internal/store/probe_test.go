@@ -163,6 +163,18 @@ func TestHeadReadsEveryValue(t *testing.T) {
 	ctx := context.Background()
 	db, app := testDBWith(t, Knobs{}, `CREATE TABLE t (id TEXT PRIMARY KEY)`)
 	s := attach(t, db, "t", "id", false)
+	c, err := db.Reader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Release(c)
+	// An empty log: no newest entry, sequence number and tag 0.
+	h, err := c.Head(ctx, s)
+	var p0 Probe
+	perr := c.Probe(ctx, s, ProbeOptions{Chunk: 8}, &p0)
+	if err != nil || perr != nil || h.Seq != 0 || h.Tag != 0 || p0.Head != h || !p0.Tail || len(p0.Logged) != 0 {
+		t.Fatalf("empty log: Head = %+v (%v), probe %+v (%v)", h, err, p0, perr)
+	}
 	for _, k := range []string{"a", "b", "c"} {
 		if _, err := app.Exec(`INSERT INTO t (id) VALUES (?)`, k); err != nil {
 			t.Fatal(err)
@@ -178,13 +190,8 @@ func TestHeadReadsEveryValue(t *testing.T) {
 	mustExec(`UPDATE ` + s.Log + ` SET tag = -9223372036854775808 WHERE seq = 3`)
 	mustExec(`UPDATE ` + s.Log + ` SET tag = 'x' WHERE seq = 1`)
 	mustExec(`INSERT INTO ` + s.Spellings + ` (canon, stored) VALUES ('k', 'K')`)
-	c, err := db.Reader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Release(c)
 	want := Head{Seq: 3, Tag: -9223372036854775808, Floor: 2, Epoch: 5, SpellingsGen: 4, Scanned: false, HasSpellings: true}
-	h, err := c.Head(ctx, s)
+	h, err = c.Head(ctx, s)
 	if err != nil || h != want {
 		t.Fatalf("Head = %+v (%v), want %+v", h, err, want)
 	}
