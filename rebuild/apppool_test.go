@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -365,4 +367,74 @@ func TestIndexOpensWhileTheAppHoldsItsPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, ix, set(ids("seed", 500)), append(ids("seed", 20), ids("never", 20)...))
+}
+
+// TestAppsPoolGrowsByOneAtMost: an app with an unlimited pool and one
+// warm connection runs DDL and inserts on it from one goroutine while
+// four others call Missing. The library runs a statement on the app's
+// pool only while the app uses none of its connections, so the pool
+// grows rarely, by one connection or two (the app may take its idle
+// connection between the library's look and its statement); calls that
+// took the idle connection whatever the app did grew it to five. Every
+// answer stays exact. How many of the app's statements failed (SQLite's
+// own hazard once its pool has two connections) is logged.
+func TestAppsPoolGrowsByOneAtMost(t *testing.T) {
+	t.Parallel()
+	path := driftDB(t, "WAL", ids("seed", 100))
+	app := modeConn(t, path, "WAL")
+	needDropColumn(t, app)
+	app.SetMaxOpenConns(0)
+	app.SetMaxIdleConns(4)
+	cfg := appConfig(path)
+	cfg.DB, cfg.Driver = app, nil
+	ix := open(t, cfg)
+	waitServing(t, ix)
+	var most atomic.Int64
+	note := func() {
+		for n := int64(app.Stats().OpenConnections); n > most.Load(); {
+			if most.CompareAndSwap(most.Load(), n) {
+				break
+			}
+		}
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			page := slices.Concat(ids("seed", 3), ids(fmt.Sprint("never", g), 3))
+			for !stop.Load() {
+				missing, err := ix.Missing(context.Background(), page)
+				note()
+				if err == nil && (slices.Contains(missing[:3], true) || slices.Contains(missing[3:], false)) {
+					err = fmt.Errorf("Missing(%v) = %v", page, missing)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	failed := 0
+	for i := range 200 {
+		for _, q := range []string{`ALTER TABLE records ADD COLUMN c TEXT`, `INSERT INTO records (id) VALUES ('x` + fmt.Sprint(i) + `')`, `ALTER TABLE records DROP COLUMN c`} {
+			if _, err := app.Exec(q); err != nil {
+				failed++ // SQLite's own hazard once the pool has two connections
+			}
+			note()
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := most.Load(); n > 3 {
+		t.Errorf("the app's pool grew to %d connections (%d of the app's statements failed)", n, failed)
+	}
+	t.Logf("the app's pool at most %d connections; %d of its 600 statements failed", most.Load(), failed)
 }

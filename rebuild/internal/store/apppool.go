@@ -170,7 +170,7 @@ func (db *DB) CheckApp(ctx context.Context) error {
 // prepare); a wait for a connection is cut short at prepareWait, and an
 // error only leaves the first page to prepare it.
 func (db *DB) PrepareProbe(ctx context.Context, s *Source) {
-	if db.AppFree() && db.app.db.Stats().InUse == 0 {
+	if db.AppFree() {
 		ctx, cancel := context.WithTimeout(ctx, prepareWait)
 		defer cancel()
 		_, _ = db.app.prepared(ctx, s.sql(probeShape{confirm: true}))
@@ -181,12 +181,18 @@ func (db *DB) PrepareProbe(ctx context.Context, s *Source) {
 // pool: about ten times a cold prepare.
 const prepareWait = 2 * time.Millisecond
 
-// AppFree reports whether the app's pool has an idle connection to lend
-// (rarely, the app takes it meanwhile), so that the library never makes it
-// grow: a connection opened for it would hold its -shm lock after Suspend.
+// AppFree reports whether the app uses none of its pool's connections and
+// one is idle to lend, so that the library rarely makes the pool grow (the
+// app may take the connection meanwhile): a connection opened for it would
+// hold its -shm lock after Suspend, and the app's next statement may run
+// on it with a schema out of date (SQLite checks an ALTER TABLE's column
+// names against the connection's schema as last read). An app running
+// statements while it calls, from other goroutines, has a connection in
+// use most of the time, and the calls use readers.
 func (db *DB) AppFree() bool {
 	if db.app == nil || db.app.gone.Load() || db.pool.isQuiet() {
 		return false
 	}
-	return db.app.db.Stats().Idle > 0
+	st := db.app.db.Stats()
+	return st.Idle > 0 && st.InUse == 0
 }
