@@ -33,8 +33,10 @@ type DBConfig struct {
 	Driver driver.Driver
 
 	// DB is the app's own handle on this database (optional): its driver
-	// is taken, and a page's keys are confirmed on its pool when one of
-	// its connections is idle. Never a pool opened with cache=shared.
+	// is taken, and a call's keys are confirmed on its pool while the app
+	// uses none of its connections (no transaction or *sql.Conn held, no
+	// statement running) and one is idle. Never a pool opened with
+	// cache=shared.
 	DB *sql.DB
 
 	// ReadOnly opens the database read-only: nothing is created, written

@@ -429,12 +429,13 @@ func (c *Call) appPool() bool { return c.F.N == 1 && !c.g.cfg.Knobs.NoAppPool }
 
 // onAppOr runs app, a statement on the app's pool, when the call may use
 // it (want, the file the library opened first, the app using none of the
-// pool's connections and one idle, not suspended); else, or once the
-// app left its pool, own on the call's reader.
+// pool's connections and one idle, not suspended); else, once the app
+// left its pool, or while another call's statement runs there, own on
+// the call's reader.
 func (c *Call) onAppOr(ctx context.Context, want bool, app func() error, own func(*store.Conn) error) error {
 	if want && c.appPool() && c.F.St.AppFree() {
 		c.PutReader() // one connection at a time (ARCHITECTURE.md, the lock order)
-		if err := app(); !errors.Is(err, store.ErrAppLeft) {
+		if err := app(); !errors.Is(err, store.ErrAppLeft) && !errors.Is(err, store.ErrAppBusy) {
 			return err
 		}
 	}

@@ -19,6 +19,7 @@ import (
 type appRunner struct {
 	db    *sql.DB
 	gone  atomic.Bool // closed by the app, or a table lock seen: never used again
+	busy  atomic.Bool // a statement of the library's runs on the pool: one at a time (take)
 	mu    sync.Mutex  // guards stmts; never held while a statement is prepared or run
 	stmts map[string]*sql.Stmt
 	drv   *Driver // the app's driver (Driver.QueryContext)
@@ -45,8 +46,20 @@ func (noConnector) Driver() driver.Driver { return nil }
 // shared cache, whose connections lock each other's tables beyond any busy
 // timeout), is left for good: ErrAppLeft, and AppFree says false.
 func (a *appRunner) first(ctx context.Context, q string, dest []driver.Value, args ...driver.NamedValue) error {
+	if !a.take() {
+		return ErrAppBusy
+	}
+	defer a.give()
 	return a.left(a.query(ctx, q, dest, args))
 }
+
+// take claims the pool for one statement of the library's (give it back
+// with give); false while another runs there. Calls from several of the
+// app's goroutines may each find the app using none of its connections
+// at once: one at a time, the library holds at most one of them.
+func (a *appRunner) take() bool { return a.busy.CompareAndSwap(false, true) }
+
+func (a *appRunner) give() { a.busy.Store(false) }
 
 // left returns err, or ErrAppLeft, with the pool left for good, when err
 // says the app closed its pool or a table is locked.
@@ -170,7 +183,8 @@ func (db *DB) CheckApp(ctx context.Context) error {
 // prepare); a wait for a connection is cut short at prepareWait, and an
 // error only leaves the first page to prepare it.
 func (db *DB) PrepareProbe(ctx context.Context, s *Source) {
-	if db.AppFree() {
+	if db.AppFree() && db.app.take() {
+		defer db.app.give()
 		ctx, cancel := context.WithTimeout(ctx, prepareWait)
 		defer cancel()
 		_, _ = db.app.prepared(ctx, s.sql(probeShape{confirm: true}))
@@ -182,13 +196,16 @@ func (db *DB) PrepareProbe(ctx context.Context, s *Source) {
 const prepareWait = 2 * time.Millisecond
 
 // AppFree reports whether the app uses none of its pool's connections and
-// one is idle to lend, so that the library rarely makes the pool grow (the
-// app may take the connection meanwhile): a connection opened for it would
-// hold its -shm lock after Suspend, and the app's next statement may run
-// on it with a schema out of date (SQLite checks an ALTER TABLE's column
-// names against the connection's schema as last read). An app running
-// statements while it calls, from other goroutines, has a connection in
-// use most of the time, and the calls use readers.
+// one is idle to lend, so that the library rarely makes the pool grow: a
+// connection opened for it would hold its -shm lock after Suspend, and
+// the app's next statement may run on it with a schema out of date
+// (SQLite checks an ALTER TABLE's column names against the connection's
+// schema as last read). The app may still take the connection between
+// this look and the library's statement; as the library runs one
+// statement there at a time (take), the pool then grows by one
+// connection at most. An app running statements from other goroutines
+// while it calls has a connection in use most of the time, and the calls
+// use readers.
 func (db *DB) AppFree() bool {
 	if db.app == nil || db.app.gone.Load() || db.pool.isQuiet() {
 		return false

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Catalog is what a resolution of a source rests on, read in one
@@ -59,15 +60,17 @@ func (c *Conn) Catalog(ctx context.Context, s *Source) (cat Catalog, err error) 
 // (docs/BENCHMARKS.md, the page after ADD COLUMN). Only a connection its
 // driver reports outside any transaction reads it (mattn's AutoCommit,
 // ncruces' GetAutocommit): one the app left inside a transaction would
-// show DDL not committed. ok is false, with nothing read, when no idle
-// connection is there within prepareWait or the driver does not tell;
-// the caller reads on a reader then. A pool closed or locked is left as
+// show DDL not committed. ok is false, with nothing read, when another
+// statement of the library's runs there, no idle connection is there
+// within catalogWait (err says so) or the driver does not tell; the
+// caller reads on a reader then. A pool closed or locked is left as
 // appRunner.left says.
 func (db *DB) AppCatalog(ctx context.Context, s *Source) (cat Catalog, ok bool, err error) {
-	if !db.AppFree() {
+	if !db.AppFree() || !db.app.take() {
 		return cat, false, nil
 	}
-	wait, cancel := context.WithTimeout(ctx, prepareWait)
+	defer db.app.give()
+	wait, cancel := context.WithTimeout(ctx, catalogWait)
 	conn, err := db.app.db.Conn(wait)
 	cancel()
 	if err != nil {
@@ -98,6 +101,11 @@ func (db *DB) AppCatalog(ctx context.Context, s *Source) (cat Catalog, ok bool, 
 	cat, err = catalogOf(s, [4]driver.Value{v[0], v[1], v[2], v[3]})
 	return cat, err == nil, err
 }
+
+// catalogWait bounds AppCatalog's wait for the connection AppFree saw
+// idle, which the app may have taken meanwhile (a loaded machine can
+// pause the call longer than prepareWait).
+const catalogWait = 50 * time.Millisecond
 
 // catalogArgs are the parameters of catalogSQL(s).
 func catalogArgs(s *Source) []driver.NamedValue {

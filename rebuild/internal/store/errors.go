@@ -34,6 +34,10 @@ var (
 	// ErrAppLeft: the app's *sql.DB is closed or reported a table lock (a
 	// shared cache), for good; run the statement on a reader. Internal.
 	ErrAppLeft = errors.New("the app's *sql.DB is left")
+
+	// ErrAppBusy: another statement of the library's runs on the app's
+	// pool now; run this one on a reader. Internal.
+	ErrAppBusy = errors.New("the app's *sql.DB is busy")
 )
 
 // wrap prefixes a non-nil *err with what (deferred, on a named result).
