@@ -293,3 +293,42 @@ func TestSQLDriver(t *testing.T) {
 		t.Fatalf("mattn's registered driver: %v, %v", drv, err)
 	}
 }
+
+func TestStoredOnlyBindsTheStoredIDs(t *testing.T) {
+	page := []string{"a", "b", "c", "d"}
+	ids, truth := storedOnly(page, []bool{true, false, true, false})
+	if !slices.Equal(ids, []string{"b", "d"}) || !slices.Equal(truth, []bool{false, false}) {
+		t.Errorf("stored ids %q %v, want b, d found", ids, truth)
+	}
+	ids, truth = storedOnly(page, []bool{true, true, true, true})
+	if !slices.Equal(ids, []string{"a"}) || !slices.Equal(truth, []bool{true}) {
+		t.Errorf("none stored: %q %v, want the first id, not found", ids, truth)
+	}
+}
+
+// TestRealLoopStoredOnly: under the floor the IN-list side binds the
+// stored ids alone, judged (a child fails on one wrong answer), and
+// costs less than the whole page's IN-list over the run.
+func TestRealLoopStoredOnly(t *testing.T) {
+	useCache(t)
+	cfg := tinyConfig()
+	cfg.AddColumnAt, cfg.RebuildAt, cfg.RestartAt = -1, -1, -1
+	cfg.StoredOnly = true
+	tw, err := testRunner().Twins(context.Background(), "mixed", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tw.Lib.Config.Baseline() != "stored-only" {
+		t.Errorf("baseline %q, want stored-only", tw.Lib.Config.Baseline())
+	}
+	allocs := 0
+	for _, p := range tw.Pages() {
+		if p.InList <= 0 {
+			t.Errorf("page %d: the floor side was not timed", p.Page)
+		}
+		allocs += int(p.InListAllocs)
+	}
+	if allocs == 0 {
+		t.Error("the floor side allocated nothing: it ran no statement")
+	}
+}

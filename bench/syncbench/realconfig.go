@@ -27,6 +27,11 @@ type RealConfig struct {
 	// A run and its order-flipped twin (RealRunner.Twins) time each side
 	// first.
 	LibFirst bool
+	// StoredOnly: the IN-list side binds only the page's ids it finds
+	// stored (the page's first id when none is), the least SQLite work an
+	// exact answer can do: a floor for the library's time, not an
+	// alternative an app can write (it would have to know the answers).
+	StoredOnly bool
 	// Ablate lists the library's speed mechanisms the children switch off
 	// (EnvAblate; a binary built with -tags syncfilter_ablate).
 	Ablate string
@@ -36,6 +41,14 @@ type RealConfig struct {
 	// a new one answers CrashPages pages and exits without Close; the
 	// rest of the run is a third process (-1: one process).
 	RestartAt, CrashPages int
+}
+
+// Baseline names the IN-list side: "in-list", or "stored-only" (the floor).
+func (c RealConfig) Baseline() string {
+	if c.StoredOnly {
+		return "stored-only"
+	}
+	return "in-list"
 }
 
 // ParseAfters reads a comma-separated list of RealConfig.After shares.
