@@ -271,6 +271,7 @@ syncbench-short:
 	cd bench && $(GO) run ./cmd/syncbench initial-sync -pages 20
 	cd bench && $(GO) run ./cmd/syncbench cold-start -rows 20000 -reps 2 -modes lib,sql,lib-nosnap,lib-pool,sql-pool
 	cd bench && $(GO) run ./cmd/syncbench real -rows 20000 -pages 24 -min 10 -max 200 -fixed 10 -waits 0,1ms -after 0,0.5
+	cd bench && $(GO) run ./cmd/syncbench real -rows 20000 -pages 24 -min 10 -max 200 -waits 0 -after 0 -baseline stored-only
 	cd bench && $(GO) test -count=1 -tags syncfilter_ablate -run Ablation ./syncbench
 	cd bench && $(GO) run -tags syncfilter_ablate ./cmd/syncbench ablation -rows 20000 -pages 24 -min 10 -max 200 -waits 0 -after 0,0.5 -off follower,lookup
 	cd bench && $(GO) run ./cmd/syncbench real-initial -rows 5000 -waits 0

@@ -28,9 +28,10 @@ type RealConfig struct {
 	// first.
 	LibFirst bool
 	// StoredOnly: the IN-list side binds only the page's ids it finds
-	// stored (the page's first id when none is), the least SQLite work an
-	// exact answer can do: a floor for the library's time, not an
-	// alternative an app can write (it would have to know the answers).
+	// stored (the page's first id when none is): the lookups an exact
+	// answer cannot skip, in the IN-list's shape; a floor for the
+	// library's time, not an alternative an app can write (it would have
+	// to know the answers).
 	StoredOnly bool
 	// Ablate lists the library's speed mechanisms the children switch off
 	// (EnvAblate; a binary built with -tags syncfilter_ablate).

@@ -83,7 +83,7 @@ const TwinsNote = "Each side is timed as the first call after the app's commit: 
 
 // StoredOnlyNote says what the IN-list column holds under -baseline stored-only.
 const StoredOnlyNote = "The IN-list side is the floor here (-baseline stored-only): it binds only the page's ids it finds stored " +
-	"(the first id when none is), the least SQLite work an exact answer can do; no app can write it, as it would have to know the answers."
+	"(the first id when none is): the lookups an exact answer cannot skip, in the IN-list's shape; no app can write it, as it would have to know the answers."
 
 // WriteRealTables writes the real loop's Markdown tables: per run and
 // kind of page, the medians and p90 of the twins' per-page ratios (the
