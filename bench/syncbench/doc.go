@@ -24,8 +24,8 @@
 //     the middle; every answer of both sides judged against a Reference.
 //     Each run is made twice (RealTwins), so that each side is timed as
 //     the first call after the app's commit. With RealConfig.StoredOnly
-//     the IN-list binds only the page's stored ids: a floor, not an
-//     alternative. Its extra rows: the initial
+//     the IN-list binds only the page's stored ids: a reference point,
+//     not an alternative. Its extra rows: the initial
 //     sync (InitialConfig), ten collections (RealCollections) and single
 //     ids (RealSingle).
 //   - The ablation (RealRunner.Ablation): the real loop with each of the

@@ -29,9 +29,12 @@ type RealPage struct {
 	Digest uint64 `json:"digest"`
 	// InListBlind counts the positions where the IN-list cannot know the
 	// truth: names stored in NFD only, asked in NFC.
-	InListBlind int           `json:"inlist_blind"`
-	Lib         time.Duration `json:"lib_ns"`
-	InList      time.Duration `json:"inlist_ns"`
+	InListBlind int `json:"inlist_blind"`
+	// InListIDs is how many ids the IN-list side bound: the page's, or
+	// under RealConfig.StoredOnly those it finds stored.
+	InListIDs int           `json:"inlist_ids"`
+	Lib       time.Duration `json:"lib_ns"`
+	InList    time.Duration `json:"inlist_ns"`
 	// Allocations in the process during each side's call (Mallocs).
 	LibAllocs    uint64        `json:"lib_allocs"`
 	InListAllocs uint64        `json:"inlist_allocs"`
@@ -284,6 +287,7 @@ func (r *realRun) page(ctx context.Context, n int) (RealPage, error) {
 	if r.cfg.StoredOnly {
 		inIDs, inTruth = storedOnly(pg.IDs, inWant)
 	}
+	p.InListIDs = len(inIDs)
 	in := func() error {
 		// Prepared on the first page of its size, untimed, as an app's
 		// statement cache does.

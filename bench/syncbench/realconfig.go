@@ -28,10 +28,11 @@ type RealConfig struct {
 	// first.
 	LibFirst bool
 	// StoredOnly: the IN-list side binds only the page's ids it finds
-	// stored (the page's first id when none is): the lookups an exact
-	// answer cannot skip, in the IN-list's shape; a floor for the
-	// library's time, not an alternative an app can write (it would have
-	// to know the answers).
+	// stored (the page's first id when none is): what the app's IN-list
+	// pays for the stored ids alone, a reference point for the library's
+	// time (not a bound: the library's statement costs less per id on big
+	// pages), not an alternative an app can write (it would have to know
+	// the answers).
 	StoredOnly bool
 	// Ablate lists the library's speed mechanisms the children switch off
 	// (EnvAblate; a binary built with -tags syncfilter_ablate).
@@ -44,7 +45,7 @@ type RealConfig struct {
 	RestartAt, CrashPages int
 }
 
-// Baseline names the IN-list side: "in-list", or "stored-only" (the floor).
+// Baseline names the IN-list side: "in-list", or "stored-only".
 func (c RealConfig) Baseline() string {
 	if c.StoredOnly {
 		return "stored-only"

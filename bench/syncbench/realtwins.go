@@ -43,7 +43,7 @@ func (t *RealTwins) Check() error {
 	for i := range a {
 		x, y := a[i], b[i]
 		if x.Page != y.Page || x.Kind != y.Kind || x.Size != y.Size || x.New != y.New || x.Digest != y.Digest ||
-			x.Mark != y.Mark || x.InListBlind != y.InListBlind {
+			x.Mark != y.Mark || x.InListBlind != y.InListBlind || x.InListIDs != y.InListIDs {
 			return fmt.Errorf("TWINS DIFFER: %s at position %d: the library-first twin saw page %d (%s, %d ids, %d new, digest %x, %q), the IN-list-first twin page %d (%s, %d ids, %d new, digest %x, %q)",
 				t.name(), i, x.Page, x.Kind, x.Size, x.New, x.Digest, x.Mark, y.Page, y.Kind, y.Size, y.New, y.Digest, y.Mark)
 		}
@@ -63,6 +63,7 @@ type PairedPage struct {
 	Size, New   int
 	Mark        string
 	InListBlind int
+	InListIDs   int           // the ids the IN-list side bound
 	Lib, InList time.Duration // each first after the app's commit
 	// LibSecond and InListSecond ran second, after the other side.
 	LibSecond, InListSecond time.Duration
@@ -79,7 +80,7 @@ func (t *RealTwins) Pages() []PairedPage {
 	out := make([]PairedPage, min(len(a), len(b)))
 	for i := range out {
 		x, y := a[i], b[i]
-		out[i] = PairedPage{Page: x.Page, Kind: x.Kind, Size: x.Size, New: x.New, Mark: x.Mark, InListBlind: x.InListBlind,
+		out[i] = PairedPage{Page: x.Page, Kind: x.Kind, Size: x.Size, New: x.New, Mark: x.Mark, InListBlind: x.InListBlind, InListIDs: y.InListIDs,
 			Lib: x.Lib, InList: y.InList, LibSecond: y.Lib, InListSecond: x.InList,
 			LibAllocs: x.LibAllocs, InListAllocs: y.InListAllocs, Bypass: x.Bypass}
 	}

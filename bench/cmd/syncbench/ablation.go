@@ -27,6 +27,9 @@ func ablation(ctx context.Context, args []string) error {
 	if g.fixed != "" {
 		return errors.New("ablation: -fixed: the cells pool every run, so they take one range of sizes (-min, -max)")
 	}
+	if g.baseline != "in-list" {
+		return errors.New("ablation: -baseline: the mechanisms are weighed against the app's IN-list only")
+	}
 	runs, err := g.configs(rf, []string{"mixed"})
 	if err != nil {
 		return err

@@ -127,7 +127,7 @@ func (g *grid) register(fs *flag.FlagSet, rows int64, pages int) {
 	fs.IntVar(&g.cfg.CrashPages, "crash-pages", 3, "pages the process that exits without Close answers")
 	fs.StringVar(&g.waits, "waits", "0,5ms,20ms-50ms", "network waits per page, one run each (a range is drawn uniformly): the records' fetch, then the next page of ids (-after)")
 	fs.StringVar(&g.afters, "after", "0,0.5", "shares of each wait after the app's INSERTs (the next page of ids), one run each; 0: the INSERTs come right before the next call")
-	fs.StringVar(&g.baseline, "baseline", "in-list", "the other side: in-list (the app's own check), or stored-only (the floor: the IN-list of the page's stored ids alone)")
+	fs.StringVar(&g.baseline, "baseline", "in-list", "the other side: in-list (the app's own check), or stored-only (a reference point: the IN-list of the page's stored ids alone)")
 	fs.StringVar(&g.events, "events", "add-column,rebuild,restart", "in the middle of each run, at 1/4, 1/2 and 3/4 of it (\"\": none)")
 }
 
