@@ -83,7 +83,7 @@ const TwinsNote = "Each side is timed as the first call after the app's commit: 
 
 // StoredOnlyNote says what the IN-list column holds under -baseline
 // stored-only.
-const StoredOnlyNote = "The IN-list side is the floor here (-baseline stored-only): it binds only the page's ids it finds stored " +
+const StoredOnlyNote = "The IN-list side is the stored ids' IN-list here (-baseline stored-only): it binds only the page's ids it finds stored " +
 	"(the first id when none is): what the app's IN-list pays for the stored ids alone, a reference point rather than a bound " +
 	"(the library's statement costs less per id on big pages); no app can write it, as it would have to know the answers."
 

@@ -10,10 +10,12 @@ import (
 
 // BenchmarkProbeAfterCommit: one probe, with 10 keys to confirm (7
 // stored) or none (the freshness check alone), on a reader of the
-// library's and on the app's pool of two connections, warm and as the
-// first statement after the app's commit of one row on that pool (which
-// empties a reader's page cache, not the committing connection's).
-// 100,000 rows in WAL mode; the mark one entry behind the head.
+// library's and on the app's pool, warm and as the first statement after
+// the app's commit of one row on that pool (which empties a reader's
+// page cache, not the committing connection's; used one call at a time,
+// the pool holds one connection, so the probe there lands on the one
+// that committed). 100,000 rows in WAL mode; the mark one entry behind
+// the head, so that each probe reads a tail of one entry.
 //
 //	go test -run '^$' -bench ProbeAfterCommit -benchtime 3000x -count 3 ./rebuild/internal/store
 func BenchmarkProbeAfterCommit(b *testing.B) {
@@ -43,6 +45,9 @@ func BenchmarkProbeAfterCommit(b *testing.B) {
 	}
 	b.Cleanup(db.Close)
 	s := attach(b, db, "t", "id", false)
+	if _, err := app.Exec(`INSERT INTO t VALUES ('later-0', 'x')`); err != nil { // a log entry behind every head
+		b.Fatal(err)
+	}
 	keys := make([]string, 10)
 	for i := range keys {
 		keys[i] = id(i * 7919)
@@ -70,15 +75,17 @@ func BenchmarkProbeAfterCommit(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
+						mark := h.Seq - 1
 						if mode == "after-commit" {
 							stored++
 							if _, err := app.Exec(`INSERT INTO t VALUES (?, 'x')`, fmt.Sprintf("later-%d", stored)); err != nil {
 								b.Fatal(err)
 							}
+							mark = h.Seq
 						}
 						b.StartTimer()
 						var pr Probe
-						o := ProbeOptions{After: h.Seq, Chunk: 1024, Keys: keys[:n], Schema: schema}
+						o := ProbeOptions{After: mark, Chunk: 1024, Keys: keys[:n], Schema: schema}
 						if on == "app" {
 							err = db.AppProbe(ctx, s, o, &pr)
 						} else {
