@@ -143,6 +143,7 @@ type knobs struct {
 	spellingScan func()              // a read of the table's stored spellings starts
 	afterProbe   func()              // a call's probe returned
 	catalogRead  func(onApp bool)    // a catalog read after DDL, on the app's pool or a reader
+	walk         func()              // a call lists every spelling of its keys
 	followPoll   func()              // the follower looks at its state
 	followMin    time.Duration       // the follower's shortest window after a call
 	appQueued    func()              // an app's call queued its job for the worker
@@ -160,7 +161,7 @@ type knobs struct {
 
 func (k knobs) gate() gate.Knobs {
 	return gate.Knobs{NoAppPool: k.noAppPool, NoLookup: k.noLookup, NoPrepare: k.noPrepare, NoCatalog: k.noCatalog, NoWalk: k.noWalk, Behind: k.behind, Inline: k.inline,
-		SpellScan: k.spellingScan, AfterProbe: k.afterProbe, CatchUpChunk: k.catchUpChunk, CatalogRead: k.catalogRead}
+		SpellScan: k.spellingScan, AfterProbe: k.afterProbe, CatchUpChunk: k.catchUpChunk, CatalogRead: k.catalogRead, Walk: k.walk}
 }
 
 func (k knobs) upkeep() upkeep.Knobs {

@@ -3,9 +3,12 @@ package rebuild
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/syncfilter/syncfilter/internal/testdriver"
@@ -490,6 +493,52 @@ func walkedAfterTableRebuild(t *testing.T, walk bool) {
 	if st := stats(ix); st.Serving {
 		t.Fatal("the filter still serves a table whose triggers are gone")
 	}
+}
+
+// TestNoWalkWhileTheSpellingsTableIsComplete: a page holding names
+// answered from SQLite while the filter is rebuilt (here its snapshot
+// was removed) asks through the spellings table the last scan completed:
+// it lists no name's every spelling (a walk costs the process's first
+// page of names about 1–2 ms), and its answers are exact.
+func TestNoWalkWhileTheSpellingsTableIsComplete(t *testing.T) {
+	t.Parallel()
+	path := appDB(t, "seed-1", "Jose\u0301", "Zoe\u0308", "\u212bsa")
+	cfg := appConfig(path)
+	cfg.knobs.noFollow = true
+	first := open(t, cfg)
+	waitServing(t, first)
+	if err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(cfg.Source.Snapshot); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	var walks atomic.Int64
+	cfg.knobs.scanRow = func(int64) error { <-release; return nil } // the rebuild waits for the page
+	cfg.knobs.walk = func() { walks.Add(1) }
+	ix, err := Open(context.Background(), cfg.DBConfig, cfg.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { free(); _ = ix.Close(context.Background()) })
+	page := []string{"Jos\u00e9", "Zo\u00eb", "\u00c5sa", "\u00c9mile", "seed-1", "Zoe"}
+	got, err := missingList(context.Background(), ix, page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"\u00c9mile", "Zoe"}; !slices.Equal(got, want) {
+		t.Errorf("Missing = %q, want %q", got, want)
+	}
+	if st := stats(ix); st.BypassLookups == 0 || st.Serving {
+		t.Fatalf("the page was not answered from SQLite (serving %v, %d bypassed): the test shows nothing", st.Serving, st.BypassLookups)
+	}
+	if n := walks.Load(); n != 0 {
+		t.Errorf("%d walks with the spellings table complete", n)
+	}
+	free()
 }
 
 // TestWalkedAndReadSpellingsInTurn: on a source never attached (read

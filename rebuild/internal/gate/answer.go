@@ -84,7 +84,7 @@ func (c *Call) answer(ctx context.Context, keys []string, typed Typed) (*page, e
 	sv := v
 	var w *walk
 	if sv == nil && c.g.anySpelled(keys) {
-		w = &walk{keys: keys, spells: c.g.spells, off: c.g.cfg.Knobs.NoWalk}
+		w = &walk{keys: keys, spells: c.g.spells, off: c.g.cfg.Knobs.NoWalk, note: c.g.cfg.Knobs.Walk}
 		if sv, err = c.spellingsView(ctx, w); err != nil {
 			return nil, err
 		}

@@ -43,6 +43,7 @@ type Knobs struct {
 	SpellScan    func()           // a read of the table's stored spellings starts
 	CatchUpChunk func()           // after every chunk a catch-up reads
 	CatalogRead  func(onApp bool) // appended read the catalog, on the app's pool or a reader
+	Walk         func()           // a call lists every spelling of its keys (walk.ok)
 }
 
 // Gate answers, for one collection, which keys the source holds: from a

@@ -38,7 +38,6 @@ func (c *Call) spellingsView(ctx context.Context, w *walk) (*View, error) {
 			return v, nil
 		}
 		c.PutReader() // the one building may need a reader: never wait holding one
-		w.ok()        // walked before the turn is taken
 		select {
 		case c.g.spTurn <- struct{}{}:
 		case <-ctx.Done():

@@ -21,6 +21,7 @@ type walk struct {
 	keys   []string
 	spells func(string) bool   // whether a key may have another spelling
 	off    bool                // Knobs.NoWalk
+	note   func()              // Knobs.Walk
 	done   bool                // ok ran: fits and other hold its answer
 	fits   bool                // every key walked within the limits
 	other  map[string][]string // canonical key → its other spellings
@@ -33,6 +34,9 @@ func (w *walk) ok() bool {
 		return false
 	}
 	if !w.done {
+		if w.note != nil {
+			w.note()
+		}
 		w.done, w.fits, w.other = true, true, map[string][]string{}
 		left := walkPageMax
 		for _, k := range w.keys {
