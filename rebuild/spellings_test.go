@@ -499,7 +499,8 @@ func walkedAfterTableRebuild(t *testing.T, walk bool) {
 // answered from SQLite while the filter is rebuilt (here its snapshot
 // was removed) asks through the spellings table the last scan completed:
 // it lists no name's every spelling (a walk costs the process's first
-// page of names about 1–2 ms), and its answers are exact.
+// page of names about 1–2 ms), asks through the table in its one probe,
+// and its answers are exact.
 func TestNoWalkWhileTheSpellingsTableIsComplete(t *testing.T) {
 	t.Parallel()
 	path := appDB(t, "seed-1", "Jose\u0301", "Zoe\u0308", "\u212bsa")
@@ -516,9 +517,10 @@ func TestNoWalkWhileTheSpellingsTableIsComplete(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
-	var walks atomic.Int64
+	var walks, probes atomic.Int64
 	cfg.knobs.scanRow = func(int64) error { <-release; return nil } // the rebuild waits for the page
 	cfg.knobs.walk = func() { walks.Add(1) }
+	cfg.knobs.afterProbe = func() { probes.Add(1) }
 	ix, err := Open(context.Background(), cfg.DBConfig, cfg.Source)
 	if err != nil {
 		t.Fatal(err)
@@ -537,6 +539,9 @@ func TestNoWalkWhileTheSpellingsTableIsComplete(t *testing.T) {
 	}
 	if n := walks.Load(); n != 0 {
 		t.Errorf("%d walks with the spellings table complete", n)
+	}
+	if n := probes.Load(); n != 1 {
+		t.Errorf("%d probes for one page: the first asked without the spellings table the view was built from", n)
 	}
 	free()
 }

@@ -58,7 +58,7 @@ type Gate struct {
 	state  atomic.Pointer[state]   // stored under mu, read lock-free; never nil
 	bound  atomic.Pointer[binding] // the source as last resolved
 	spTurn chan struct{}           // capacity 1: one build of a view of stored spellings at a time
-	hasSp  atomic.Bool             // the spellings table had a row at the last probe
+	hasSp  atomic.Bool             // the spellings table had a row at the last read of the head (a probe, or a spellings view's build)
 
 	C Counters
 }

@@ -19,7 +19,7 @@ import (
 // of the table's keys that hold a character outside ASCII.
 
 // spellingsTable reports whether the spellings table had a row at the
-// last probe.
+// last read of the head (a probe, or a spellings view's build).
 func (g *Gate) spellingsTable() bool { return g.hasSp.Load() }
 
 // spellingsView returns a view whose spellings the call may ask through
@@ -133,6 +133,10 @@ func (c *Call) buildSpellingsView(ctx context.Context, w *walk) (*View, error) {
 		if err != nil {
 			return nil, err
 		}
+		// As a probe does: where the table has rows, the call's probe
+		// then asks through it at once, not after a first probe without
+		// it (a process's first page of names).
+		c.g.hasSp.Store(h.HasSpellings)
 		if h.Scanned {
 			// The table is complete up to SpellingsGen; the probe reads
 			// what was logged since.
