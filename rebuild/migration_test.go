@@ -787,6 +787,7 @@ func TestMigrationLeftOpenOnThePool(t *testing.T) {
 // transaction (mattn, ncruces); the follower, working while the app runs
 // its own statements, reads it on a reader (docs/ARCHITECTURE.md, step
 // 4). The catalogRead knob says where each read ran: that is the check.
+// The app's call probes once: its probe's answer stands.
 func TestCatalogAfterDDLOnTheAppsPool(t *testing.T) {
 	t.Parallel()
 	seed := ids("seed", 300)
@@ -799,7 +800,8 @@ func TestCatalogAfterDDLOnTheAppsPool(t *testing.T) {
 		cfg.DB, cfg.Driver = app, nil
 		cfg.knobs.noFollow = !follow
 		cfg.knobs.followMin = time.Minute // still following when the DDL commits
-		var onApp, onReader atomic.Int64
+		var onApp, onReader, probes atomic.Int64
+		cfg.knobs.afterProbe = func() { probes.Add(1) }
 		cfg.knobs.catalogRead = func(app bool) {
 			if app {
 				onApp.Add(1)
@@ -816,7 +818,21 @@ func TestCatalogAfterDDLOnTheAppsPool(t *testing.T) {
 		onReader.Store(0)
 		mustExec(t, app, `ALTER TABLE records ADD COLUMN extra TEXT`)
 		if !follow {
-			// The app's call alone reads it.
+			// The app's call alone reads it, and its one probe, run at
+			// the new cookie, answers: nothing but a column appended.
+			probes.Store(0)
+			missing, err := ix.Missing(context.Background(), page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, m := range missing {
+				if m != (i >= 20) {
+					t.Fatalf("after ADD COLUMN, %q missing: %v", page[i], m)
+				}
+			}
+			if n := probes.Load(); n != 1 {
+				t.Fatalf("the call after ADD COLUMN probed %d times, want 1", n)
+			}
 			expectTable(t, ix, path, "records", page)
 			if got := onApp.Load() + onReader.Load(); got != 1 {
 				t.Fatalf("the call read the catalog %d times after ADD COLUMN (%d on the app's pool), want 1", got, onApp.Load())
