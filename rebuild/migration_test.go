@@ -787,7 +787,6 @@ func TestMigrationLeftOpenOnThePool(t *testing.T) {
 // transaction (mattn, ncruces); the follower, working while the app runs
 // its own statements, reads it on a reader (docs/ARCHITECTURE.md, step
 // 4). The catalogRead knob says where each read ran: that is the check.
-// The app's call probes once: its probe's answer stands.
 func TestCatalogAfterDDLOnTheAppsPool(t *testing.T) {
 	t.Parallel()
 	seed := ids("seed", 300)
@@ -800,8 +799,7 @@ func TestCatalogAfterDDLOnTheAppsPool(t *testing.T) {
 		cfg.DB, cfg.Driver = app, nil
 		cfg.knobs.noFollow = !follow
 		cfg.knobs.followMin = time.Minute // still following when the DDL commits
-		var onApp, onReader, probes atomic.Int64
-		cfg.knobs.afterProbe = func() { probes.Add(1) }
+		var onApp, onReader atomic.Int64
 		cfg.knobs.catalogRead = func(app bool) {
 			if app {
 				onApp.Add(1)
@@ -818,21 +816,7 @@ func TestCatalogAfterDDLOnTheAppsPool(t *testing.T) {
 		onReader.Store(0)
 		mustExec(t, app, `ALTER TABLE records ADD COLUMN extra TEXT`)
 		if !follow {
-			// The app's call alone reads it, and its one probe, run at
-			// the new cookie, answers: nothing but a column appended.
-			probes.Store(0)
-			missing, err := ix.Missing(context.Background(), page)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, m := range missing {
-				if m != (i >= 20) {
-					t.Fatalf("after ADD COLUMN, %q missing: %v", page[i], m)
-				}
-			}
-			if n := probes.Load(); n != 1 {
-				t.Fatalf("the call after ADD COLUMN probed %d times, want 1", n)
-			}
+			// The app's call alone reads it.
 			expectTable(t, ix, path, "records", page)
 			if got := onApp.Load() + onReader.Load(); got != 1 {
 				t.Fatalf("the call read the catalog %d times after ADD COLUMN (%d on the app's pool), want 1", got, onApp.Load())
@@ -852,6 +836,63 @@ func TestCatalogAfterDDLOnTheAppsPool(t *testing.T) {
 			t.Fatal("ADD COLUMN: the source was resolved again")
 		}
 	}
+}
+
+// TestProbeInsideTheAppsTransactionAfterDDL: a call's probe that runs on
+// a connection the app left inside a transaction (a raw BEGIN on its
+// pool) reads that transaction's schema cookie. Here the transaction
+// renamed the key column and added one under its old name; the app then
+// rolls it back and another connection commits two ADD COLUMNs, which
+// bring the committed cookie to the same value, with only columns
+// appended. A cookie read inside a transaction says nothing about the
+// committed schema: the call must not keep the answers of a probe whose
+// cookie moved, and every stored id stays stored.
+func TestProbeInsideTheAppsTransactionAfterDDL(t *testing.T) {
+	t.Parallel()
+	seed := ids("seed", 50)
+	path := driftDB(t, "WAL", seed)
+	app := modeConn(t, path, "WAL")
+	app.SetMaxOpenConns(1)
+	other := modeConn(t, path, "WAL")
+	cfg := appConfig(path)
+	cfg.DB, cfg.Driver = app, nil
+	cfg.knobs.noFollow = true
+	var armed atomic.Bool
+	hookErr := make(chan error, 1)
+	cfg.knobs.afterProbe = func() {
+		if !armed.CompareAndSwap(true, false) {
+			return
+		}
+		_, err := app.Exec(`ROLLBACK`)
+		if err == nil {
+			_, err = other.Exec(`ALTER TABLE records ADD COLUMN a TEXT; ALTER TABLE records ADD COLUMN b TEXT`)
+		}
+		hookErr <- err
+	}
+	ix := open(t, cfg)
+	waitServing(t, ix)
+	page := slices.Concat(seed[:20], ids("never", 5))
+	expectTable(t, ix, path, "records", page)
+	mustExec(t, app, `BEGIN; ALTER TABLE records RENAME COLUMN id TO old; ALTER TABLE records ADD COLUMN id TEXT`)
+	armed.Store(true)
+	missing, err := ix.Missing(context.Background(), page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-hookErr:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatal("no probe ran on the app's pool: the test shows nothing")
+	}
+	for i, m := range missing {
+		if m != (i >= 20) {
+			t.Errorf("%q missing: %v", page[i], m)
+		}
+	}
+	expectTable(t, ix, path, "records", page)
 }
 
 // reportsAutocommit reports whether the driver connections of db say

@@ -288,7 +288,7 @@ func (c *Call) trusted() *View {
 // keys, and the spellings table is not asked.
 func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string, vers []any, walked bool) (*store.Probe, error) {
 	src := c.b.src
-	opts := store.ProbeOptions{Keys: keys, Versions: vers, Spellings: c.g.spellingsTable() && !walked, Spelled: c.g.spelledFunc()}
+	opts := store.ProbeOptions{Keys: keys, Versions: vers, Spellings: c.g.spellingsTable() && !walked, Spelled: c.g.spelledFunc(), Schema: c.b.schema}
 	if sv != nil && src.Logged {
 		opts.After, opts.Chunk, opts.NonASCII = at.Gen, c.F.St.LogChunk(), sv.F == nil
 		if c.g.cfg.Knobs.Behind && sv.F != nil {
@@ -307,17 +307,10 @@ func (c *Call) probe(ctx context.Context, sv *View, at Mark, keys []string, vers
 		f()
 	}
 	if c.pr.Schema != c.b.schema {
-		// DDL ran: the probe's answers stand only if the source resolves
-		// at the probe's cookie as it did, its columns at most appended
-		// (the binding's Source kept, see appended); else the call answers
-		// again on the new binding.
-		was := c.b.src
-		if err := c.rebind(ctx); err != nil && !errors.Is(err, errStale) {
+		if err := c.rebind(ctx); err != nil {
 			return nil, err
 		}
-		if c.b.src != was || c.b.schema != c.pr.Schema || c.b.err != nil {
-			return nil, errStale
-		}
+		return nil, errStale
 	}
 	if src.Logged {
 		c.g.hasSp.Store(c.pr.Head.HasSpellings)

@@ -17,14 +17,13 @@ type ProbeOptions struct {
 	Versions  []any    // with Keys, their versions (int64 or string): confirmed as Confirm does with them; nil: by key
 	Spellings bool     // the spellings table has rows: confirm through it the keys Spelled reports
 	Spelled   func(key string) bool
+	Schema    int64 // the cookie the caller resolved the source at: with another, nothing is confirmed
 }
 
 // Probe is what one probe read. Confirmed: Found answers Keys (not when
-// they were too many or too long for one statement) as the table stood at
-// Schema; a caller that resolved the source at another cookie uses it
-// only once it knows the source resolves at Schema as it did.
+// they were too many or too long for one statement, or the schema moved).
 type Probe struct {
-	Schema     int64 // the schema cookie, read with everything else
+	Schema     int64 // the schema cookie
 	Head       Head  // logged sources
 	AfterTag   int64 // the tag of the entry at After, if AfterFound
 	AfterFound bool
@@ -42,16 +41,18 @@ type probeShape struct {
 	spellings bool // through the spellings table too
 	nonASCII  bool // the tail's keys that may be stored in another spelling only
 	versioned bool // keys with versions (versionsSQL)
-	size      int  // plain: the keys bound, from ?6 on
+	size      int  // plain: the keys bound, from ?7 on
 }
 
 // probeSQL is the one statement a call runs on its way to an answer: one
 // read transaction (about the cost of a lookup) instead of four. ?1 the
 // keys (single: the key), ?2 the caller's mark, ?3 the longest tail read,
 // ?4 the longest key read in the tail's array (else ReadLog reads it), ?5
-// the positions to confirm through spellings; plain, the keys from ?6
-// on.
+// the positions to confirm through spellings, ?6 the caller's cookie;
+// plain, the keys from ?7 on.
 func (s *Source) probeSQL(p probeShape) string {
+	// The cookie is read once, as a table: the confirmation's guard uses
+	// the same value.
 	cols, from := `ck.schema_version`, ` FROM pragma_schema_version() ck`
 	if s.Logged {
 		// One text column (textCols, read by readInts): the cookie, the
@@ -71,7 +72,7 @@ func (s *Source) probeSQL(p probeShape) string {
 		keys := "?1"
 		switch {
 		case p.size > 0:
-			keys = s.keysFrom(6, p.size)
+			keys = s.keysFrom(7, p.size)
 		case !p.single:
 			keys = s.keysFrom(1, 0)
 		}
@@ -79,7 +80,7 @@ func (s *Source) probeSQL(p probeShape) string {
 		if p.versioned {
 			confirm = s.versionsSQL(p.spellings && s.Logged, p.single, keys, "?5")
 		}
-		cols += `, (` + confirm + `)`
+		cols += `, CASE WHEN ck.schema_version = ?6 THEN (` + confirm + `) END`
 	}
 	return `SELECT ` + cols + from
 }
@@ -104,19 +105,16 @@ func probe(ctx context.Context, r runner, knobs Knobs, s *Source, o ProbeOptions
 		top, n = 4, 2
 	}
 	if p.confirm {
-		top, n = max(top, 1), n+1
-		if p.spellings || p.size > 0 {
-			top = 5
-		}
+		top, n = 6, n+1
 	}
 	args := make([]driver.NamedValue, top, top+p.size)
 	for i := range args {
 		args[i] = arg(i+1, nil)
 	}
 	if p.confirm {
-		args[0].Value = list
+		args[0].Value, args[5].Value = list, o.Schema
 		if p.size > 0 {
-			args = s.keyArgs(args, o.Keys, 6, p.size)
+			args = s.keyArgs(args, o.Keys, 7, p.size)
 		}
 		if p.spellings {
 			args[4] = s.spelledArg(5, p.single, sp)
@@ -199,6 +197,10 @@ func (out *Probe) read(s *Source, o ProbeOptions, p probeShape, tailEnd uint64, 
 		vals = vals[1:]
 	}
 	if !p.confirm {
+		return nil
+	}
+	if out.Schema != o.Schema {
+		out.Confirmed = false // the caller's view is out of date
 		return nil
 	}
 	if p.versioned {

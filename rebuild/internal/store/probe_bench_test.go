@@ -60,6 +60,10 @@ func BenchmarkProbeAfterCommit(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Release(c) })
+	schema, err := c.Schema(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 	stored := 0
 	for _, n := range []int{10, 0} {
 		for _, mode := range []string{"warm", "after-commit"} {
@@ -81,7 +85,7 @@ func BenchmarkProbeAfterCommit(b *testing.B) {
 						}
 						b.StartTimer()
 						var pr Probe
-						o := ProbeOptions{After: mark, Chunk: 1024, Keys: keys[:n]}
+						o := ProbeOptions{After: mark, Chunk: 1024, Keys: keys[:n], Schema: schema}
 						if on == "app" {
 							err = db.AppProbe(ctx, s, o, &pr)
 						} else {
