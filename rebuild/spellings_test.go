@@ -500,12 +500,23 @@ func walkedAfterTableRebuild(t *testing.T, walk bool) {
 // was removed) asks through the spellings table the last scan completed:
 // it lists no name's every spelling (a walk costs the process's first
 // page of names about 1–2 ms), asks through the table in its one probe,
-// and its answers are exact.
+// and its answers are exact; with the app's pool handed over too.
 func TestNoWalkWhileTheSpellingsTableIsComplete(t *testing.T) {
 	t.Parallel()
+	for _, pool := range []bool{false, true} {
+		t.Run(fmt.Sprintf("apppool=%v", pool), func(t *testing.T) { noWalkWhileComplete(t, pool) })
+	}
+}
+
+// noWalkWhileComplete is the test, with the app's pool handed over
+// (DBConfig.DB: the probe runs there) or not.
+func noWalkWhileComplete(t *testing.T, pool bool) {
 	path := appDB(t, "seed-1", "Jose\u0301", "Zoe\u0308", "\u212bsa")
 	cfg := appConfig(path)
 	cfg.knobs.noFollow = true
+	if pool {
+		cfg.DB, cfg.Driver = modeConn(t, path, ""), nil
+	}
 	first := open(t, cfg)
 	waitServing(t, first)
 	if err := first.Close(context.Background()); err != nil {
