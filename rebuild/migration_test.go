@@ -838,6 +838,49 @@ func TestCatalogAfterDDLOnTheAppsPool(t *testing.T) {
 	}
 }
 
+// TestCatalogOnAPoolThatScansBackwards: an app whose connections scan
+// tables backwards where no order is asked (PRAGMA
+// reverse_unordered_selects, SQLite's aid for finding code that relies on
+// an order) reads the catalog on its pool in the other direction from a
+// reader of the library's. Both reads agree: ADD COLUMN keeps the source
+// as resolved.
+func TestCatalogOnAPoolThatScansBackwards(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	seed := ids("seed", 100)
+	path := driftDB(t, "WAL", seed)
+	app := modeConn(t, path, "WAL")
+	app.SetMaxOpenConns(2)
+	app.SetMaxIdleConns(2)
+	var conns []*sql.Conn
+	for range 2 {
+		c, err := app.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ExecContext(ctx, `PRAGMA reverse_unordered_selects = ON`); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	cfg := appConfig(path)
+	cfg.DB, cfg.Driver = app, nil
+	cfg.knobs.noFollow = true
+	ix := open(t, cfg)
+	waitServing(t, ix)
+	page := slices.Concat(ids("seed", 20), ids("never", 20))
+	expectTable(t, ix, path, "records", page)
+	resolved := ix.k.G.Binding()
+	mustExec(t, app, `ALTER TABLE records ADD COLUMN extra TEXT`)
+	expectTable(t, ix, path, "records", page)
+	if ix.k.G.Binding() != resolved {
+		t.Fatal("ADD COLUMN on a pool that scans backwards: the source was resolved again")
+	}
+}
+
 // TestProbeInsideTheAppsTransactionAfterDDL: a call's probe that runs on
 // a connection the app left inside a transaction (a raw BEGIN on its
 // pool) reads that transaction's schema cookie. Here the transaction

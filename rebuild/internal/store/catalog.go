@@ -22,15 +22,15 @@ type Catalog struct {
 }
 
 // catalogRows reads the cookie, the table's row (type, rowid and rootpage,
-// a newline, its CREATE text; one name names one object) and the other
-// rows in the order the schema table's scan meets them: the same while
-// the schema is, and any other order only makes two reads differ (the
-// source resolves again); no sort, which the page after DDL would pay.
+// a newline, its CREATE text) and the other rows, sorted: two reads of one
+// schema then agree even on connections that scan in opposite directions
+// (PRAGMA reverse_unordered_selects, which an app may turn on).
 const catalogRows = `SELECT (SELECT schema_version FROM pragma_schema_version()),
 	(SELECT type || ' ' || rowid || ' ' || rootpage || char(10) || coalesce(sql, '') FROM main.sqlite_master
-		WHERE name = ?1 COLLATE NOCASE AND type IN ('table', 'view') LIMIT 1),
-	(SELECT group_concat(type || ' ' || name || ' ' || tbl_name || ' ' || rowid || ' ' || rootpage || ' ' || coalesce(sql, ''), char(10))
-		FROM main.sqlite_master WHERE tbl_name = ?1 COLLATE NOCASE AND type IN ('index', 'trigger') OR name IN (?2, ?3, ?4, ?5, ?6))`
+		WHERE name = ?1 COLLATE NOCASE AND type IN ('table', 'view') ORDER BY type = 'table' DESC LIMIT 1),
+	(SELECT group_concat(r, char(10)) FROM (SELECT type || ' ' || name || ' ' || tbl_name || ' ' || rowid || ' ' || rootpage || ' ' || coalesce(sql, '') AS r
+		FROM main.sqlite_master WHERE tbl_name = ?1 COLLATE NOCASE AND type IN ('index', 'trigger') OR name IN (?2, ?3, ?4, ?5, ?6)
+		ORDER BY type, name))`
 
 // catalogSQL returns the catalog's statement for s: with the source's row
 // (every column a resolution reads) if s has one.
