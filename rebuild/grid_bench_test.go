@@ -218,8 +218,8 @@ func BenchmarkFetchedOne(b *testing.B) {
 				c, _ := normalize.String(ids[i%len(ids)])
 				var one int
 				err := stmt.QueryRow(c).Scan(&one)
-				if found := err == nil; found != (kind == "stored") && !errors.Is(err, sql.ErrNoRows) {
-					b.Fatal(err)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) || (err == nil) != (kind == "stored") {
+					b.Fatal(kind, err)
 				}
 			}
 		})
