@@ -82,6 +82,35 @@ func TestRealLoopTiny(t *testing.T) {
 	}
 }
 
+// TestRealLoopUnattached: with Unattached no snapshot is built, the first
+// page is marked as the first on a table never attached, and every page
+// is judged as in any run (a wrong answer fails the run).
+func TestRealLoopUnattached(t *testing.T) {
+	useCache(t)
+	cfg := tinyConfig()
+	cfg.Pages, cfg.AddColumnAt, cfg.RebuildAt, cfg.RestartAt, cfg.Unattached = 6, -1, -1, -1, true
+	rr := testRunner()
+	rr.AfterPrepare = func(cfg RealConfig) error {
+		if _, err := os.Stat(cfg.Snapshot); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a snapshot before the run: %v", err)
+		}
+		return nil
+	}
+	tw, err := rr.Twins(context.Background(), "mixed", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := tw.Pages()
+	if len(pages) != 6 || pages[0].Mark != MarkUnattached {
+		t.Fatalf("pages %d, first marked %q; want 6, %q", len(pages), pages[0].Mark, MarkUnattached)
+	}
+	for _, p := range pages[1:] {
+		if p.Mark != "" {
+			t.Errorf("page %d marked %q", p.Page, p.Mark)
+		}
+	}
+}
+
 // TestTwinsThatDifferFail: twins that saw other pages are refused.
 func TestTwinsThatDifferFail(t *testing.T) {
 	page := func(n int, d uint64) RealPage { return RealPage{Page: n, Kind: KindResend, Size: 10, Digest: d} }

@@ -39,6 +39,10 @@ type RealConfig struct {
 	Ablate string
 	// The events, each before the page of that number (-1: none).
 	AddColumnAt, RebuildAt int
+	// Unattached: no snapshot is built, and the library never attached
+	// the table: the run's first page is the first on a table of Rows
+	// rows (and Names) it never saw, its attach and scan behind it.
+	Unattached bool
 	// RestartAt: the process that answered the pages before it closes;
 	// a new one answers CrashPages pages and exits without Close; the
 	// rest of the run is a third process (-1: one process).
@@ -152,13 +156,17 @@ const (
 	MarkAddColumn    = "first page after ALTER TABLE ADD COLUMN"
 	MarkRebuild      = "first page after the 12-step table rebuild"
 	MarkNoSnapshot   = "first page of a fresh process (no snapshot yet)"
+	MarkUnattached   = "first page of a fresh process (a table never attached)"
 )
 
 // Segments returns the child processes of the run, in order.
 func (c RealConfig) Segments() []Segment {
 	first := MarkFresh
-	if c.Rows == 0 {
+	switch {
+	case c.Rows == 0:
 		first = MarkNoSnapshot
+	case c.Unattached:
+		first = MarkUnattached
 	}
 	r := c.RestartAt
 	if r <= 0 || r >= c.Pages || c.CrashPages < 1 {

@@ -47,6 +47,7 @@ var SpecialMarks = []string{MarkFresh, MarkAddColumn, MarkRebuild, MarkFreshClos
 var markNames = map[string]string{
 	MarkFresh: "fresh process", MarkFreshClosed: "after a Close", MarkAfterAbandon: "after an exit without Close",
 	MarkAddColumn: "after ADD COLUMN", MarkRebuild: "after the 12-step rebuild", MarkNoSnapshot: "fresh process, no snapshot",
+	MarkUnattached: "fresh process, a table never attached",
 }
 
 // plainOf returns the pages of kind (KindAll: every kind), special pages

@@ -147,7 +147,7 @@ func prepareReal(ctx context.Context, d Driver, cfg RealConfig) error {
 			return err
 		}
 	}
-	if cfg.Rows == 0 {
+	if cfg.Rows == 0 || cfg.Unattached {
 		return nil
 	}
 	return BuildLibSnapshot(ctx, d, cfg.DB, Table, cfg.Snapshot)

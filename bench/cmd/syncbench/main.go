@@ -7,7 +7,7 @@
 //	go test -run '^$' -bench 'SyncLoop|SyncFetched' . | go run ./cmd/syncbench table
 //	go run ./cmd/syncbench real [-rows 1000000] [-pages 1500] [-min 10] [-max 1000] [-fixed 10,100]
 //		[-waits 0,5ms,20ms-50ms] [-after 0,0.5] [-variants mixed,all-new] [-events add-column,rebuild,restart]
-//		[-crash-pages 3] [-names -1] [-driver mattn] [-seed 1] [-csv pages.csv] [-keep] [-v]
+//		[-crash-pages 3] [-names -1] [-unattached] [-driver mattn] [-seed 1] [-csv pages.csv] [-keep] [-v]
 //	go run -tags syncfilter_ablate ./cmd/syncbench ablation [-rows 300000] [-pages 400] [-waits 0,5ms,20ms-50ms]
 //		[-after 0,0.5] [-off follower,apppool,deferredload,lookup,prepare,catalog,walk] [-min 10] [-max 1000] [-v]
 //	go run ./cmd/syncbench real-initial [-rows 200000] [-page 1000] [-waits 0,100ms]

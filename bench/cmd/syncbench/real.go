@@ -129,6 +129,7 @@ func (g *grid) register(fs *flag.FlagSet, rows int64, pages int) {
 	fs.StringVar(&g.afters, "after", "0,0.5", "shares of each wait after the app's INSERTs (the next page of ids), one run each; 0: the INSERTs come right before the next call")
 	fs.StringVar(&g.baseline, "baseline", "in-list", "the other side: in-list (the app's own check), or stored-only (a reference point: the IN-list of the page's stored ids alone)")
 	fs.StringVar(&g.events, "events", "add-column,rebuild,restart", "in the middle of each run, at 1/4, 1/2 and 3/4 of it (\"\": none)")
+	fs.BoolVar(&g.cfg.Unattached, "unattached", false, "no snapshot, the table never attached: the first page is the first the library answers on it")
 }
 
 // gridRun is one run config of a grid, to be run as twins.
