@@ -547,3 +547,38 @@ func TestFailedFirstScanIsTriedAgain(t *testing.T) {
 	want["after-0"] = true
 	expect(t, ix, want, append(probe, "after-0"))
 }
+
+// TestFirstScanWaitsForTheFirstCall: Open on a table of rows the library
+// never attached returns with nothing written: the attach (DDL, which
+// would make the app's connections parse the schema again under the
+// first page) and the first scan start once the first call is answered,
+// from SQLite. Then the filter serves.
+func TestFirstScanWaitsForTheFirstCall(t *testing.T) {
+	t.Parallel()
+	path := modeDB(t, "wal", []string{"records"}, ids("seed", 500)...)
+	hk := &hooks{}
+	entered, release := scanGate(t, hk)
+	ix, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver(), knobs: hk.knobsOf(knobs{})},
+		Source{Table: "records", Column: "id", Snapshot: path + ".sfb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ix.Close(context.Background()) })
+	defer release()                    // before Close, on a failure
+	time.Sleep(100 * time.Millisecond) // an attach at once would have committed by now
+	select {
+	case <-entered:
+		t.Fatal("the first scan started before any call")
+	default:
+	}
+	var triggers int
+	if err := rawDB(t, path).QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'records'`).Scan(&triggers); err != nil || triggers != 0 {
+		t.Fatalf("%d triggers on the table before any call (%v), want none", triggers, err)
+	}
+	canon := storedCanon(t, path, "records")
+	judgePage(t, ix, canon, append(ids("seed", 20), ids("never", 20)...), true, "the first call, from SQLite")
+	waitClosed(t, entered, "the first scan, after the first call")
+	release()
+	waitServing(t, ix)
+	judgePage(t, ix, canon, append(ids("seed", 20), ids("never", 20)...), true, "once the filter serves")
+}

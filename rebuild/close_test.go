@@ -372,6 +372,9 @@ func TestCloseErrorNamesEachCauseOnce(t *testing.T) {
 			} else if ix, err = Open(ctx, dcfg, src("records")); err != nil {
 				t.Fatal(err)
 			}
+			if tc.worker {
+				firstCall(t, ix) // the first scan starts after a call
+			}
 			rebuilt := make(chan error, 1)
 			if !tc.worker {
 				go func() { rebuilt <- ix.Rebuild(ctx) }()

@@ -114,6 +114,15 @@ func appConfig(path string) config {
 }
 
 // waitServing waits for a background rebuild to publish a filter.
+// firstCall makes ix's first call: the first scan of a table the library
+// never attached starts once a call is answered (or at Wait).
+func firstCall(t testing.TB, ix *Index) {
+	t.Helper()
+	if _, err := ix.Fetched(context.Background(), "first-call"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func waitServing(t testing.TB, ix *Index) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

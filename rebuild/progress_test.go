@@ -120,6 +120,8 @@ func TestProgressMayCallEverything(t *testing.T) {
 				if b, err = db.Index(ctx, bSrc); err != nil {
 					t.Fatal(err)
 				}
+				firstCall(t, ix) // the first scans start after a call
+				firstCall(t, b)
 				close(started)
 				close(gate)
 			}

@@ -320,14 +320,17 @@ func TestAnAbandonedRebuildLeavesTheBackgroundsJob(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = db.Close(ctx) })
 	t.Cleanup(release)
-	if _, err := db.Index(ctx, Source{Table: "records", Column: "id", Snapshot: path + ".records.sfb"}); err != nil {
+	records, err := db.Index(ctx, Source{Table: "records", Column: "id", Snapshot: path + ".records.sfb"})
+	if err != nil {
 		t.Fatal(err)
 	}
+	firstCall(t, records) // the first scans start after a call
 	waitClosed(t, entered, "the first scan of records")
 	other, err := db.Index(ctx, Source{Table: "others", Column: "id", Snapshot: path + ".others.sfb"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	firstCall(t, other)
 	waitFor(t, "the first scan of others queued", func() bool { return other.k.Upkeep() == "rebuild" })
 	rctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()

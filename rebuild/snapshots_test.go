@@ -429,6 +429,7 @@ func TestSaveSaysWhatIsUnderWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ix.Close(ctx) })
+	firstCall(t, ix)
 	select {
 	case <-started:
 	case <-time.After(callBound):

@@ -158,10 +158,11 @@ func TestSuspendHoldsNoConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := db.Index(ctx, cfg.Source) // attaches, and asks the worker for the first scan
+	ix, err := db.Index(ctx, cfg.Source) // the first scan asked for after its first call
 	if err != nil {
 		t.Fatal(err)
 	}
+	firstCall(t, ix)
 	ro, err := OpenDB(ctx, DBConfig{Path: path, ReadOnly: true, Driver: testdriver.Driver()})
 	if err != nil {
 		t.Fatal(err)
@@ -263,6 +264,8 @@ func TestSuspendErrorNamesEachCauseOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	firstCall(t, ix) // the first scans start after a call
+	firstCall(t, other)
 	waitClosed(t, entered, "the first scan")
 	// A Rebuild of the other collection waits for the database's scans
 	// turn: work in progress on a second index.
@@ -567,6 +570,7 @@ func openParkedScan(t *testing.T, path string) (db *DB, ix *Index, release chan 
 	if ix, err = db.Index(ctx, cfg.Source); err != nil {
 		t.Fatal(err)
 	}
+	firstCall(t, ix)
 	select {
 	case <-started:
 	case <-time.After(callBound):

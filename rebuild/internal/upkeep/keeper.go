@@ -146,6 +146,19 @@ func (k *Keeper) repair(why error, atOnce bool) {
 	}
 }
 
+// firstScan asks for the attach and first scan of a table the library
+// never attached, after the next call (at once with NoDeferredRepair).
+func (k *Keeper) firstScan() {
+	const why = "first scan"
+	if k.db.Knobs.NoDeferredRepair {
+		k.AskRebuild(why)
+		return
+	}
+	k.db.mu.Lock()
+	k.deferLocked(kindRebuild, reason{text: why})
+	k.db.mu.Unlock()
+}
+
 // deferLocked makes a job of kind wait for the end of the next call,
 // counted pending (Wait starts it).
 func (k *Keeper) deferLocked(kd kind, why reason) {

@@ -67,8 +67,11 @@ func (k *Keeper) look(ctx context.Context) (now bool, err error) {
 		}
 		// Attached and scanned in the background, in that order, so that
 		// every row is in the scan or the log; SQLite answers meanwhile,
-		// and the app's writes never make Open wait.
-		k.AskRebuild("first scan")
+		// and the app's writes never make Open wait. Both start once the
+		// first call is answered (or at Wait), as a repair does: the
+		// attach's DDL would make the app's connections parse the schema
+		// again under that call.
+		k.firstScan()
 	case k.cfg.Snapshot != "":
 		k.checkTarget(c.F, src)
 		k.AskLoad()
