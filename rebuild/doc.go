@@ -29,8 +29,11 @@
 // OpenDB and Index return at once; loading the snapshot, catching up,
 // re-attaching after a migration and rebuilding run in the background,
 // and until the filter is current every call is answered from SQLite,
-// exactly. Wait waits for the filter; Stats says what happens; the
-// background's events go to DBConfig.Logger.
+// exactly. The snapshot's load, the first scan of a table and a
+// re-attach start once the next call is answered (or at Wait), so that
+// they do not share the machine with it. Wait waits for the filter;
+// Stats says what happens; the background's events go to
+// DBConfig.Logger.
 //
 // # A guest in the app's database
 //
