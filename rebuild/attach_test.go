@@ -552,7 +552,9 @@ func TestFailedFirstScanIsTriedAgain(t *testing.T) {
 // never attached returns with nothing written: the attach (DDL, which
 // would make the app's connections parse the schema again under the
 // first page) and the first scan start once the first call is answered,
-// from SQLite. Then the filter serves.
+// from SQLite. Rows the app writes before the attach (no trigger logs
+// them) and while the scan runs are all answered fetched once the filter
+// serves.
 func TestFirstScanWaitsForTheFirstCall(t *testing.T) {
 	t.Parallel()
 	path := modeDB(t, "wal", []string{"records"}, ids("seed", 500)...)
@@ -564,7 +566,9 @@ func TestFirstScanWaitsForTheFirstCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ix.Close(context.Background()) })
-	defer release()                    // before Close, on a failure
+	defer release() // before Close, on a failure
+	app := rawDB(t, path)
+	insertInto(t, app, "records", ids("between", 50)...)
 	time.Sleep(100 * time.Millisecond) // an attach at once would have committed by now
 	select {
 	case <-entered:
@@ -572,13 +576,32 @@ func TestFirstScanWaitsForTheFirstCall(t *testing.T) {
 	default:
 	}
 	var triggers int
-	if err := rawDB(t, path).QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'records'`).Scan(&triggers); err != nil || triggers != 0 {
+	if err := app.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'records'`).Scan(&triggers); err != nil || triggers != 0 {
 		t.Fatalf("%d triggers on the table before any call (%v), want none", triggers, err)
 	}
-	canon := storedCanon(t, path, "records")
-	judgePage(t, ix, canon, append(ids("seed", 20), ids("never", 20)...), true, "the first call, from SQLite")
+	page := slices.Concat(ids("seed", 20), ids("between", 20), ids("during", 20), ids("never", 20))
+	judgePage(t, ix, storedCanon(t, path, "records"), page, true, "the first call, from SQLite")
 	waitClosed(t, entered, "the first scan, after the first call")
+	insertInto(t, app, "records", ids("during", 50)...)
 	release()
 	waitServing(t, ix)
-	judgePage(t, ix, canon, append(ids("seed", 20), ids("never", 20)...), true, "once the filter serves")
+	judgePage(t, ix, storedCanon(t, path, "records"), page, true, "once the filter serves")
+}
+
+// TestWaitStartsTheFirstScan: with no call, Wait starts the first scan of
+// a table never attached (Upkeep names it, waiting, before), and returns
+// with a filter serving.
+func TestWaitStartsTheFirstScan(t *testing.T) {
+	t.Parallel()
+	path := modeDB(t, "wal", []string{"records"}, ids("seed", 500)...)
+	ix, err := Open(context.Background(), DBConfig{Path: path, Driver: testdriver.Driver()}, Source{Table: "records", Column: "id", Snapshot: path + ".sfb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ix.Close(context.Background()) })
+	if st := stats(ix); st.Serving || st.Upkeep != "rebuild" {
+		t.Fatalf("before any call: serving %v, upkeep %q; want not serving, a rebuild waiting", st.Serving, st.Upkeep)
+	}
+	waitServing(t, ix)
+	judgePage(t, ix, storedCanon(t, path, "records"), append(ids("seed", 20), ids("never", 20)...), true, "after Wait")
 }

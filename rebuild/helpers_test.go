@@ -113,7 +113,6 @@ func appConfig(path string) config {
 	return config{DBConfig: DBConfig{Path: path, Driver: testdriver.Driver()}, Source: Source{Table: "records", Column: "id", Snapshot: path + ".sfb"}}
 }
 
-// waitServing waits for a background rebuild to publish a filter.
 // firstCall makes ix's first call: the first scan of a table the library
 // never attached starts once a call is answered (or at Wait).
 func firstCall(t testing.TB, ix *Index) {
@@ -123,6 +122,7 @@ func firstCall(t testing.TB, ix *Index) {
 	}
 }
 
+// waitServing waits for a background rebuild to publish a filter.
 func waitServing(t testing.TB, ix *Index) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

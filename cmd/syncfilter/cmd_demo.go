@@ -110,8 +110,8 @@ func (d *demoRun) run(ctx context.Context, records int) error {
 		return err
 	}
 	d.say("2. Opened in %s: the table has rows the library has never seen, so it attaches two triggers and scans", since(start))
-	d.say("   in the background; meanwhile every call is answered from SQLite, exactly. The demo waits for the")
-	d.say("   scan, so that the filter works from the first page (an app needs not).")
+	d.say("   in the background, from the first call on (or a Wait); meanwhile every call is answered from SQLite,")
+	d.say("   exactly. The demo waits for the scan, so that the filter works from the first page (an app needs not).")
 	start = time.Now()
 	if err := ix.Wait(ctx); err != nil {
 		return err

@@ -20,7 +20,7 @@ import (
 type Knobs struct {
 	NoFollow         bool                // no catch-up between calls
 	NoDeferredLoad   bool                // the opening load starts at once, not after the first call
-	NoDeferredRepair bool                // a repair starts at once, not after the next call
+	NoDeferredRepair bool                // a repair, and an open's first attach and scan, start at once, not after the next call
 	ScanRow          func(n int64) error // a scan's start (0) and each chunk it read: an error fails it as SQLite would
 	BeforeCount      func() error        // before a rebuild's count; an error is the count's
 	Published        func()              // a rebuild published its filter, before the database records the scan

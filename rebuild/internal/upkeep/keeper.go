@@ -146,9 +146,13 @@ func (k *Keeper) repair(why error, atOnce bool) {
 	}
 }
 
-// firstScan asks for the attach and first scan of a table the library
-// never attached, after the next call (at once with NoDeferredRepair).
-func (k *Keeper) firstScan() {
+// askFirstScan asks for the attach and first scan of a table the library
+// never attached (or never scanned), after the next call (at once with
+// NoDeferredRepair): the attach is DDL, which would make the app's
+// connections parse the schema again under that call, and the scan would
+// share the machine with it. (A snapshot that cannot be loaded is
+// rebuilt at once: no DDL, and the call has no filter to wait for.)
+func (k *Keeper) askFirstScan() {
 	const why = "first scan"
 	if k.db.Knobs.NoDeferredRepair {
 		k.AskRebuild(why)
@@ -168,8 +172,8 @@ func (k *Keeper) deferLocked(kd kind, why reason) {
 	k.mu.deferred[kd] = &why
 }
 
-// AskRebuild asks for a rebuild in the background (an open's first scan),
-// and for the source's attach between calls, before the rebuild's turn:
+// AskRebuild asks for a rebuild in the background, and for the source's
+// attach between calls, before the rebuild's turn:
 // until the log holds the app's writes, a page that may name a stored
 // spelling reads them again at each commit.
 func (k *Keeper) AskRebuild(why string) { k.askRebuild(reason{text: why}) }

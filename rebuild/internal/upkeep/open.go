@@ -8,11 +8,11 @@ import (
 	"github.com/syncfilter/syncfilter/rebuild/internal/store"
 )
 
-// Open checks the source (before anything is written) and asks the
-// worker to make the filter ready: the snapshot's load, or the first
-// scan. An empty table (an app before its first sync) and the library's
-// own table are attached and scanned before Open returns, so that a
-// filter serves from the first call.
+// Open checks the source (before anything is written) and asks for what
+// makes the filter ready: the snapshot's load, or the first scan, each
+// started by the first call or a Wait. An empty table (an app before its
+// first sync) and the library's own table are attached and scanned
+// before Open returns, so that a filter serves from the first call.
 func (k *Keeper) Open(ctx context.Context) error {
 	now, err := k.look(ctx)
 	if err != nil || !now {
@@ -71,7 +71,7 @@ func (k *Keeper) look(ctx context.Context) (now bool, err error) {
 		// first call is answered (or at Wait), as a repair does: the
 		// attach's DDL would make the app's connections parse the schema
 		// again under that call.
-		k.firstScan()
+		k.askFirstScan()
 	case k.cfg.Snapshot != "":
 		k.checkTarget(c.F, src)
 		k.AskLoad()
