@@ -8,7 +8,7 @@ import "time"
 type Stats struct {
 	Serving  bool   // a filter answers; false: every key goes to SQLite
 	Attached bool   // the source's triggers are in place
-	Upkeep   string // background work asked for and not done ("load", "rebuild", ...)
+	Upkeep   string // background work asked for and not done ("load", "rebuild", ...), a load or first scan waiting for the index's first call or a Wait too
 
 	Queries            uint64 // keys asked about
 	LookupsAvoided     uint64 // answered "not fetched" by the filter alone
