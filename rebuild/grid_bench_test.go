@@ -167,18 +167,7 @@ func BenchmarkFetchedOne(b *testing.B) {
 			ids[i] = id(i)
 		}
 		b.Run(kind+"/syncfilter", func(b *testing.B) {
-			ix := benchIndex(b, path)
-			for _, id := range ids { // the same warm-up on both sides: whichever runs first would pay the colder caches
-				_, _ = ix.Fetched(context.Background(), id)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				ok, err := ix.Fetched(context.Background(), ids[i%len(ids)])
-				if err != nil || ok != (kind == "stored") {
-					b.Fatal(ok, err)
-				}
-			}
+			timeFetched(b, benchIndex(b, path), ids, kind == "stored")
 		})
 		b.Run(kind+"/syncfilter-apppool", func(b *testing.B) {
 			app, err := testdriver.Open(path, testdriver.App{BusyTimeout: 10 * time.Second})
@@ -194,17 +183,7 @@ func BenchmarkFetchedOne(b *testing.B) {
 			if err := ix.Wait(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			for _, id := range ids {
-				_, _ = ix.Fetched(context.Background(), id)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				ok, err := ix.Fetched(context.Background(), ids[i%len(ids)])
-				if err != nil || ok != (kind == "stored") {
-					b.Fatal(ok, err)
-				}
-			}
+			timeFetched(b, ix, ids, kind == "stored")
 		})
 		b.Run(kind+"/prepared-select", func(b *testing.B) {
 			stmt := preparedLookup(b, path)
@@ -223,6 +202,23 @@ func BenchmarkFetchedOne(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// timeFetched times Fetched of ids in turn, each answered as want, after
+// the warm-up every side has: whichever runs first would pay the colder
+// caches.
+func timeFetched(b *testing.B, ix *Index, ids []string, want bool) {
+	for _, id := range ids {
+		_, _ = ix.Fetched(context.Background(), id)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ok, err := ix.Fetched(context.Background(), ids[i%len(ids)])
+		if err != nil || ok != want {
+			b.Fatal(ok, err)
+		}
 	}
 }
 
