@@ -150,8 +150,8 @@ func (k *Keeper) repair(why error, atOnce bool) {
 // never attached (or never scanned), after the next call (at once with
 // NoDeferredRepair): the attach is DDL, which would make the app's
 // connections parse the schema again under that call, and the scan would
-// share the machine with it. (A snapshot that cannot be loaded is
-// rebuilt at once: no DDL, and the call has no filter to wait for.)
+// share the machine with it. (An attached table whose snapshot is
+// missing is rebuilt at once: no DDL.)
 func (k *Keeper) askFirstScan() {
 	const why = "first scan"
 	if k.db.Knobs.NoDeferredRepair {
